@@ -1,0 +1,227 @@
+//! Command-line definitions (clap) and the run functions behind them.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::{Error, Result};
+use crate::profile::GroupBy;
+use crate::read::{self, EpochSelect, Format, GprofStacks, ReadOptions};
+use crate::write::{self, OutputFormat, WriteOptions};
+
+const EXAMPLES: &str = "\
+Examples:
+  profconv gmon.out --binary ./a.out -o out.pb.gz      then: go tool pprof -top out.pb.gz
+  profconv gmon.1 gmon.2 --binary ./a.out -o sum.pb.gz (summed, like gprof -s)
+  profconv gmon.out --binary ./a.out -o flame.svg      flamegraph of cpu time
+  profconv gmon.out --binary ./a.out -o calls.folded --sample-type calls
+  profconv mpatrol.out -o allocs.svg --sample-type alloc_space
+  profconv dcpidb/ -o out.speedscope.json
+  profconv info gmon.out                               what the file holds
+Output format follows the extension (.pb.gz .pb .folded .txt .svg .json) or --to.
+Exit codes: 0 ok, 1 bad input, 2 usage.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "profconv",
+    version,
+    about = "Convert legacy profiles (gprof gmon.out, mpatrol, DCPI, APS) to pprof, folded stacks, flamegraph SVG and speedscope",
+    after_help = EXAMPLES,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub convert: ConvertArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print what the inputs hold (format, variant, byte order, pointer size,
+    /// counts, totals, time range) without converting them.
+    Info {
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        #[command(flatten)]
+        read: ReadArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Input profiles (several of one program are summed).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Output file (`-` for standard output).
+    #[arg(short, long, required = true)]
+    pub output: Option<PathBuf>,
+    /// Output format, overriding the output file's extension.
+    #[arg(long, value_enum)]
+    pub to: Option<OutputFormat>,
+    /// Sample type for folded and SVG output (e.g. cpu, samples, calls, alloc_space).
+    #[arg(long)]
+    pub sample_type: Option<String>,
+    /// Root frames for folded/SVG/speedscope output: comma-separated `image`,
+    /// `pid`, `tid`, any label key, or `none`.
+    #[arg(long, value_delimiter = ',')]
+    pub group_by: Option<Vec<String>>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct ReadArgs {
+    /// Input format, instead of detecting it from the content.
+    #[arg(long, value_enum)]
+    pub from: Option<Format>,
+    /// Executable to symbolize addresses with (ELF symbols and DWARF).
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+    /// gprof: address size in bytes (4 or 8) when detection is ambiguous.
+    #[arg(long, value_parser = parse_pointer_size)]
+    pub gmon_pointer_size: Option<usize>,
+    /// gprof: clock rate (ticks per second) of 4.3BSD files, which do not record it.
+    #[arg(long)]
+    pub gmon_rate: Option<u32>,
+    /// gprof: stacks synthesized from the call graph, or one frame each.
+    #[arg(long, value_enum, default_value_t = GprofStacks::Synthesized)]
+    pub gprof_stacks: GprofStacks,
+    /// mpatrol: split samples by allocation size class.
+    #[arg(long)]
+    pub mpatrol_size_classes: bool,
+    /// DCPI: instruction size in bytes.
+    #[arg(long)]
+    pub dcpi_insn_size: Option<u32>,
+    /// DCPI: epoch to read from a database: a name, `latest` or `all`.
+    #[arg(long, default_value = "all")]
+    pub epoch: String,
+    /// DCPI: directory to find images in by their `path` header.
+    #[arg(long)]
+    pub image_dir: Option<PathBuf>,
+    /// APS: call depth D of the records, instead of detecting it.
+    #[arg(long)]
+    pub aps_call_depth: Option<usize>,
+    /// APS: path length P of the module and vma tables, instead of detecting it.
+    #[arg(long)]
+    pub aps_path_len: Option<usize>,
+    /// APS: a copy of the board's file system, to symbolize with.
+    #[arg(long)]
+    pub image_root: Option<PathBuf>,
+    /// APS: the pid_info file with thread and process names.
+    #[arg(long)]
+    pub pid_info: Option<PathBuf>,
+    /// APS: leave pid 0 (idle) out.
+    #[arg(long)]
+    pub drop_idle: bool,
+}
+
+impl ReadArgs {
+    pub fn options(&self) -> ReadOptions {
+        ReadOptions {
+            format: self.from,
+            binary: self.binary.clone(),
+            gmon_pointer_size: self.gmon_pointer_size,
+            gmon_rate: self.gmon_rate,
+            gprof_stacks: self.gprof_stacks,
+            mpatrol_size_classes: self.mpatrol_size_classes,
+            dcpi_insn_size: self.dcpi_insn_size,
+            epoch: match self.epoch.as_str() {
+                "all" => EpochSelect::All,
+                "latest" => EpochSelect::Latest,
+                name => EpochSelect::Named(name.to_owned()),
+            },
+            image_dir: self.image_dir.clone(),
+            aps_call_depth: self.aps_call_depth,
+            aps_path_len: self.aps_path_len,
+            image_root: self.image_root.clone(),
+            pid_info: self.pid_info.clone(),
+            drop_idle: self.drop_idle,
+        }
+    }
+}
+
+fn parse_pointer_size(s: &str) -> std::result::Result<usize, String> {
+    match s {
+        "4" => Ok(4),
+        "8" => Ok(8),
+        _ => Err("the pointer size is 4 or 8 (bytes)".into()),
+    }
+}
+
+/// Parses `--group-by` values.
+pub fn parse_group_by(values: &[String]) -> Vec<GroupBy> {
+    values
+        .iter()
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty() && *v != "none")
+        .map(|v| match v {
+            "image" => GroupBy::Image,
+            key => GroupBy::Label(key.to_owned()),
+        })
+        .collect()
+}
+
+/// The title outputs show: the inputs' file names.
+pub fn title_of(inputs: &[PathBuf]) -> String {
+    inputs
+        .iter()
+        .map(|p| p.file_name().unwrap_or(p.as_os_str()).to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// Reads the inputs and writes one output.
+pub fn run_convert(args: &ConvertArgs) -> Result<()> {
+    let Some(output) = &args.output else {
+        return Err(Error::Usage("an output is required: -o FILE".into()));
+    };
+    let format = match args.to.or_else(|| OutputFormat::from_path(output)) {
+        Some(f) => f,
+        None if output == Path::new("-") => {
+            return Err(Error::Usage("writing to standard output needs --to FORMAT".into()))
+        }
+        None => {
+            return Err(Error::Usage(format!(
+                "cannot tell the output format from {:?}: use an extension (.pb.gz .pb .folded .txt .svg .json) or --to",
+                output
+            )))
+        }
+    };
+    let profile = read::read(&args.inputs, &args.read.options())?;
+    let options = WriteOptions {
+        sample_type: args.sample_type.clone(),
+        group_by: args.group_by.as_deref().map(parse_group_by),
+        title: title_of(&args.inputs),
+    };
+    write::write_file(&profile, format, &options, output)
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let result = match &cli.command {
+        Some(Command::Info { inputs, read }) => {
+            read::info(inputs, &read.options()).map(|text| print!("{text}"))
+        }
+        None => run_convert(&cli.convert),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("profconv: {e}");
+            if e.is_usage() {
+                2
+            } else {
+                1
+            }
+        }
+    }
+}

@@ -1,0 +1,639 @@
+//! The intermediate representation every reader fills and every writer reads.
+//!
+//! It follows pprof's model (sample types, samples with leaf-first stacks of
+//! locations, locations with inlined lines, functions, mappings, labels) with
+//! everything interned: strings, functions, locations and samples, so that a
+//! profile of millions of records costs memory in proportion to its distinct
+//! stacks, not to its records.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+
+/// Index into [`Profile::strings`]; 0 is always the empty string.
+pub type StrId = u32;
+/// Index into [`Profile::mappings`].
+pub type MappingId = u32;
+/// Index into [`Profile::functions`].
+pub type FunctionId = u32;
+/// Index into [`Profile::locations`].
+pub type LocationId = u32;
+
+/// Interned strings. Index 0 is `""`, as pprof requires.
+#[derive(Debug, Clone)]
+pub struct StringTable {
+    strings: Vec<String>,
+    index: HashMap<String, StrId>,
+}
+
+impl Default for StringTable {
+    fn default() -> Self {
+        let mut table = StringTable {
+            strings: Vec::new(),
+            index: HashMap::new(),
+        };
+        table.intern("");
+        table
+    }
+}
+
+impl StringTable {
+    pub fn intern(&mut self, s: &str) -> StrId {
+        if let Some(&id) = self.index.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as StrId;
+        self.strings.push(s.to_owned());
+        self.index.insert(s.to_owned(), id);
+        id
+    }
+
+    pub fn get(&self, id: StrId) -> &str {
+        self.strings.get(id as usize).map_or("", String::as_str)
+    }
+
+    pub fn as_slice(&self) -> &[String] {
+        &self.strings
+    }
+}
+
+/// A (type, unit) pair such as `cpu/nanoseconds` or `alloc_space/bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ValueType {
+    pub kind: StrId,
+    pub unit: StrId,
+}
+
+/// The value of a label: a string, or a number with an optional unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LabelValue {
+    Str(StrId),
+    Num { num: i64, unit: StrId },
+}
+
+/// A key/value pair attached to a sample: pid, tid, cpu, event, size class...
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Label {
+    pub key: StrId,
+    pub value: LabelValue,
+}
+
+/// An image mapped into the profiled address space.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Mapping {
+    pub start: u64,
+    pub limit: u64,
+    pub file_offset: u64,
+    pub filename: StrId,
+    pub build_id: StrId,
+    pub has_functions: bool,
+    pub has_filenames: bool,
+    pub has_line_numbers: bool,
+    pub has_inline_frames: bool,
+}
+
+/// A function (or procedure) as a symbol table or debug information names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Function {
+    /// Human-readable (demangled) name.
+    pub name: StrId,
+    /// Name as the system knows it (mangled).
+    pub system_name: StrId,
+    pub filename: StrId,
+    pub start_line: i64,
+}
+
+/// One frame of a location: a function and a line in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Line {
+    pub function: FunctionId,
+    pub line: i64,
+}
+
+/// A program location: an address in a mapping, and the source lines it
+/// stands for (several = inlined frames, innermost first). A location with no
+/// lines is unsymbolized.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Location {
+    pub mapping: Option<MappingId>,
+    pub address: u64,
+    /// The address is a return address (a caller frame): symbolize it at
+    /// `address - 1` so that it lands inside the call instruction.
+    pub is_return_address: bool,
+    pub lines: Vec<Line>,
+}
+
+/// Aggregated measurements for one stack and one set of labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// Leaf first.
+    pub stack: Vec<LocationId>,
+    /// One value per [`Profile::sample_types`] entry.
+    pub values: Vec<i64>,
+    /// Sorted by key, so that equal label sets compare equal.
+    pub labels: Vec<Label>,
+}
+
+/// How folded and speedscope outputs group stacks under synthetic root frames.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupBy {
+    /// A frame naming the image (mapping file name) of the leaf location.
+    Image,
+    /// A frame for the value of the named label (e.g. `pid`, `tid`).
+    Label(String),
+}
+
+/// A profile in the intermediate representation.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    pub strings: StringTable,
+    pub sample_types: Vec<ValueType>,
+    /// Index into `sample_types` of the type to show by default.
+    pub default_sample_type: Option<usize>,
+    pub period_type: Option<ValueType>,
+    pub period: i64,
+    /// Start of the collection, nanoseconds since the Unix epoch (0 = unknown).
+    pub time_nanos: i64,
+    pub duration_nanos: i64,
+    /// Free-form text that must survive conversion (input header lines, how
+    /// stacks were made...). Written as pprof comments.
+    pub comments: Vec<String>,
+    /// Key/value facts about the input (platform, cpu speed, byte order...).
+    /// Written as `key: value` pprof comments and speedscope metadata.
+    pub metadata: Vec<(String, String)>,
+    /// Synthetic root frames the readers suggest for folded/speedscope
+    /// outputs; the command line may override them.
+    pub group_by: Vec<GroupBy>,
+    pub mappings: Vec<Mapping>,
+    pub functions: Vec<Function>,
+    pub locations: Vec<Location>,
+    pub samples: Vec<Sample>,
+    function_index: HashMap<Function, FunctionId>,
+    location_index: HashMap<Location, LocationId>,
+    sample_index: HashMap<(Vec<LocationId>, Vec<Label>), usize>,
+}
+
+impl Profile {
+    /// A profile with the given `(type, unit)` sample types, the first the default.
+    pub fn new(sample_types: &[(&str, &str)]) -> Self {
+        let mut profile = Profile::default();
+        for (kind, unit) in sample_types {
+            profile.add_sample_type(kind, unit);
+        }
+        if !profile.sample_types.is_empty() {
+            profile.default_sample_type = Some(0);
+        }
+        profile
+    }
+
+    pub fn intern(&mut self, s: &str) -> StrId {
+        self.strings.intern(s)
+    }
+
+    pub fn str(&self, id: StrId) -> &str {
+        self.strings.get(id)
+    }
+
+    /// Adds a sample type and returns its index. Existing samples get a 0 for it.
+    pub fn add_sample_type(&mut self, kind: &str, unit: &str) -> usize {
+        let vt = ValueType {
+            kind: self.intern(kind),
+            unit: self.intern(unit),
+        };
+        if let Some(i) = self.sample_types.iter().position(|t| *t == vt) {
+            return i;
+        }
+        self.sample_types.push(vt);
+        for sample in &mut self.samples {
+            sample.values.push(0);
+        }
+        self.sample_types.len() - 1
+    }
+
+    /// The index of the sample type called `kind`, if any.
+    pub fn sample_type_index(&self, kind: &str) -> Option<usize> {
+        self.sample_types
+            .iter()
+            .position(|t| self.str(t.kind) == kind)
+    }
+
+    /// `(type, unit)` of sample type `i`.
+    pub fn sample_type_name(&self, i: usize) -> (&str, &str) {
+        let vt = self.sample_types[i];
+        (self.str(vt.kind), self.str(vt.unit))
+    }
+
+    pub fn set_period(&mut self, kind: &str, unit: &str, period: i64) {
+        self.period_type = Some(ValueType {
+            kind: self.intern(kind),
+            unit: self.intern(unit),
+        });
+        self.period = period;
+    }
+
+    pub fn add_metadata(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.metadata.push((key.into(), value.into()));
+    }
+
+    pub fn add_mapping(&mut self, mapping: Mapping) -> MappingId {
+        if let Some(i) = self.mappings.iter().position(|m| *m == mapping) {
+            return i as MappingId;
+        }
+        self.mappings.push(mapping);
+        (self.mappings.len() - 1) as MappingId
+    }
+
+    pub fn add_function(&mut self, name: &str, system_name: &str, filename: &str, start_line: i64) -> FunctionId {
+        let function = Function {
+            name: self.intern(name),
+            system_name: self.intern(system_name),
+            filename: self.intern(filename),
+            start_line,
+        };
+        self.intern_function(function)
+    }
+
+    fn intern_function(&mut self, function: Function) -> FunctionId {
+        if let Some(&id) = self.function_index.get(&function) {
+            return id;
+        }
+        let id = self.functions.len() as FunctionId;
+        self.functions.push(function);
+        self.function_index.insert(function, id);
+        id
+    }
+
+    /// Interns a location; equal locations get the same id.
+    pub fn add_location(&mut self, location: Location) -> LocationId {
+        if let Some(&id) = self.location_index.get(&location) {
+            return id;
+        }
+        let id = self.locations.len() as LocationId;
+        self.location_index.insert(location.clone(), id);
+        self.locations.push(location);
+        id
+    }
+
+    /// An unsymbolized location at `address`.
+    pub fn address_location(&mut self, mapping: Option<MappingId>, address: u64, is_return_address: bool) -> LocationId {
+        self.add_location(Location {
+            mapping,
+            address,
+            is_return_address,
+            lines: Vec::new(),
+        })
+    }
+
+    /// Replaces the lines of a location (symbolization), keeping the index
+    /// consistent. If an equal location already exists the two stay distinct
+    /// ids with equal content, which every writer accepts.
+    pub fn set_location_lines(&mut self, id: LocationId, lines: Vec<Line>) {
+        let Some(location) = self.locations.get_mut(id as usize) else {
+            return;
+        };
+        if self.location_index.get(location) == Some(&id) {
+            self.location_index.remove(location);
+        }
+        location.lines = lines;
+        self.location_index.entry(location.clone()).or_insert(id);
+    }
+
+    pub fn label_str(&mut self, key: &str, value: &str) -> Label {
+        Label {
+            key: self.intern(key),
+            value: LabelValue::Str(self.intern(value)),
+        }
+    }
+
+    pub fn label_num(&mut self, key: &str, num: i64, unit: &str) -> Label {
+        Label {
+            key: self.intern(key),
+            value: LabelValue::Num {
+                num,
+                unit: self.intern(unit),
+            },
+        }
+    }
+
+    /// Adds `values` to the sample with this stack and these labels, creating
+    /// it if needed. `values` must have one entry per sample type.
+    pub fn add_sample(&mut self, stack: &[LocationId], values: &[i64], labels: &[Label]) {
+        debug_assert_eq!(values.len(), self.sample_types.len());
+        let mut labels = labels.to_vec();
+        labels.sort();
+        let key = (stack.to_vec(), labels);
+        if let Some(&i) = self.sample_index.get(&key) {
+            let sample = &mut self.samples[i];
+            for (acc, v) in sample.values.iter_mut().zip(values) {
+                *acc = acc.saturating_add(*v);
+            }
+            return;
+        }
+        let mut own = values.to_vec();
+        own.resize(self.sample_types.len(), 0);
+        self.sample_index.insert(key.clone(), self.samples.len());
+        self.samples.push(Sample {
+            stack: key.0,
+            values: own,
+            labels: key.1,
+        });
+    }
+
+    /// Sum of sample type `i` over all samples.
+    pub fn total(&self, i: usize) -> i64 {
+        self.samples
+            .iter()
+            .map(|s| s.values.get(i).copied().unwrap_or(0))
+            .fold(0i64, i64::saturating_add)
+    }
+
+    /// Adds every sample of `other` into `self` (e.g. several gmon.out files of
+    /// one program, like `gprof -s`). Sample types are matched by name and
+    /// unit; types only `other` has are added. A type with the same name and a
+    /// different unit is an error.
+    pub fn merge(&mut self, other: &Profile) -> Result<()> {
+        let mut type_map = Vec::with_capacity(other.sample_types.len());
+        for i in 0..other.sample_types.len() {
+            let (kind, unit) = other.sample_type_name(i);
+            if let Some(j) = self.sample_type_index(kind) {
+                let (_, own_unit) = self.sample_type_name(j);
+                if own_unit != unit {
+                    return Err(Error::Usage(format!(
+                        "cannot merge profiles: sample type {kind} is in {own_unit} in one and {unit} in the other"
+                    )));
+                }
+                type_map.push(j);
+            } else {
+                let (kind, unit) = (kind.to_owned(), unit.to_owned());
+                type_map.push(self.add_sample_type(&kind, &unit));
+            }
+        }
+        if self.period_type.is_none() {
+            if let Some(pt) = other.period_type {
+                let (kind, unit) = (other.str(pt.kind).to_owned(), other.str(pt.unit).to_owned());
+                self.set_period(&kind, &unit, other.period);
+            }
+        }
+        if self.default_sample_type.is_none() {
+            self.default_sample_type = other.default_sample_type.map(|i| type_map[i]);
+        }
+        if other.time_nanos != 0 {
+            if self.time_nanos == 0 {
+                self.time_nanos = other.time_nanos;
+                self.duration_nanos = other.duration_nanos;
+            } else {
+                let start = self.time_nanos.min(other.time_nanos);
+                let end = (self.time_nanos + self.duration_nanos).max(other.time_nanos + other.duration_nanos);
+                self.time_nanos = start;
+                self.duration_nanos = end - start;
+            }
+        }
+        for c in &other.comments {
+            if !self.comments.contains(c) {
+                self.comments.push(c.clone());
+            }
+        }
+        for kv in &other.metadata {
+            if !self.metadata.contains(kv) {
+                self.metadata.push(kv.clone());
+            }
+        }
+        for g in &other.group_by {
+            if !self.group_by.contains(g) {
+                self.group_by.push(g.clone());
+            }
+        }
+
+        let mut mapping_map = Vec::with_capacity(other.mappings.len());
+        for m in &other.mappings {
+            let mut m = m.clone();
+            m.filename = self.intern(other.str(m.filename));
+            m.build_id = self.intern(other.str(m.build_id));
+            mapping_map.push(self.add_mapping(m));
+        }
+        let mut function_map = Vec::with_capacity(other.functions.len());
+        for f in &other.functions {
+            let f = Function {
+                name: self.intern(other.str(f.name)),
+                system_name: self.intern(other.str(f.system_name)),
+                filename: self.intern(other.str(f.filename)),
+                start_line: f.start_line,
+            };
+            function_map.push(self.intern_function(f));
+        }
+        let mut location_map = Vec::with_capacity(other.locations.len());
+        for l in &other.locations {
+            let l = Location {
+                mapping: l.mapping.map(|m| mapping_map[m as usize]),
+                address: l.address,
+                is_return_address: l.is_return_address,
+                lines: l
+                    .lines
+                    .iter()
+                    .map(|line| Line {
+                        function: function_map[line.function as usize],
+                        line: line.line,
+                    })
+                    .collect(),
+            };
+            location_map.push(self.add_location(l));
+        }
+        let mut values = vec![0i64; self.sample_types.len()];
+        for s in &other.samples {
+            let stack: Vec<LocationId> = s.stack.iter().map(|&l| location_map[l as usize]).collect();
+            values.iter_mut().for_each(|v| *v = 0);
+            for (i, v) in s.values.iter().enumerate() {
+                values[type_map[i]] = *v;
+            }
+            let labels: Vec<Label> = s
+                .labels
+                .iter()
+                .map(|l| Label {
+                    key: self.intern(other.str(l.key)),
+                    value: match l.value {
+                        LabelValue::Str(v) => LabelValue::Str(self.intern(other.str(v))),
+                        LabelValue::Num { num, unit } => LabelValue::Num {
+                            num,
+                            unit: self.intern(other.str(unit)),
+                        },
+                    },
+                })
+                .collect();
+            self.add_sample(&stack, &values, &labels);
+        }
+        Ok(())
+    }
+
+    /// The display frames of a location, innermost first: one per line
+    /// (inlined frames), or one synthesized name for an unsymbolized address.
+    pub fn location_frames(&self, id: LocationId) -> Vec<Frame<'_>> {
+        let Some(location) = self.locations.get(id as usize) else {
+            return Vec::new();
+        };
+        if location.lines.is_empty() {
+            return vec![Frame {
+                name: std::borrow::Cow::Owned(self.address_name(location)),
+                file: None,
+                line: 0,
+            }];
+        }
+        location
+            .lines
+            .iter()
+            .map(|line| {
+                let f = &self.functions[line.function as usize];
+                let file = self.str(f.filename);
+                Frame {
+                    name: std::borrow::Cow::Borrowed(self.str(f.name)),
+                    file: (!file.is_empty()).then_some(file),
+                    line: line.line,
+                }
+            })
+            .collect()
+    }
+
+    /// `image+0xOFFSET` for an address in a named mapping, else `0xADDRESS`.
+    pub fn address_name(&self, location: &Location) -> String {
+        match location.mapping.and_then(|m| self.mappings.get(m as usize)) {
+            Some(m) if !self.str(m.filename).is_empty() => {
+                let offset = location.address.wrapping_sub(m.start).wrapping_add(m.file_offset);
+                format!("{}+{:#x}", basename(self.str(m.filename)), offset)
+            }
+            _ => format!("{:#x}", location.address),
+        }
+    }
+
+    /// The value of label `key` on a sample, as text.
+    pub fn label_text(&self, sample: &Sample, key: &str) -> Option<String> {
+        sample.labels.iter().find(|l| self.str(l.key) == key).map(|l| match l.value {
+            LabelValue::Str(v) => self.str(v).to_owned(),
+            LabelValue::Num { num, .. } => num.to_string(),
+        })
+    }
+}
+
+/// A frame as outputs show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame<'a> {
+    pub name: std::borrow::Cow<'a, str>,
+    pub file: Option<&'a str>,
+    pub line: i64,
+}
+
+/// The last path component of a file name (either separator).
+pub fn basename(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+/// Splits `total` into integer parts proportional to `weights`, so that the
+/// parts add up to `total` exactly (largest-remainder rounding).
+pub fn apportion(total: i64, weights: &[f64]) -> Vec<i64> {
+    let sum: f64 = weights.iter().filter(|w| w.is_finite() && **w > 0.0).sum();
+    if weights.is_empty() || sum <= 0.0 {
+        return vec![0; weights.len()];
+    }
+    let exact: Vec<f64> = weights
+        .iter()
+        .map(|w| if w.is_finite() && *w > 0.0 { total as f64 * w / sum } else { 0.0 })
+        .collect();
+    let mut parts: Vec<i64> = exact.iter().map(|e| e.floor() as i64).collect();
+    let mut rest = total - parts.iter().sum::<i64>();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|&a, &b| {
+        let ra = exact[a] - exact[a].floor();
+        let rb = exact[b] - exact[b].floor();
+        rb.partial_cmp(&ra).unwrap_or(std::cmp::Ordering::Equal).then(a.cmp(&b))
+    });
+    let mut k = 0;
+    while rest > 0 && !order.is_empty() {
+        let i = order[k % order.len()];
+        if weights[i] > 0.0 {
+            parts[i] += 1;
+            rest -= 1;
+        }
+        k += 1;
+    }
+    while rest < 0 && !order.is_empty() {
+        let i = order[order.len() - 1 - (k % order.len())];
+        if parts[i] > 0 {
+            parts[i] -= 1;
+            rest += 1;
+        }
+        k += 1;
+    }
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_table_starts_with_empty_string() {
+        let p = Profile::default();
+        assert_eq!(p.strings.as_slice(), &[String::new()]);
+    }
+
+    #[test]
+    fn equal_samples_are_aggregated() {
+        let mut p = Profile::new(&[("samples", "count")]);
+        let l = p.address_location(None, 0x10, false);
+        let label = p.label_num("pid", 7, "");
+        p.add_sample(&[l], &[2], &[label]);
+        p.add_sample(&[l], &[3], &[label]);
+        p.add_sample(&[l], &[5], &[]);
+        assert_eq!(p.samples.len(), 2);
+        assert_eq!(p.samples[0].values, vec![5]);
+        assert_eq!(p.total(0), 10);
+    }
+
+    #[test]
+    fn merge_sums_values_and_adds_missing_types() {
+        let mut a = Profile::new(&[("samples", "count")]);
+        let la = a.address_location(None, 0x10, false);
+        a.add_sample(&[la], &[2], &[]);
+        let mut b = Profile::new(&[("calls", "count"), ("samples", "count")]);
+        let lb = b.address_location(None, 0x10, false);
+        b.add_sample(&[lb], &[7, 3], &[]);
+        a.merge(&b).unwrap();
+        assert_eq!(a.sample_types.len(), 2);
+        assert_eq!(a.samples.len(), 1);
+        assert_eq!(a.samples[0].values, vec![5, 7]);
+    }
+
+    #[test]
+    fn merge_refuses_unit_mismatch() {
+        let mut a = Profile::new(&[("cpu", "nanoseconds")]);
+        let b = Profile::new(&[("cpu", "count")]);
+        assert!(a.merge(&b).is_err());
+    }
+
+    #[test]
+    fn apportion_keeps_the_total() {
+        assert_eq!(apportion(10, &[1.0, 1.0, 1.0]).iter().sum::<i64>(), 10);
+        assert_eq!(apportion(7, &[0.5, 0.25, 0.25]), vec![4, 2, 1]);
+        assert_eq!(apportion(5, &[0.0, 0.0]), vec![0, 0]);
+        assert_eq!(apportion(3, &[1.0, 0.0]), vec![3, 0]);
+    }
+
+    #[test]
+    fn unsymbolized_frames_name_image_and_offset() {
+        let mut p = Profile::default();
+        let f = p.intern("/usr/lib/libc.so");
+        let m = p.add_mapping(Mapping {
+            start: 0x1000,
+            limit: 0x2000,
+            file_offset: 0x100,
+            filename: f,
+            build_id: 0,
+            has_functions: false,
+            has_filenames: false,
+            has_line_numbers: false,
+            has_inline_frames: false,
+        });
+        let l = p.address_location(Some(m), 0x1010, false);
+        assert_eq!(p.location_frames(l)[0].name, "libc.so+0x110");
+        let l = p.address_location(None, 0x1010, false);
+        assert_eq!(p.location_frames(l)[0].name, "0x1010");
+    }
+}

@@ -1,0 +1,389 @@
+//! Symbolization: addresses → functions, files and lines, from an ELF
+//! executable's symbol table and DWARF (through `object` and `addr2line`).
+//!
+//! Separate debug files are found by build id (`/usr/lib/debug/.build-id/..`)
+//! and by `.gnu_debuglink` (next to the binary, in `.debug/`, and under
+//! `/usr/lib/debug`), as gdb does.
+
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
+
+use crate::error::{Error, Result};
+use crate::profile::{Line, MappingId, Profile};
+
+/// A function symbol of the executable's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionSymbol {
+    pub address: u64,
+    /// Size from the symbol table (0 when unknown).
+    pub size: u64,
+    /// Demangled name.
+    pub name: String,
+    /// Name as in the symbol table.
+    pub system_name: String,
+}
+
+/// One frame at an address, innermost first when inlined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFrame {
+    pub function: String,
+    pub system_name: String,
+    pub file: String,
+    pub line: i64,
+}
+
+/// A loadable segment of the executable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadSegment {
+    pub vaddr: u64,
+    pub memsz: u64,
+    pub offset: u64,
+    pub filesz: u64,
+    pub executable: bool,
+}
+
+/// An executable opened for symbolization.
+pub struct Binary {
+    pub path: PathBuf,
+    /// Hex build id from `.note.gnu.build-id`, empty when there is none.
+    pub build_id: String,
+    /// ELF type ET_DYN (position-independent).
+    pub is_pie: bool,
+    pub pointer_size: usize,
+    pub big_endian: bool,
+    pub segments: Vec<LoadSegment>,
+    /// The file DWARF was read from, when any was found.
+    pub debug_file: Option<PathBuf>,
+    symbols: Vec<FunctionSymbol>,
+    dwarf: Option<addr2line::Loader>,
+}
+
+impl std::fmt::Debug for Binary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Binary")
+            .field("path", &self.path)
+            .field("build_id", &self.build_id)
+            .field("symbols", &self.symbols.len())
+            .field("debug_file", &self.debug_file)
+            .finish()
+    }
+}
+
+fn has_dwarf(file: &object::File<'_>) -> bool {
+    file.section_by_name(".debug_info").is_some_and(|s| s.size() > 0)
+}
+
+fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
+    let mut symbols: Vec<(FunctionSymbol, bool)> = Vec::new();
+    let sources = if file.symbols().next().is_some() {
+        file.symbols().collect::<Vec<_>>()
+    } else {
+        file.dynamic_symbols().collect::<Vec<_>>()
+    };
+    for sym in sources {
+        if sym.kind() != SymbolKind::Text || sym.is_undefined() || sym.address() == 0 && sym.size() == 0 {
+            continue;
+        }
+        let in_text = sym
+            .section_index()
+            .and_then(|i| file.section_by_index(i).ok())
+            .is_some_and(|s| s.kind() == SectionKind::Text);
+        if !in_text {
+            continue;
+        }
+        let Ok(raw) = sym.name() else { continue };
+        if raw.is_empty() || raw.starts_with('$') {
+            continue;
+        }
+        let name = addr2line::demangle_auto(raw.into(), None).into_owned();
+        symbols.push((
+            FunctionSymbol {
+                address: sym.address(),
+                size: sym.size(),
+                name,
+                system_name: raw.to_owned(),
+            },
+            sym.is_global() && !sym.is_weak(),
+        ));
+    }
+    // One symbol per address: prefer a global, non-weak name, then the
+    // shortest (aliases such as `__libc_foo`/`foo`), then the first by name.
+    symbols.sort_by(|(a, ga), (b, gb)| {
+        a.address
+            .cmp(&b.address)
+            .then(gb.cmp(ga))
+            .then(a.system_name.len().cmp(&b.system_name.len()))
+            .then(a.system_name.cmp(&b.system_name))
+    });
+    symbols.dedup_by(|later, first| later.0.address == first.0.address);
+    symbols.into_iter().map(|(s, _)| s).collect()
+}
+
+fn build_id_hex(file: &object::File<'_>) -> String {
+    match file.build_id() {
+        Ok(Some(id)) => id.iter().map(|b| format!("{b:02x}")).collect(),
+        _ => String::new(),
+    }
+}
+
+/// Candidate separate debug files for a binary, in gdb's search order.
+fn debug_file_candidates(path: &Path, build_id: &str, debuglink: Option<&str>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if build_id.len() > 2 {
+        let rel = format!(".build-id/{}/{}.debug", &build_id[..2], &build_id[2..]);
+        out.push(dir.join(&rel));
+        out.push(Path::new("/usr/lib/debug").join(&rel));
+    }
+    if let Some(link) = debuglink {
+        out.push(dir.join(link));
+        out.push(dir.join(".debug").join(link));
+        if let Ok(abs) = dir.canonicalize() {
+            out.push(Path::new("/usr/lib/debug").join(abs.strip_prefix("/").unwrap_or(&abs)).join(link));
+        }
+    }
+    out
+}
+
+impl Binary {
+    /// Opens an executable, its symbol table, and its DWARF (in the file or a
+    /// separate debug file).
+    pub fn open(path: &Path) -> Result<Binary> {
+        let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let file = object::File::parse(&*data)
+            .map_err(|e| Error::unsupported(path, format!("not an executable profconv can read: {e}")))?;
+        let build_id = build_id_hex(&file);
+        let is_pie = matches!(file.kind(), object::ObjectKind::Dynamic);
+        let pointer_size = if file.is_64() { 8 } else { 4 };
+        let big_endian = !file.is_little_endian();
+        let mut segments = Vec::new();
+        if let object::File::Elf64(elf) = &file {
+            segments = elf_segments::<object::elf::FileHeader64<object::Endianness>>(elf.elf_program_headers(), elf.endian());
+        } else if let object::File::Elf32(elf) = &file {
+            segments = elf_segments::<object::elf::FileHeader32<object::Endianness>>(elf.elf_program_headers(), elf.endian());
+        } else {
+            for seg in file.segments() {
+                let (offset, filesz) = seg.file_range();
+                segments.push(LoadSegment {
+                    vaddr: seg.address(),
+                    memsz: seg.size(),
+                    offset,
+                    filesz,
+                    executable: true,
+                });
+            }
+        }
+        let mut symbols = text_symbols(&file);
+
+        let mut debug_file = None;
+        if has_dwarf(&file) {
+            debug_file = Some(path.to_path_buf());
+        } else {
+            let link = file
+                .gnu_debuglink()
+                .ok()
+                .flatten()
+                .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned());
+            for candidate in debug_file_candidates(path, &build_id, link.as_deref()) {
+                let Ok(bytes) = std::fs::read(&candidate) else { continue };
+                let Ok(dbg) = object::File::parse(&*bytes) else { continue };
+                let matches = build_id.is_empty() || build_id_hex(&dbg) == build_id;
+                if matches && has_dwarf(&dbg) {
+                    if symbols.is_empty() {
+                        symbols = text_symbols(&dbg);
+                    }
+                    debug_file = Some(candidate);
+                    break;
+                }
+            }
+        }
+        let dwarf = debug_file.as_ref().and_then(|f| addr2line::Loader::new(f).ok());
+        Ok(Binary {
+            path: path.to_path_buf(),
+            build_id,
+            is_pie,
+            pointer_size,
+            big_endian,
+            segments,
+            debug_file,
+            symbols,
+            dwarf,
+        })
+    }
+
+    /// Text symbols sorted by address, one per address.
+    pub fn symbols(&self) -> &[FunctionSymbol] {
+        &self.symbols
+    }
+
+    pub fn has_dwarf(&self) -> bool {
+        self.dwarf.is_some()
+    }
+
+    /// The symbol whose range holds `address`: `[its value, its value + size)`,
+    /// or up to the next symbol when its size is 0.
+    pub fn symbol_at(&self, address: u64) -> Option<&FunctionSymbol> {
+        let i = self.symbols.partition_point(|s| s.address <= address).checked_sub(1)?;
+        let sym = &self.symbols[i];
+        let end = if sym.size > 0 {
+            sym.address + sym.size
+        } else {
+            self.symbols.get(i + 1).map_or(u64::MAX, |n| n.address)
+        };
+        (address < end).then_some(sym)
+    }
+
+    /// The address range of the executable segments, `[start, limit)`.
+    pub fn text_range(&self) -> Option<(u64, u64)> {
+        let exec = self.segments.iter().filter(|s| s.executable);
+        let start = exec.clone().map(|s| s.vaddr).min()?;
+        let limit = exec.map(|s| s.vaddr + s.memsz).max()?;
+        Some((start, limit))
+    }
+
+    /// The first executable segment (the text a mapping usually stands for).
+    pub fn text_segment(&self) -> Option<LoadSegment> {
+        self.segments.iter().copied().find(|s| s.executable)
+    }
+
+    /// The link-time address of a file offset, through the program headers.
+    pub fn file_offset_to_svma(&self, offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|s| offset >= s.offset && offset < s.offset + s.filesz)
+            .map(|s| s.vaddr + (offset - s.offset))
+    }
+
+    /// The frames at link-time address `svma`, innermost first: from DWARF
+    /// (with inlined frames, files and lines) when present, else the symbol
+    /// table's function. Empty when nothing names the address.
+    pub fn frames(&self, svma: u64) -> Vec<SourceFrame> {
+        let symbol = self.symbol_at(svma);
+        let mut out = Vec::new();
+        if let Some(loader) = &self.dwarf {
+            if let Ok(mut frames) = loader.find_frames(svma) {
+                while let Ok(Some(frame)) = frames.next() {
+                    let (function, system_name) = match &frame.function {
+                        Some(f) => (
+                            f.demangle().map(|c| c.into_owned()).unwrap_or_default(),
+                            f.raw_name().map(|c| c.into_owned()).unwrap_or_default(),
+                        ),
+                        None => (String::new(), String::new()),
+                    };
+                    let (file, line) = frame
+                        .location
+                        .as_ref()
+                        .map(|l| (l.file.unwrap_or("").to_owned(), l.line.unwrap_or(0) as i64))
+                        .unwrap_or_default();
+                    out.push(SourceFrame {
+                        function,
+                        system_name,
+                        file,
+                        line,
+                    });
+                }
+            }
+        }
+        // DWARF without a function name for the outermost frame: take the
+        // symbol table's, which is what the linker knew it as.
+        if let Some(last) = out.last_mut() {
+            if last.function.is_empty() {
+                if let Some(sym) = symbol {
+                    last.function = sym.name.clone();
+                    last.system_name = sym.system_name.clone();
+                }
+            }
+        }
+        out.retain(|f| !f.function.is_empty());
+        if out.is_empty() {
+            if let Some(sym) = symbol {
+                out.push(SourceFrame {
+                    function: sym.name.clone(),
+                    system_name: sym.system_name.clone(),
+                    file: String::new(),
+                    line: 0,
+                });
+            }
+        }
+        out
+    }
+}
+
+fn elf_segments<Elf: object::read::elf::FileHeader>(
+    headers: &[Elf::ProgramHeader],
+    endian: Elf::Endian,
+) -> Vec<LoadSegment> {
+    use object::read::elf::ProgramHeader;
+    headers
+        .iter()
+        .filter(|ph| ph.p_type(endian) == object::elf::PT_LOAD)
+        .map(|ph| LoadSegment {
+            vaddr: ph.p_vaddr(endian).into(),
+            memsz: ph.p_memsz(endian).into(),
+            offset: ph.p_offset(endian).into(),
+            filesz: ph.p_filesz(endian).into(),
+            executable: ph.p_flags(endian) & object::elf::PF_X != 0,
+        })
+        .collect()
+}
+
+/// What a symbolization pass found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SymbolizeStats {
+    pub locations: usize,
+    pub symbolized: usize,
+}
+
+/// Symbolizes every unsymbolized location of `mapping` with `binary`.
+/// `to_svma` turns a location's address into the binary's link-time address
+/// (identity for gprof, `pc − vm_start + offset` through the program headers
+/// for a process mapping). Return addresses are looked up one byte earlier.
+/// Sets the mapping's `has_*` flags from what was really found.
+pub fn symbolize_mapping(
+    profile: &mut Profile,
+    mapping: MappingId,
+    binary: &Binary,
+    to_svma: &dyn Fn(u64) -> Option<u64>,
+) -> SymbolizeStats {
+    let mut stats = SymbolizeStats::default();
+    let (mut any_function, mut any_file, mut any_line, mut any_inline) = (false, false, false, false);
+    for id in 0..profile.locations.len() {
+        let location = &profile.locations[id];
+        if location.mapping != Some(mapping) || !location.lines.is_empty() {
+            continue;
+        }
+        stats.locations += 1;
+        let lookup = if location.is_return_address {
+            location.address.saturating_sub(1)
+        } else {
+            location.address
+        };
+        let Some(svma) = to_svma(lookup) else { continue };
+        let frames = binary.frames(svma);
+        if frames.is_empty() {
+            continue;
+        }
+        stats.symbolized += 1;
+        any_function = true;
+        any_inline |= frames.len() > 1;
+        let mut lines = Vec::with_capacity(frames.len());
+        for f in &frames {
+            any_file |= !f.file.is_empty();
+            any_line |= f.line > 0;
+            let function = profile.add_function(&f.function, &f.system_name, &f.file, 0);
+            lines.push(Line {
+                function,
+                line: f.line,
+            });
+        }
+        profile.set_location_lines(id as u32, lines);
+    }
+    if let Some(m) = profile.mappings.get_mut(mapping as usize) {
+        m.has_functions |= any_function;
+        m.has_filenames |= any_file;
+        m.has_line_numbers |= any_line;
+        m.has_inline_frames |= any_inline;
+    }
+    stats
+}

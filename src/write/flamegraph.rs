@@ -1,0 +1,30 @@
+//! Flamegraph SVG, rendered by inferno from the folded lines.
+
+use std::io::Write;
+
+use crate::error::{Error, Result};
+use crate::profile::Profile;
+use crate::write::{chosen_sample_type, folded, WriteOptions};
+
+pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
+    let index = chosen_sample_type(profile, options)?;
+    let (kind, unit) = profile.sample_type_name(index);
+    let lines = folded::lines(profile, options)?;
+    let mut fg = inferno::flamegraph::Options::default();
+    fg.title = if options.title.is_empty() {
+        format!("{kind} ({unit})")
+    } else {
+        format!("{} — {kind} ({unit})", options.title)
+    };
+    fg.count_name = unit.to_owned();
+    fg.name_type = "Function:".to_owned();
+    if lines.is_empty() {
+        // inferno refuses an empty input; draw an explicit empty graph instead.
+        fg.subtitle = Some("no samples of this type".to_owned());
+        let empty = ["(no samples) 1".to_owned()];
+        return inferno::flamegraph::from_lines(&mut fg, empty.iter().map(String::as_str), out)
+            .map_err(|e| Error::Usage(format!("flamegraph rendering failed: {e}")));
+    }
+    inferno::flamegraph::from_lines(&mut fg, lines.iter().map(String::as_str), out)
+        .map_err(|e| Error::Usage(format!("flamegraph rendering failed: {e}")))
+}

@@ -1,0 +1,221 @@
+//! Writers, one module per output format, and what they share: choosing the
+//! format from a file name, picking a sample type, turning samples into
+//! root-first frame stacks, and writing a file atomically.
+
+pub mod flamegraph;
+pub mod folded;
+pub mod pprof;
+pub mod speedscope;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::profile::{Frame, GroupBy, Profile, Sample};
+
+/// The output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// gzip-compressed pprof protobuf (`.pb.gz`).
+    Pprof,
+    /// Uncompressed pprof protobuf (`.pb`).
+    PprofRaw,
+    /// Folded stacks (`.folded`, `.txt`).
+    Folded,
+    /// Flamegraph SVG rendered with inferno (`.svg`).
+    Svg,
+    /// speedscope JSON (`.speedscope.json`, `.json`).
+    Speedscope,
+}
+
+impl OutputFormat {
+    /// The format a file name asks for by its extension.
+    pub fn from_path(path: &Path) -> Option<OutputFormat> {
+        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+        let format = if name.ends_with(".pb.gz") || name.ends_with(".pprof") || name.ends_with(".pprof.gz") {
+            OutputFormat::Pprof
+        } else if name.ends_with(".pb") {
+            OutputFormat::PprofRaw
+        } else if name.ends_with(".folded") || name.ends_with(".txt") || name.ends_with(".collapsed") {
+            OutputFormat::Folded
+        } else if name.ends_with(".svg") {
+            OutputFormat::Svg
+        } else if name.ends_with(".json") {
+            OutputFormat::Speedscope
+        } else {
+            return None;
+        };
+        Some(format)
+    }
+
+    /// The conventional extension of the format (used when converting archives).
+    pub fn extension(self) -> &'static str {
+        match self {
+            OutputFormat::Pprof => "pb.gz",
+            OutputFormat::PprofRaw => "pb",
+            OutputFormat::Folded => "folded",
+            OutputFormat::Svg => "svg",
+            OutputFormat::Speedscope => "speedscope.json",
+        }
+    }
+}
+
+/// Options of the writers.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// The sample type folded and SVG outputs show (default: the profile's default).
+    pub sample_type: Option<String>,
+    /// Synthetic root frames for folded, SVG and speedscope outputs; `None`
+    /// keeps what the reader suggested.
+    pub group_by: Option<Vec<GroupBy>>,
+    /// The name of the input, for titles.
+    pub title: String,
+}
+
+/// Writes `profile` in `format` to `out`.
+pub fn write(profile: &Profile, format: OutputFormat, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
+    match format {
+        OutputFormat::Pprof => pprof::write(profile, true, out),
+        OutputFormat::PprofRaw => pprof::write(profile, false, out),
+        OutputFormat::Folded => folded::write(profile, options, out),
+        OutputFormat::Svg => flamegraph::write(profile, options, out),
+        OutputFormat::Speedscope => speedscope::write(profile, options, out),
+    }
+}
+
+/// Writes `profile` to the file `path` (`-` = standard output) through a
+/// temporary file in the same directory that is renamed into place, so a
+/// failed run leaves nothing half-written.
+pub fn write_file(profile: &Profile, format: OutputFormat, options: &WriteOptions, path: &Path) -> Result<()> {
+    if path == Path::new("-") {
+        let stdout = std::io::stdout();
+        let mut lock = stdout.lock();
+        write(profile, format, options, &mut lock)?;
+        return lock.flush().map_err(|e| Error::io(path, e));
+    }
+    write_atomically(path, |out| write(profile, format, options, out))
+}
+
+/// Runs `fill` on a temporary file next to `path` and renames it to `path`
+/// when `fill` succeeds; on failure the temporary file is removed.
+pub fn write_atomically(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(path, e))?;
+    let mut buffered = std::io::BufWriter::new(tmp);
+    fill(&mut buffered)?;
+    let tmp = buffered.into_inner().map_err(|e| Error::io(path, e.into_error()))?;
+    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+/// The index of the sample type to show: the one named in the options, else
+/// the profile's default, else the last (pprof's rule).
+pub fn chosen_sample_type(profile: &Profile, options: &WriteOptions) -> Result<usize> {
+    if profile.sample_types.is_empty() {
+        return Err(Error::Usage("the profile has no sample types".into()));
+    }
+    if let Some(name) = &options.sample_type {
+        return profile.sample_type_index(name).ok_or_else(|| {
+            let known: Vec<&str> = (0..profile.sample_types.len())
+                .map(|i| profile.sample_type_name(i).0)
+                .collect();
+            Error::Usage(format!(
+                "no sample type {name:?} in this profile; it has: {}",
+                known.join(", ")
+            ))
+        });
+    }
+    Ok(profile.default_sample_type.unwrap_or(profile.sample_types.len() - 1))
+}
+
+/// Display frames of a sample, **root first**, with the synthetic group
+/// frames (image, process, thread) at the root.
+pub fn sample_frames<'p>(profile: &'p Profile, sample: &Sample, group_by: &[GroupBy]) -> Vec<Frame<'p>> {
+    let mut frames = Vec::with_capacity(sample.stack.len() + group_by.len());
+    for g in group_by {
+        let name = match g {
+            GroupBy::Image => {
+                let image = sample
+                    .stack
+                    .first()
+                    .and_then(|&l| profile.locations.get(l as usize))
+                    .and_then(|l| l.mapping)
+                    .and_then(|m| profile.mappings.get(m as usize))
+                    .map(|m| crate::profile::basename(profile.str(m.filename)).to_owned())
+                    .filter(|n| !n.is_empty());
+                image.unwrap_or_else(|| "[unknown image]".to_owned())
+            }
+            GroupBy::Label(key) => group_frame_name(profile, sample, key),
+        };
+        frames.push(Frame {
+            name: std::borrow::Cow::Owned(name),
+            file: None,
+            line: 0,
+        });
+    }
+    for &loc in sample.stack.iter().rev() {
+        let mut inlined = profile.location_frames(loc);
+        inlined.reverse();
+        frames.extend(inlined);
+    }
+    frames
+}
+
+/// The frame for a label group: `name-value` when the sample has a
+/// `<key>_name` label (e.g. `thread_name`, like perf's `comm-tid`), else
+/// `key value`.
+fn group_frame_name(profile: &Profile, sample: &Sample, key: &str) -> String {
+    let value = profile.label_text(sample, key);
+    let name_key = match key {
+        "pid" => "process_name",
+        "tid" => "thread_name",
+        other => other,
+    };
+    let name = if name_key != key {
+        profile.label_text(sample, name_key)
+    } else {
+        profile.label_text(sample, &format!("{key}_name"))
+    };
+    match (name, value) {
+        (Some(n), Some(v)) => format!("{n}-{v}"),
+        (None, Some(v)) => format!("{key} {v}"),
+        (Some(n), None) => n,
+        (None, None) => format!("{key} ?"),
+    }
+}
+
+/// The group frames to use: the options' choice, else the reader's.
+pub fn effective_group_by<'a>(profile: &'a Profile, options: &'a WriteOptions) -> &'a [GroupBy] {
+    options.group_by.as_deref().unwrap_or(&profile.group_by)
+}
+
+/// Stacks as `(root-first frame names, value)` for sample type `index`,
+/// merged by name and in a stable order (sorted by the joined names).
+pub fn named_stacks(profile: &Profile, index: usize, group_by: &[GroupBy]) -> Vec<(Vec<String>, i64)> {
+    let mut merged: HashMap<Vec<String>, i64> = HashMap::new();
+    for sample in &profile.samples {
+        let value = sample.values.get(index).copied().unwrap_or(0);
+        if value == 0 {
+            continue;
+        }
+        let names: Vec<String> = sample_frames(profile, sample, group_by)
+            .into_iter()
+            .map(|f| f.name.into_owned())
+            .collect();
+        let slot = merged.entry(names).or_insert(0);
+        *slot = slot.saturating_add(value);
+    }
+    let mut out: Vec<(Vec<String>, i64)> = merged.into_iter().filter(|(_, v)| *v != 0).collect();
+    out.sort();
+    out
+}

@@ -1,0 +1,154 @@
+//! pprof protobuf writer: the IR → `perftools.profiles.Profile` in one pass
+//! that builds the string table once, then prost encoding (and gzip).
+
+use std::io::Write;
+
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::pb;
+use crate::profile::{LabelValue, Profile, StringTable};
+
+/// Converts the IR to the generated pprof message. Ids are indexes + 1, so
+/// they are unique and non-zero; string index 0 is "".
+pub fn to_proto(profile: &Profile) -> pb::Profile {
+    // The IR's table already starts with ""; comments and metadata are added
+    // to a copy so that the profile itself stays untouched.
+    let mut strings: StringTable = profile.strings.clone();
+    let mut comment = Vec::new();
+    for c in &profile.comments {
+        comment.push(strings.intern(c) as i64);
+    }
+    for (k, v) in &profile.metadata {
+        comment.push(strings.intern(&format!("{k}: {v}")) as i64);
+    }
+    let vt = |t: &crate::profile::ValueType| pb::ValueType {
+        r#type: t.kind as i64,
+        unit: t.unit as i64,
+    };
+    let sample_type: Vec<pb::ValueType> = profile.sample_types.iter().map(vt).collect();
+    let default_sample_type = profile
+        .default_sample_type
+        .and_then(|i| profile.sample_types.get(i))
+        .map_or(0, |t| t.kind as i64);
+    let sample = profile
+        .samples
+        .iter()
+        .filter(|s| s.values.iter().any(|v| *v != 0))
+        .map(|s| pb::Sample {
+            location_id: s.stack.iter().map(|&l| l as u64 + 1).collect(),
+            value: s.values.clone(),
+            label: s
+                .labels
+                .iter()
+                .map(|l| match l.value {
+                    LabelValue::Str(v) => pb::Label {
+                        key: l.key as i64,
+                        str: v as i64,
+                        ..Default::default()
+                    },
+                    LabelValue::Num { num, unit } => pb::Label {
+                        key: l.key as i64,
+                        num,
+                        num_unit: unit as i64,
+                        ..Default::default()
+                    },
+                })
+                .collect(),
+        })
+        .collect();
+    let mapping = profile
+        .mappings
+        .iter()
+        .enumerate()
+        .map(|(i, m)| pb::Mapping {
+            id: i as u64 + 1,
+            memory_start: m.start,
+            memory_limit: m.limit,
+            file_offset: m.file_offset,
+            filename: m.filename as i64,
+            build_id: m.build_id as i64,
+            has_functions: m.has_functions,
+            has_filenames: m.has_filenames,
+            has_line_numbers: m.has_line_numbers,
+            has_inline_frames: m.has_inline_frames,
+        })
+        .collect();
+    let location = profile
+        .locations
+        .iter()
+        .enumerate()
+        .map(|(i, l)| pb::Location {
+            id: i as u64 + 1,
+            mapping_id: l.mapping.map_or(0, |m| m as u64 + 1),
+            address: l.address,
+            line: l
+                .lines
+                .iter()
+                .map(|line| pb::Line {
+                    function_id: line.function as u64 + 1,
+                    line: line.line,
+                    column: 0,
+                })
+                .collect(),
+            is_folded: false,
+        })
+        .collect();
+    let function = profile
+        .functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| pb::Function {
+            id: i as u64 + 1,
+            name: f.name as i64,
+            system_name: f.system_name as i64,
+            filename: f.filename as i64,
+            start_line: f.start_line,
+        })
+        .collect();
+    pb::Profile {
+        sample_type,
+        sample,
+        mapping,
+        location,
+        function,
+        string_table: strings.as_slice().to_vec(),
+        drop_frames: 0,
+        keep_frames: 0,
+        time_nanos: profile.time_nanos,
+        duration_nanos: profile.duration_nanos,
+        period_type: profile.period_type.as_ref().map(vt),
+        period: profile.period,
+        comment,
+        default_sample_type,
+        doc_url: 0,
+    }
+}
+
+/// Writes the profile as pprof protobuf, gzip-compressed when `gzip`.
+pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
+    let bytes = to_proto(profile).encode_to_vec();
+    let io = |e| Error::io(std::path::Path::new("<output>"), e);
+    if gzip {
+        let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+        enc.write_all(&bytes).map_err(io)?;
+        enc.finish().map_err(io)?;
+    } else {
+        out.write_all(&bytes).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Decodes pprof bytes (gzip-compressed or not): for tests and `info`.
+pub fn decode(bytes: &[u8]) -> std::result::Result<pb::Profile, String> {
+    let raw;
+    let data = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut out).map_err(|e| e.to_string())?;
+        raw = out;
+        &raw[..]
+    } else {
+        bytes
+    };
+    pb::Profile::decode(data).map_err(|e| e.to_string())
+}

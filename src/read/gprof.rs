@@ -1,11 +1,1054 @@
-//! gprof reader (in progress).
+//! GNU gprof `gmon.out` reader: the GNU tagged format (both byte orders, 4-
+//! and 8-byte addresses), 4.4BSD and 4.3BSD headers (spec gprof.md §1–§2), and
+//! the mapping to the IR the way gprof reasons about it (§3–§4).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
 use crate::error::{Error, Result};
-use crate::profile::Profile;
-use crate::read::ReadOptions;
-pub fn detect_gnu(head: &[u8]) -> bool { head.starts_with(b"gmon") }
-pub fn detect(_head: &[u8], _len: u64) -> bool { false }
-pub fn read(paths: &[PathBuf], _o: &ReadOptions) -> Result<Profile> {
-    Err(Error::unsupported(paths.first().map_or(Path::new("-"), |p| p), "todo"))
+use crate::profile::{apportion, Line, LocationId, Mapping, MappingId, Profile};
+use crate::read::cursor::{Cursor, Endian};
+use crate::read::{read_input, GprofStacks, ReadOptions};
+use crate::symbolize::Binary;
+
+const GMON_MAGIC: &[u8; 4] = b"gmon";
+const TAG_TIME_HIST: u8 = 0;
+const TAG_CG_ARC: u8 = 1;
+const TAG_BB_COUNT: u8 = 2;
+const BSD44_VERSION: u32 = 0x0005_1879;
+/// The clock rate assumed for 4.3BSD files, which do not record one.
+const DEFAULT_RATE: u32 = 100;
+
+/// Which layout a file uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    Gnu,
+    Bsd44,
+    Bsd43,
 }
-pub fn info(paths: &[PathBuf], o: &ReadOptions) -> Result<String> { read(paths, o).map(|_| String::new()) }
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Gnu => "GNU gmon.out (tagged records)",
+            Variant::Bsd44 => "4.4BSD gmon.out",
+            Variant::Bsd43 => "4.2/4.3BSD gmon.out",
+        }
+    }
+}
+
+/// A PC histogram: `bins[i]` counts ticks in `[low_pc + i·w, low_pc + (i+1)·w)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    pub low_pc: u64,
+    pub high_pc: u64,
+    pub prof_rate: u32,
+    pub dimension: String,
+    pub dimension_abbrev: char,
+    /// Counts (summed over records and files, so wider than the file's u16).
+    pub bins: Vec<u64>,
+}
+
+impl Histogram {
+    pub fn total(&self) -> u64 {
+        self.bins.iter().sum()
+    }
+
+    /// Bytes of text per bin.
+    pub fn scale(&self) -> f64 {
+        (self.high_pc - self.low_pc) as f64 / self.bins.len().max(1) as f64
+    }
+}
+
+/// A call-graph arc: `from_pc` is the return address in the caller,
+/// `self_pc` an address in the callee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallArc {
+    pub from_pc: u64,
+    pub self_pc: u64,
+    pub count: u64,
+}
+
+/// What one or more gmon.out files hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GmonData {
+    pub variant: Variant,
+    pub endian: Endian,
+    pub pointer_size: usize,
+    pub histograms: Vec<Histogram>,
+    /// Summed per (from_pc, self_pc), sorted.
+    pub arcs: Vec<CallArc>,
+    /// Basic-block execution counts per address, summed.
+    pub basic_blocks: BTreeMap<u64, u64>,
+    /// Bins at 65535, the u16 ceiling: the counts there are lower bounds.
+    pub saturated_bins: usize,
+    /// True when the clock rate was not in the file (4.3BSD).
+    pub rate_assumed: bool,
+    /// Histogram and arc records read (before summing).
+    pub histogram_records: usize,
+    pub arc_records: usize,
+    pub bb_records: usize,
+}
+
+/// True for the GNU format (the `gmon` magic).
+pub fn detect_gnu(head: &[u8]) -> bool {
+    head.len() >= 20 && head.starts_with(GMON_MAGIC) && gnu_endian(head).is_some()
+}
+
+fn gnu_endian(head: &[u8]) -> Option<Endian> {
+    match head.get(4..8)? {
+        [1, 0, 0, 0] => Some(Endian::Little),
+        [0, 0, 0, 1] => Some(Endian::Big),
+        _ => None,
+    }
+}
+
+/// True for the BSD formats, recognised by their header's sizes (§2).
+pub fn detect(head: &[u8], file_len: u64) -> bool {
+    detect_gnu(head) || bsd_layout(head, file_len, None).is_some()
+}
+
+/// A BSD header layout that fits: (variant, endian, word size, header size, counter bytes).
+#[derive(Debug, Clone, Copy)]
+struct BsdLayout {
+    variant: Variant,
+    endian: Endian,
+    word: usize,
+    header: usize,
+    counter_bytes: usize,
+    counter_signed: bool,
+    lpc: u64,
+    hpc: u64,
+    ncnt: u64,
+    rate: u32,
+}
+
+fn bsd_layout(head: &[u8], file_len: u64, pointer_size: Option<usize>) -> Option<BsdLayout> {
+    let words: &[usize] = match pointer_size {
+        Some(4) => &[4],
+        Some(8) => &[8],
+        _ => &[8, 4],
+    };
+    let path = Path::new("");
+    for variant in [Variant::Bsd44, Variant::Bsd43] {
+        for &word in words {
+            for endian in [Endian::Little, Endian::Big] {
+                let mut c = Cursor::new(path, head, endian, word);
+                let (Ok(lpc), Ok(hpc), Ok(ncnt)) = (c.word(""), c.word(""), c.i32("")) else {
+                    continue;
+                };
+                let (header, rate, counter_bytes, counter_signed) = if variant == Variant::Bsd44 {
+                    let (Ok(version), Ok(rate), Ok(spare0)) = (c.u32(""), c.u32(""), c.i32("")) else {
+                        continue;
+                    };
+                    if version != BSD44_VERSION || rate == 0 {
+                        continue;
+                    }
+                    // FreeBSD's histcounter_type: counter width in bits, negative = signed.
+                    let (bytes, signed) = match spare0 {
+                        0 => (2, false),
+                        8 | 16 | 32 | 64 => (spare0 as usize / 8, false),
+                        -8 | -16 | -32 | -64 => ((-spare0) as usize / 8, true),
+                        _ => continue,
+                    };
+                    // lpc, hpc, ncnt, version, profrate, spare[3]; word-aligned.
+                    (align(2 * word + 6 * 4, word), rate, bytes, signed)
+                } else {
+                    (align(2 * word + 4, word), 0, 2, false)
+                };
+                if ncnt < 0 {
+                    continue;
+                }
+                let ncnt = ncnt as u64;
+                let arc_size = 3 * word as u64;
+                if lpc >= hpc
+                    || ncnt < header as u64
+                    || ncnt > file_len
+                    || (ncnt - header as u64) % counter_bytes as u64 != 0
+                    || (file_len - ncnt) % arc_size != 0
+                {
+                    continue;
+                }
+                let counters = (ncnt - header as u64) / counter_bytes as u64;
+                // Plausibility: each counter covers between 1 and 1024 bytes of text.
+                if counters == 0 || (hpc - lpc) / counters > 1024 || (hpc - lpc) < counters {
+                    continue;
+                }
+                return Some(BsdLayout {
+                    variant,
+                    endian,
+                    word,
+                    header,
+                    counter_bytes,
+                    counter_signed,
+                    lpc,
+                    hpc,
+                    ncnt,
+                    rate,
+                });
+            }
+        }
+    }
+    None
+}
+
+fn align(n: usize, to: usize) -> usize {
+    n.div_ceil(to) * to
+}
+
+/// Parses one gmon.out file.
+pub fn parse(file: &Path, data: &[u8], options: &ReadOptions, elf_pointer_size: Option<usize>) -> Result<GmonData> {
+    let pointer_size = options.gmon_pointer_size.or(elf_pointer_size);
+    if data.starts_with(GMON_MAGIC) {
+        return parse_gnu(file, data, pointer_size);
+    }
+    let Some(layout) = bsd_layout(data, data.len() as u64, pointer_size) else {
+        return Err(Error::format(
+            file,
+            0,
+            "expected a gmon.out: the GNU magic `gmon`, or a 4.4BSD/4.3BSD header whose histogram and arc sizes fit the file",
+        ));
+    };
+    parse_bsd(file, data, layout, options.gmon_rate)
+}
+
+fn parse_gnu(file: &Path, data: &[u8], pointer_size: Option<usize>) -> Result<GmonData> {
+    let Some(endian) = gnu_endian(data) else {
+        let mut c = Cursor::new(file, data, Endian::Little, 8);
+        c.skip(4, "magic")?;
+        let version = c.bytes(4, "the version")?;
+        return Err(Error::format(
+            file,
+            4,
+            format!("expected version 1 (01 00 00 00 or 00 00 00 01), found {version:02x?}"),
+        ));
+    };
+    if let Some(size) = pointer_size {
+        return parse_gnu_records(file, data, endian, size);
+    }
+    // The file does not say its address size: try 8, then 4 (§1).
+    let wide = parse_gnu_records(file, data, endian, 8);
+    let narrow = parse_gnu_records(file, data, endian, 4);
+    match (wide, narrow) {
+        (Ok(w), Err(_)) => Ok(w),
+        (Err(_), Ok(n)) => Ok(n),
+        (Ok(w), Ok(n)) if w == n => Ok(w),
+        (Ok(_), Ok(_)) => Err(Error::format(
+            file,
+            20,
+            "the records parse both with 4- and 8-byte addresses: say which with --gmon-pointer-size (or give --binary)",
+        )),
+        (Err(w), Err(n)) => Err(Error::format(
+            file,
+            gnu_error_offset(&w).max(gnu_error_offset(&n)),
+            format!(
+                "the records parse neither with 8-byte addresses ({}) nor with 4-byte ones ({})",
+                short(&w),
+                short(&n)
+            ),
+        )),
+    }
+}
+
+fn gnu_error_offset(e: &Error) -> u64 {
+    match e {
+        Error::Format { offset, .. } => *offset,
+        _ => 0,
+    }
+}
+
+fn short(e: &Error) -> String {
+    match e {
+        Error::Format { offset, what, .. } => format!("at byte {offset}: {what}"),
+        other => other.to_string(),
+    }
+}
+
+fn parse_gnu_records(file: &Path, data: &[u8], endian: Endian, word: usize) -> Result<GmonData> {
+    let mut c = Cursor::new(file, data, endian, word);
+    c.skip(20, "the 20-byte header")?;
+    let mut out = GmonData {
+        variant: Variant::Gnu,
+        endian,
+        pointer_size: word,
+        histograms: Vec::new(),
+        arcs: Vec::new(),
+        basic_blocks: BTreeMap::new(),
+        saturated_bins: 0,
+        rate_assumed: false,
+        histogram_records: 0,
+        arc_records: 0,
+        bb_records: 0,
+    };
+    let mut arcs: HashMap<(u64, u64), u64> = HashMap::new();
+    while !c.at_end() {
+        let tag_at = c.offset();
+        match c.u8("a record tag")? {
+            TAG_TIME_HIST => {
+                let low_pc = c.word("histogram low_pc")?;
+                let high_pc = c.word("histogram high_pc")?;
+                let size_at = c.offset();
+                let hist_size = c.u32("histogram hist_size")?;
+                let prof_rate = c.u32("histogram prof_rate")?;
+                let dimen = c.bytes(15, "histogram dimension")?;
+                let abbrev = c.u8("histogram dimension abbreviation")?;
+                if low_pc >= high_pc {
+                    return Err(c.error_at(
+                        tag_at + 1,
+                        format!("histogram low_pc {low_pc:#x} is not below high_pc {high_pc:#x}"),
+                    ));
+                }
+                if prof_rate == 0 {
+                    return Err(c.error_at(size_at + 4, "histogram prof_rate is 0"));
+                }
+                let bytes = c.check_items(hist_size as u64, 2, "histogram bins").map_err(|_| {
+                    c.error_at(
+                        size_at,
+                        format!(
+                            "histogram claims {hist_size} bins ({} bytes) but only {} bytes remain",
+                            hist_size as u64 * 2,
+                            c.remaining()
+                        ),
+                    )
+                })?;
+                let raw = c.bytes(bytes, "histogram bins")?;
+                let bins: Vec<u64> = raw.chunks_exact(2).map(|b| endian.u16(b) as u64).collect();
+                out.saturated_bins += bins.iter().filter(|&&b| b == 0xffff).count();
+                let dimension = String::from_utf8_lossy(dimen.split(|&b| b == 0).next().unwrap_or(&[])).into_owned();
+                out.histogram_records += 1;
+                add_histogram(
+                    file,
+                    tag_at,
+                    &mut out.histograms,
+                    Histogram {
+                        low_pc,
+                        high_pc,
+                        prof_rate,
+                        dimension,
+                        dimension_abbrev: abbrev as char,
+                        bins,
+                    },
+                )?;
+            }
+            TAG_CG_ARC => {
+                let from_pc = c.word("arc from_pc")?;
+                let self_pc = c.word("arc self_pc")?;
+                let count = c.u32("arc count")? as u64;
+                out.arc_records += 1;
+                *arcs.entry((from_pc, self_pc)).or_insert(0) += count;
+            }
+            TAG_BB_COUNT => {
+                let ncounts = c.u32("basic-block ncounts")?;
+                c.check_items(ncounts as u64, 2 * word, "basic-block records")?;
+                for _ in 0..ncounts {
+                    let addr = c.word("basic-block address")?;
+                    let count = c.word("basic-block count")?;
+                    *out.basic_blocks.entry(addr).or_insert(0) += count;
+                }
+                out.bb_records += 1;
+            }
+            other => {
+                return Err(c.error_at(
+                    tag_at,
+                    format!("expected a record tag 0 (histogram), 1 (arc) or 2 (basic blocks), found {other}"),
+                ))
+            }
+        }
+    }
+    out.arcs = arcs
+        .into_iter()
+        .map(|((from_pc, self_pc), count)| CallArc { from_pc, self_pc, count })
+        .collect();
+    out.arcs.sort();
+    Ok(out)
+}
+
+/// Adds a histogram record: equal ranges are summed bin by bin, others kept
+/// apart; a different rate or dimension cannot be combined (§1).
+fn add_histogram(file: &Path, offset: usize, hists: &mut Vec<Histogram>, h: Histogram) -> Result<()> {
+    if let Some(first) = hists.first() {
+        if first.prof_rate != h.prof_rate || first.dimension != h.dimension {
+            return Err(Error::format(
+                file,
+                offset as u64,
+                format!(
+                    "histogram at {} {} cannot be combined with one at {} {}",
+                    h.prof_rate, h.dimension, first.prof_rate, first.dimension
+                ),
+            ));
+        }
+    }
+    if let Some(same) = hists
+        .iter_mut()
+        .find(|o| o.low_pc == h.low_pc && o.high_pc == h.high_pc && o.bins.len() == h.bins.len())
+    {
+        for (a, b) in same.bins.iter_mut().zip(&h.bins) {
+            *a += b;
+        }
+    } else {
+        hists.push(h);
+    }
+    Ok(())
+}
+
+fn parse_bsd(file: &Path, data: &[u8], l: BsdLayout, rate: Option<u32>) -> Result<GmonData> {
+    let mut c = Cursor::new(file, data, l.endian, l.word);
+    c.seek(l.header)?;
+    let counters = ((l.ncnt - l.header as u64) / l.counter_bytes as u64) as usize;
+    c.check_items(counters as u64, l.counter_bytes, "histogram counters")?;
+    let mut bins = Vec::with_capacity(counters);
+    let mut saturated = 0;
+    for _ in 0..counters {
+        let v: u64 = match (l.counter_bytes, l.counter_signed) {
+            (1, false) => c.u8("a counter")? as u64,
+            (1, true) => (c.u8("a counter")? as i8).max(0) as u64,
+            (2, false) => c.u16("a counter")? as u64,
+            (2, true) => (c.u16("a counter")? as i16).max(0) as u64,
+            (4, false) => c.u32("a counter")? as u64,
+            (4, true) => c.i32("a counter")?.max(0) as u64,
+            (_, false) => c.u64("a counter")?,
+            (_, true) => (c.u64("a counter")? as i64).max(0) as u64,
+        };
+        if l.counter_bytes == 2 && v == 0xffff {
+            saturated += 1;
+        }
+        bins.push(v);
+    }
+    let rate_assumed = l.variant == Variant::Bsd43;
+    let prof_rate = if rate_assumed { rate.unwrap_or(DEFAULT_RATE) } else { l.rate };
+    let mut arcs: HashMap<(u64, u64), u64> = HashMap::new();
+    let mut arc_records = 0;
+    while !c.at_end() {
+        let from_pc = c.word("rawarc frompc")?;
+        let self_pc = c.word("rawarc selfpc")?;
+        let count = c.sword("rawarc count")?.max(0) as u64;
+        arc_records += 1;
+        *arcs.entry((from_pc, self_pc)).or_insert(0) += count;
+    }
+    let mut arcs: Vec<CallArc> = arcs
+        .into_iter()
+        .map(|((from_pc, self_pc), count)| CallArc { from_pc, self_pc, count })
+        .collect();
+    arcs.sort();
+    Ok(GmonData {
+        variant: l.variant,
+        endian: l.endian,
+        pointer_size: l.word,
+        histograms: vec![Histogram {
+            low_pc: l.lpc,
+            high_pc: l.hpc,
+            prof_rate,
+            dimension: "seconds".into(),
+            dimension_abbrev: 's',
+            bins,
+        }],
+        arcs,
+        basic_blocks: BTreeMap::new(),
+        saturated_bins: saturated,
+        rate_assumed,
+        histogram_records: 1,
+        arc_records,
+        bb_records: 0,
+    })
+}
+
+/// Sums the data of several files of one program (like `gprof -s`).
+pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
+    for h in b.histograms {
+        add_histogram(file, 0, &mut a.histograms, h)?;
+    }
+    let mut arcs: HashMap<(u64, u64), u64> = a.arcs.iter().map(|x| ((x.from_pc, x.self_pc), x.count)).collect();
+    for x in b.arcs {
+        *arcs.entry((x.from_pc, x.self_pc)).or_insert(0) += x.count;
+    }
+    a.arcs = arcs
+        .into_iter()
+        .map(|((from_pc, self_pc), count)| CallArc { from_pc, self_pc, count })
+        .collect();
+    a.arcs.sort();
+    for (addr, n) in b.basic_blocks {
+        *a.basic_blocks.entry(addr).or_insert(0) += n;
+    }
+    a.saturated_bins += b.saturated_bins;
+    a.rate_assumed |= b.rate_assumed;
+    a.histogram_records += b.histogram_records;
+    a.arc_records += b.arc_records;
+    a.bb_records += b.bb_records;
+    Ok(a)
+}
+
+/// Reads and sums every input.
+fn load(paths: &[PathBuf], options: &ReadOptions, binary: Option<&Binary>) -> Result<GmonData> {
+    let mut total: Option<GmonData> = None;
+    for path in paths {
+        let data = read_input(path)?;
+        let parsed = parse(path, &data, options, binary.map(|b| b.pointer_size))?;
+        total = Some(match total {
+            None => parsed,
+            Some(acc) => sum(path, acc, parsed)?,
+        });
+    }
+    total.ok_or_else(|| Error::Usage("no gmon.out given".into()))
+}
+
+pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
+    let binary = options.binary.as_deref().map(Binary::open).transpose()?;
+    let data = load(paths, options, binary.as_ref())?;
+    let mut profile = to_profile(&data, binary.as_ref(), options.gprof_stacks);
+    if let Ok(meta) = paths.first().map_or(Err(()), |p| std::fs::metadata(p).map_err(|_| ())) {
+        if let Ok(t) = meta.modified() {
+            if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
+                profile.time_nanos = d.as_nanos() as i64;
+                profile
+                    .comments
+                    .push("time: modification time of the gmon.out (written when the program exited)".into());
+            }
+        }
+    }
+    Ok(profile)
+}
+
+/// A function of the executable as gprof sees it: `[start, end)` runs to the
+/// next symbol (§3).
+#[derive(Debug, Clone)]
+struct Func<'b> {
+    start: u64,
+    end: u64,
+    name: &'b str,
+    system_name: &'b str,
+}
+
+fn gprof_functions(binary: &Binary) -> Vec<Func<'_>> {
+    let syms = binary.symbols();
+    syms.iter()
+        .enumerate()
+        .map(|(i, s)| Func {
+            start: s.address,
+            end: syms
+                .get(i + 1)
+                .map_or(if s.size > 0 { s.address + s.size } else { u64::MAX }, |n| n.address),
+            name: &s.name,
+            system_name: &s.system_name,
+        })
+        .collect()
+}
+
+fn function_at(funcs: &[Func<'_>], addr: u64) -> Option<usize> {
+    let i = funcs.partition_point(|f| f.start <= addr).checked_sub(1)?;
+    (addr < funcs[i].end).then_some(i)
+}
+
+/// Builds locations, symbolized through the binary, with a cache per address.
+struct Locator<'a, 'b> {
+    binary: Option<&'a Binary>,
+    funcs: &'a [Func<'b>],
+    mapping: MappingId,
+    cache: HashMap<(u64, bool), LocationId>,
+    any_file: bool,
+    any_line: bool,
+    any_inline: bool,
+}
+
+impl Locator<'_, '_> {
+    fn location(&mut self, profile: &mut Profile, address: u64, is_return: bool) -> LocationId {
+        if let Some(&id) = self.cache.get(&(address, is_return)) {
+            return id;
+        }
+        let mut lines = Vec::new();
+        if let Some(binary) = self.binary {
+            let lookup = if is_return { address.saturating_sub(1) } else { address };
+            let frames = binary.frames(lookup);
+            let home = function_at(self.funcs, lookup);
+            for f in &frames {
+                self.any_file |= !f.file.is_empty();
+                self.any_line |= f.line > 0;
+                let function = profile.add_function(&f.function, &f.system_name, &f.file, 0);
+                lines.push(Line { function, line: f.line });
+            }
+            self.any_inline |= frames.len() > 1;
+            if lines.is_empty() {
+                // Padding between functions: gprof credits it to the symbol
+                // before it; outside every symbol it is `[unknown]`.
+                let (name, system) = home.map_or(("[unknown]", ""), |i| (self.funcs[i].name, self.funcs[i].system_name));
+                let function = profile.add_function(name, system, "", 0);
+                lines.push(Line { function, line: 0 });
+            }
+        }
+        let id = profile.add_location(crate::profile::Location {
+            mapping: Some(self.mapping),
+            address,
+            is_return_address: is_return,
+            lines,
+        });
+        self.cache.insert((address, is_return), id);
+        id
+    }
+}
+
+/// One piece of histogram time: ticks credited to a function at an address.
+#[derive(Debug, Clone, Copy)]
+struct Tick {
+    func: Option<usize>,
+    address: u64,
+    samples: i64,
+    nanos: i64,
+}
+
+/// Splits every non-empty bin over the functions it overlaps, in proportion
+/// to the overlap, as gprof's `hist_assign_samples` does (§3). The integer
+/// parts are apportioned so that every bin's total is kept exactly.
+fn assign_ticks(data: &GmonData, funcs: &[Func<'_>], period_ns: f64) -> Vec<Tick> {
+    let mut out = Vec::new();
+    for h in &data.histograms {
+        let scale = h.scale();
+        for (i, &count) in h.bins.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let lo = h.low_pc + (scale * i as f64) as u64;
+            let hi = (h.low_pc + (scale * (i + 1) as f64) as u64).max(lo + 1);
+            // (function or None for a gap, start, overlap)
+            let mut pieces: Vec<(Option<usize>, u64, u64)> = Vec::new();
+            let mut at = lo;
+            while at < hi {
+                match function_at(funcs, at) {
+                    Some(f) => {
+                        let end = funcs[f].end.min(hi);
+                        pieces.push((Some(f), at, end - at));
+                        at = end;
+                    }
+                    None => {
+                        let next = funcs
+                            .get(funcs.partition_point(|f| f.start <= at))
+                            .map_or(hi, |f| f.start.min(hi));
+                        pieces.push((None, at, next - at));
+                        at = next;
+                    }
+                }
+            }
+            let weights: Vec<f64> = pieces.iter().map(|p| p.2 as f64).collect();
+            // Whole ticks are apportioned; time is gprof's credit,
+            // overlap × count / scale, which need not add up to the count
+            // when the bin width is not a whole number of bytes.
+            let samples = apportion(count as i64, &weights);
+            let nanos: Vec<i64> = weights
+                .iter()
+                .map(|w| (w * count as f64 / scale * period_ns).round() as i64)
+                .collect();
+            for (k, (func, start, _)) in pieces.into_iter().enumerate() {
+                if samples[k] == 0 && nanos[k] == 0 {
+                    continue;
+                }
+                out.push(Tick {
+                    func,
+                    address: start,
+                    samples: samples[k],
+                    nanos: nanos[k],
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A caller of a function: the calling function and the call site.
+#[derive(Debug, Clone, Copy)]
+struct Caller {
+    func: usize,
+    from_pc: u64,
+    count: u64,
+}
+
+/// Paths from a function up to the roots of the call graph, each a list of
+/// call sites (innermost first) with the fraction of the function's time it
+/// carries (§4): time is handed to callers in proportion to arc counts,
+/// stopping at a function already on the path; paths carrying less than
+/// `min_fraction` are not expanded further (their weight stays, on a shorter stack).
+fn caller_paths(callers: &[Vec<Caller>], func: usize, min_fraction: f64) -> Vec<(Vec<(usize, u64)>, f64)> {
+    const MAX_DEPTH: usize = 512;
+    let mut out = Vec::new();
+    let mut on_path = vec![false; callers.len()];
+    let mut path: Vec<(usize, u64)> = Vec::new();
+    on_path[func] = true;
+    // Explicit stack: (function, fraction, depth of path when entered, next caller index)
+    struct Step {
+        func: usize,
+        fraction: f64,
+        depth: usize,
+        next: usize,
+        denom: u64,
+    }
+    let denom_of = |f: usize, on_path: &[bool]| -> u64 {
+        callers[f].iter().filter(|c| !on_path[c.func]).map(|c| c.count).sum()
+    };
+    let d = denom_of(func, &on_path);
+    let mut stack = vec![Step {
+        func,
+        fraction: 1.0,
+        depth: 0,
+        next: 0,
+        denom: d,
+    }];
+    while let Some(top) = stack.last_mut() {
+        if top.next == 0 && (top.denom == 0 || top.fraction < min_fraction || top.depth >= MAX_DEPTH) {
+            out.push((path.clone(), top.fraction));
+            let done = stack.pop().expect("non-empty");
+            if done.depth > 0 {
+                if let Some((f, _)) = path.pop() {
+                    on_path[f] = false;
+                }
+            }
+            continue;
+        }
+        // Next eligible caller.
+        let f = top.func;
+        let mut chosen = None;
+        while top.next < callers[f].len() {
+            let c = callers[f][top.next];
+            top.next += 1;
+            if !on_path[c.func] && c.count > 0 {
+                chosen = Some(c);
+                break;
+            }
+        }
+        match chosen {
+            Some(c) => {
+                let fraction = top.fraction * c.count as f64 / top.denom as f64;
+                let depth = top.depth + 1;
+                path.push((c.func, c.from_pc));
+                on_path[c.func] = true;
+                let denom = denom_of(c.func, &on_path);
+                stack.push(Step {
+                    func: c.func,
+                    fraction,
+                    depth,
+                    next: 0,
+                    denom,
+                });
+            }
+            None => {
+                let done = stack.pop().expect("non-empty");
+                if done.depth > 0 {
+                    if let Some((f, _)) = path.pop() {
+                        on_path[f] = false;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The profile gprof's data stands for (§4).
+pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks) -> Profile {
+    let mut profile = Profile::new(&[("samples", "count"), ("cpu", "nanoseconds"), ("calls", "count")]);
+    profile.default_sample_type = Some(1);
+    let rate = data.histograms.first().map_or(DEFAULT_RATE, |h| h.prof_rate).max(1);
+    let period_ns = 1e9 / rate as f64;
+    profile.set_period("cpu", "nanoseconds", period_ns.round() as i64);
+    let bb_type = (!data.basic_blocks.is_empty()).then(|| profile.add_sample_type("bb_executions", "count"));
+    let ntypes = profile.sample_types.len();
+
+    profile.add_metadata("format", data.variant.name());
+    profile.add_metadata("byte order", data.endian.name());
+    profile.add_metadata("pointer size", data.pointer_size.to_string());
+    profile.add_metadata("prof_rate", format!("{rate} Hz"));
+    if data.rate_assumed {
+        profile
+            .comments
+            .push(format!("warning: the file records no clock rate; {rate} Hz assumed (--gmon-rate)"));
+    }
+    if let Some(h) = data.histograms.first() {
+        if h.dimension != "seconds" {
+            profile.comments.push(format!(
+                "warning: histogram dimension is {:?}, converted as if seconds",
+                h.dimension
+            ));
+        }
+    }
+    if data.saturated_bins > 0 {
+        profile.comments.push(format!(
+            "warning: {} histogram bins are at 65535, the counter ceiling: their time is a lower bound",
+            data.saturated_bins
+        ));
+    }
+
+    // The image mapping: the executable's text when known, else the span of
+    // every address the file mentions.
+    let (start, limit, offset) = match binary.and_then(|b| b.text_segment()) {
+        Some(seg) => (seg.vaddr, seg.vaddr + seg.memsz, seg.offset),
+        None => {
+            let mut lo = u64::MAX;
+            let mut hi = 0;
+            for h in &data.histograms {
+                lo = lo.min(h.low_pc);
+                hi = hi.max(h.high_pc);
+            }
+            for a in &data.arcs {
+                lo = lo.min(a.self_pc).min(a.from_pc);
+                hi = hi.max(a.self_pc.saturating_add(1)).max(a.from_pc.saturating_add(1));
+            }
+            if lo > hi {
+                (0, 0, 0)
+            } else {
+                (lo, hi, 0)
+            }
+        }
+    };
+    let filename = binary.map_or(String::new(), |b| b.path.display().to_string());
+    let build_id = binary.map_or(String::new(), |b| b.build_id.clone());
+    let filename = profile.intern(&filename);
+    let build_id = profile.intern(&build_id);
+    let mapping = profile.add_mapping(Mapping {
+        start,
+        limit,
+        file_offset: offset,
+        filename,
+        build_id,
+        has_functions: false,
+        has_filenames: false,
+        has_line_numbers: false,
+        has_inline_frames: false,
+    });
+
+    let funcs = binary.map(gprof_functions).unwrap_or_default();
+    let mut locator = Locator {
+        binary,
+        funcs: &funcs,
+        mapping,
+        cache: HashMap::new(),
+        any_file: false,
+        any_line: false,
+        any_inline: false,
+    };
+    let ticks = assign_ticks(data, &funcs, period_ns);
+
+    // Arcs: gprof drops those whose caller or callee is outside every symbol
+    // (e.g. `main` called from libc); without a binary every arc is kept.
+    let mut callers: Vec<Vec<Caller>> = vec![Vec::new(); funcs.len()];
+    let mut dropped_arcs = 0u64;
+    let mut calls = vec![0i64; ntypes];
+    for arc in &data.arcs {
+        let (parent, child) = (function_at(&funcs, arc.from_pc), function_at(&funcs, arc.self_pc));
+        if binary.is_some() {
+            let (Some(parent), Some(child)) = (parent, child) else {
+                dropped_arcs += arc.count;
+                continue;
+            };
+            if parent != child {
+                callers[child].push(Caller {
+                    func: parent,
+                    from_pc: arc.from_pc,
+                    count: arc.count,
+                });
+            }
+        }
+        let callee = locator.location(&mut profile, arc.self_pc, false);
+        let caller = locator.location(&mut profile, arc.from_pc, true);
+        calls.iter_mut().for_each(|v| *v = 0);
+        calls[2] = arc.count as i64;
+        profile.add_sample(&[callee, caller], &calls, &[]);
+    }
+    if dropped_arcs > 0 {
+        profile.comments.push(format!(
+            "{dropped_arcs} calls from or to addresses outside the executable's symbols are not counted, as gprof does (e.g. main called from libc)"
+        ));
+    }
+
+    let synthesize = binary.is_some() && stacks == GprofStacks::Synthesized;
+    profile.comments.push(
+        match (binary.is_some(), stacks) {
+            (true, GprofStacks::Synthesized) => "stacks: synthesized from the call-graph arcs (self time handed to callers in proportion to call counts, as gprof's call graph does)",
+            (true, GprofStacks::Flat) => "stacks: flat (--gprof-stacks=flat): one frame per sampled function",
+            (false, _) => "stacks: flat, unsymbolized: no --binary was given, so functions and the call graph are unknown",
+        }
+        .to_owned(),
+    );
+
+    let total_ns: i64 = ticks.iter().map(|t| t.nanos).sum();
+    let mut values = vec![0i64; ntypes];
+    if synthesize {
+        // Group ticks per function, then spread each over its caller paths.
+        let mut per_func: BTreeMap<Option<usize>, Vec<Tick>> = BTreeMap::new();
+        for t in &ticks {
+            per_func.entry(t.func).or_default().push(*t);
+        }
+        for (func, fticks) in per_func {
+            let self_ns: i64 = fticks.iter().map(|t| t.nanos).sum();
+            let paths = match func {
+                Some(f) => {
+                    // Do not expand paths that carry less than 1/100000 of the
+                    // whole profile: they are noise and would explode deep graphs.
+                    let min_fraction = if self_ns > 0 {
+                        (total_ns as f64 * 1e-5) / self_ns as f64
+                    } else {
+                        1.0
+                    };
+                    caller_paths(&callers, f, min_fraction)
+                }
+                None => vec![(Vec::new(), 1.0)],
+            };
+            let fractions: Vec<f64> = paths.iter().map(|p| p.1).collect();
+            let path_locs: Vec<Vec<LocationId>> = paths
+                .iter()
+                .map(|(sites, _)| sites.iter().map(|&(_, pc)| locator.location(&mut profile, pc, true)).collect())
+                .collect();
+            let mut stack = Vec::new();
+            for t in &fticks {
+                let leaf = locator.location(&mut profile, t.address, false);
+                let samples = apportion(t.samples, &fractions);
+                let nanos = apportion(t.nanos, &fractions);
+                for (k, locs) in path_locs.iter().enumerate() {
+                    if samples[k] == 0 && nanos[k] == 0 {
+                        continue;
+                    }
+                    stack.clear();
+                    stack.push(leaf);
+                    stack.extend_from_slice(locs);
+                    values.iter_mut().for_each(|v| *v = 0);
+                    values[0] = samples[k];
+                    values[1] = nanos[k];
+                    profile.add_sample(&stack, &values, &[]);
+                }
+            }
+        }
+    } else {
+        for t in &ticks {
+            let leaf = locator.location(&mut profile, t.address, false);
+            values.iter_mut().for_each(|v| *v = 0);
+            values[0] = t.samples;
+            values[1] = t.nanos;
+            profile.add_sample(&[leaf], &values, &[]);
+        }
+    }
+    if let Some(bt) = bb_type {
+        for (&addr, &count) in &data.basic_blocks {
+            let loc = locator.location(&mut profile, addr, false);
+            values.iter_mut().for_each(|v| *v = 0);
+            values[bt] = count as i64;
+            profile.add_sample(&[loc], &values, &[]);
+        }
+    }
+    let (any_file, any_line, any_inline) = (locator.any_file, locator.any_line, locator.any_inline);
+    if let Some(m) = profile.mappings.get_mut(mapping as usize) {
+        m.has_functions = binary.is_some();
+        m.has_filenames = any_file;
+        m.has_line_numbers = any_line;
+        m.has_inline_frames = any_inline;
+    }
+    let ticks_total: u64 = data.histograms.iter().map(Histogram::total).sum();
+    profile.duration_nanos = (ticks_total as f64 * period_ns).round() as i64;
+    profile
+}
+
+/// What `profconv info` prints for gmon.out files.
+pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
+    let binary = options.binary.as_deref().map(Binary::open).transpose()?;
+    let mut out = String::new();
+    for path in paths {
+        let data = read_input(path)?;
+        let d = parse(path, &data, options, binary.as_ref().map(|b| b.pointer_size))?;
+        let _ = writeln!(out, "{}:", path.display());
+        let _ = writeln!(out, "  format:        gprof, {}", d.variant.name());
+        let _ = writeln!(out, "  byte order:    {}", d.endian.name());
+        let _ = writeln!(out, "  pointer size:  {} bytes", d.pointer_size);
+        let _ = writeln!(
+            out,
+            "  records:       {} histogram, {} arc, {} basic-block",
+            d.histogram_records, d.arc_records, d.bb_records
+        );
+        for (i, h) in d.histograms.iter().enumerate() {
+            let total = h.total();
+            let _ = writeln!(
+                out,
+                "  histogram {i}:   {:#x}..{:#x}, {} bins of {:.2} bytes, {} Hz, {} ticks = {:.2} {}{}",
+                h.low_pc,
+                h.high_pc,
+                h.bins.len(),
+                h.scale(),
+                h.prof_rate,
+                total,
+                total as f64 / h.prof_rate as f64,
+                h.dimension,
+                if d.rate_assumed { " (rate assumed)" } else { "" }
+            );
+        }
+        let calls: u64 = d.arcs.iter().map(|a| a.count).sum();
+        let _ = writeln!(out, "  arcs:          {} distinct, {} calls", d.arcs.len(), calls);
+        if !d.basic_blocks.is_empty() {
+            let _ = writeln!(out, "  basic blocks:  {}", d.basic_blocks.len());
+        }
+        if d.saturated_bins > 0 {
+            let _ = writeln!(out, "  warning:       {} bins saturated at 65535", d.saturated_bins);
+        }
+        if let Some(b) = &binary {
+            let funcs = gprof_functions(b);
+            let hit: std::collections::BTreeSet<usize> = assign_ticks(&d, &funcs, 1.0)
+                .iter()
+                .filter_map(|t| t.func)
+                .collect();
+            let _ = writeln!(
+                out,
+                "  executable:    {} ({} functions, {} with samples)",
+                b.path.display(),
+                funcs.len(),
+                hit.len()
+            );
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn callers_of(arcs: &[(usize, usize, u64)], n: usize) -> Vec<Vec<Caller>> {
+        let mut out = vec![Vec::new(); n];
+        for &(parent, child, count) in arcs {
+            out[child].push(Caller {
+                func: parent,
+                from_pc: 0x1000 + parent as u64,
+                count,
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn self_time_is_handed_to_callers_in_proportion_to_calls() {
+        // 0 → 2 (1 call), 1 → 2 (3 calls), 3 → 0, 3 → 1
+        let callers = callers_of(&[(0, 2, 1), (1, 2, 3), (3, 0, 1), (3, 1, 1)], 4);
+        let paths = caller_paths(&callers, 2, 0.0);
+        assert_eq!(paths.len(), 2);
+        let total: f64 = paths.iter().map(|p| p.1).sum();
+        assert!((total - 1.0).abs() < 1e-12);
+        let via1 = paths.iter().find(|p| p.0[0].0 == 1).unwrap();
+        assert!((via1.1 - 0.75).abs() < 1e-12);
+        assert_eq!(via1.0.iter().map(|s| s.0).collect::<Vec<_>>(), vec![1, 3]);
+    }
+
+    #[test]
+    fn recursion_stops_at_a_function_already_on_the_path() {
+        // 0 ↔ 1 mutual recursion, 2 → 0
+        let callers = callers_of(&[(0, 1, 5), (1, 0, 4), (2, 0, 1)], 3);
+        let paths = caller_paths(&callers, 0, 0.0);
+        let total: f64 = paths.iter().map(|p| p.1).sum();
+        assert!((total - 1.0).abs() < 1e-12);
+        for (sites, _) in &paths {
+            let funcs: Vec<usize> = sites.iter().map(|s| s.0).collect();
+            assert!(!funcs.contains(&0), "0 is the leaf, never its own caller: {funcs:?}");
+        }
+    }
+
+    #[test]
+    fn paths_below_the_threshold_stay_short_but_keep_their_weight() {
+        let callers = callers_of(&[(0, 2, 1), (1, 2, 999), (3, 0, 1)], 4);
+        let paths = caller_paths(&callers, 2, 0.01);
+        let total: f64 = paths.iter().map(|p| p.1).sum();
+        assert!((total - 1.0).abs() < 1e-12);
+        let via0 = paths.iter().find(|p| p.0[0].0 == 0).unwrap();
+        assert_eq!(via0.0.len(), 1, "not expanded past 0: it carries 0.1%");
+    }
+}

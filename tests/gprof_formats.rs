@@ -1,0 +1,431 @@
+//! gmon.out layouts built by hand (spec gprof.md §1–§2): big-endian, 32-bit,
+//! 4.4BSD, 4.3BSD, several histograms, basic blocks; and hostile input.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use profconv::read::gprof::{parse, Variant};
+use profconv::read::ReadOptions;
+
+/// Writes gmon.out files of every layout from a description.
+#[derive(Clone, Copy)]
+struct Layout {
+    big: bool,
+    word: usize,
+}
+
+impl Layout {
+    fn u16(self, out: &mut Vec<u8>, v: u16) {
+        out.extend(if self.big { v.to_be_bytes() } else { v.to_le_bytes() });
+    }
+    fn u32(self, out: &mut Vec<u8>, v: u32) {
+        out.extend(if self.big { v.to_be_bytes() } else { v.to_le_bytes() });
+    }
+    fn word(self, out: &mut Vec<u8>, v: u64) {
+        if self.word == 4 {
+            self.u32(out, v as u32);
+        } else {
+            out.extend(if self.big { v.to_be_bytes() } else { v.to_le_bytes() });
+        }
+    }
+}
+
+struct Hist {
+    low: u64,
+    high: u64,
+    rate: u32,
+    bins: Vec<u16>,
+}
+
+fn gnu(l: Layout, hists: &[Hist], arcs: &[(u64, u64, u32)], bbs: &[(u64, u64)]) -> Vec<u8> {
+    let mut out = b"gmon".to_vec();
+    l.u32(&mut out, 1);
+    out.extend([0u8; 12]);
+    for h in hists {
+        out.push(0);
+        l.word(&mut out, h.low);
+        l.word(&mut out, h.high);
+        l.u32(&mut out, h.bins.len() as u32);
+        l.u32(&mut out, h.rate);
+        let mut dimen = *b"seconds\0\0\0\0\0\0\0\0";
+        dimen[14] = 0;
+        out.extend(dimen);
+        out.push(b's');
+        for &b in &h.bins {
+            l.u16(&mut out, b);
+        }
+    }
+    for &(from, to, count) in arcs {
+        out.push(1);
+        l.word(&mut out, from);
+        l.word(&mut out, to);
+        l.u32(&mut out, count);
+    }
+    if !bbs.is_empty() {
+        out.push(2);
+        l.u32(&mut out, bbs.len() as u32);
+        for &(addr, count) in bbs {
+            l.word(&mut out, addr);
+            l.word(&mut out, count);
+        }
+    }
+    out
+}
+
+fn bsd44(l: Layout, h: &Hist, arcs: &[(u64, u64, i64)]) -> Vec<u8> {
+    let header = if l.word == 8 { 40 } else { 32 };
+    let mut out = Vec::new();
+    l.word(&mut out, h.low);
+    l.word(&mut out, h.high);
+    l.u32(&mut out, (header + 2 * h.bins.len()) as u32);
+    l.u32(&mut out, 0x0005_1879);
+    l.u32(&mut out, h.rate);
+    out.extend([0u8; 12]);
+    while out.len() < header {
+        out.push(0);
+    }
+    for &b in &h.bins {
+        l.u16(&mut out, b);
+    }
+    for &(from, to, count) in arcs {
+        l.word(&mut out, from);
+        l.word(&mut out, to);
+        l.word(&mut out, count as u64);
+    }
+    out
+}
+
+fn bsd43(l: Layout, h: &Hist, arcs: &[(u64, u64, i64)]) -> Vec<u8> {
+    let header = if l.word == 8 { 24 } else { 12 };
+    let mut out = Vec::new();
+    l.word(&mut out, h.low);
+    l.word(&mut out, h.high);
+    l.u32(&mut out, (header + 2 * h.bins.len()) as u32);
+    while out.len() < header {
+        out.push(0);
+    }
+    for &b in &h.bins {
+        l.u16(&mut out, b);
+    }
+    for &(from, to, count) in arcs {
+        l.word(&mut out, from);
+        l.word(&mut out, to);
+        l.word(&mut out, count as u64);
+    }
+    out
+}
+
+fn sample_hist() -> Hist {
+    // 8 bins of 4 bytes over [0x1000, 0x1020)
+    Hist {
+        low: 0x1000,
+        high: 0x1020,
+        rate: 100,
+        bins: vec![0, 3, 0, 0, 7, 0, 1, 65535],
+    }
+}
+
+fn opts() -> ReadOptions {
+    ReadOptions::default()
+}
+
+#[test]
+fn gnu_format_reads_in_both_byte_orders_and_both_pointer_sizes() {
+    for big in [false, true] {
+        for word in [4, 8] {
+            let l = Layout { big, word };
+            let data = gnu(l, &[sample_hist()], &[(0x1010, 0x1004, 2), (0x1010, 0x1004, 3), (0x1018, 0x1000, 9)], &[]);
+            let d = parse(Path::new("t.gmon"), &data, &opts(), None)
+                .unwrap_or_else(|e| panic!("big={big} word={word}: {e}"));
+            assert_eq!(d.variant, Variant::Gnu);
+            assert_eq!(d.pointer_size, word, "pointer size detected");
+            assert_eq!(d.endian.name(), if big { "big-endian" } else { "little-endian" });
+            assert_eq!(d.histograms.len(), 1);
+            assert_eq!(d.histograms[0].bins, vec![0, 3, 0, 0, 7, 0, 1, 65535]);
+            assert_eq!((d.histograms[0].low_pc, d.histograms[0].high_pc), (0x1000, 0x1020));
+            assert_eq!(d.saturated_bins, 1, "a bin at 65535 is flagged");
+            // The same (from, self) pair twice is one arc with the counts added.
+            assert_eq!(d.arcs.len(), 2);
+            let a = d.arcs.iter().find(|a| a.from_pc == 0x1010).unwrap();
+            assert_eq!((a.self_pc, a.count), (0x1004, 5));
+        }
+    }
+}
+
+#[test]
+fn histograms_with_equal_range_are_summed_and_others_kept_apart() {
+    let l = Layout { big: false, word: 8 };
+    let h2 = Hist {
+        low: 0x1000,
+        high: 0x1020,
+        rate: 100,
+        bins: vec![1, 1, 1, 1, 1, 1, 1, 1],
+    };
+    let h3 = Hist {
+        low: 0x2000,
+        high: 0x2008,
+        rate: 100,
+        bins: vec![4, 5],
+    };
+    let data = gnu(l, &[sample_hist(), h2, h3], &[], &[]);
+    let d = parse(Path::new("t"), &data, &opts(), None).unwrap();
+    assert_eq!(d.histograms.len(), 2);
+    assert_eq!(d.histograms[0].bins, vec![1, 4, 1, 1, 8, 1, 2, 65536]);
+    assert_eq!(d.histograms[1].bins, vec![4, 5]);
+}
+
+#[test]
+fn histograms_with_different_rates_cannot_be_combined() {
+    let l = Layout { big: false, word: 8 };
+    let mut other = sample_hist();
+    other.rate = 1000;
+    let data = gnu(l, &[sample_hist(), other], &[], &[]);
+    let e = parse(Path::new("t"), &data, &opts(), Some(8)).unwrap_err().to_string();
+    assert!(e.contains("cannot be combined"), "{e}");
+}
+
+#[test]
+fn basic_block_counts_are_read_with_word_sized_counts() {
+    for word in [4, 8] {
+        let l = Layout { big: true, word };
+        let data = gnu(l, &[sample_hist()], &[], &[(0x1004, 10), (0x1008, 20), (0x1004, 1)]);
+        let d = parse(Path::new("t"), &data, &opts(), Some(word)).unwrap();
+        assert_eq!(d.basic_blocks.get(&0x1004), Some(&11));
+        assert_eq!(d.basic_blocks.get(&0x1008), Some(&20));
+    }
+}
+
+#[test]
+fn empty_histogram_is_valid_and_gives_arcs_only() {
+    let l = Layout { big: false, word: 8 };
+    let data = gnu(l, &[], &[(0x1010, 0x1004, 2)], &[]);
+    let d = parse(Path::new("t"), &data, &opts(), Some(8)).unwrap();
+    assert!(d.histograms.is_empty());
+    assert_eq!(d.arcs.len(), 1);
+}
+
+#[test]
+fn bsd44_headers_are_detected_in_every_word_size_and_byte_order() {
+    for big in [false, true] {
+        for word in [4, 8] {
+            let l = Layout { big, word };
+            let data = bsd44(l, &sample_hist(), &[(0x1010, 0x1004, 6), (0x1018, 0x1000, 1)]);
+            assert_eq!(
+                profconv::read::detect_bytes(&data, data.len() as u64),
+                Some(profconv::Format::Gprof)
+            );
+            let d = parse(Path::new("t"), &data, &opts(), None).unwrap_or_else(|e| panic!("{big} {word}: {e}"));
+            assert_eq!(d.variant, Variant::Bsd44);
+            assert_eq!(d.pointer_size, word);
+            assert_eq!(d.histograms[0].prof_rate, 100);
+            assert_eq!(d.histograms[0].bins, vec![0, 3, 0, 0, 7, 0, 1, 65535]);
+            assert_eq!(d.arcs.len(), 2);
+            assert!(!d.rate_assumed);
+        }
+    }
+}
+
+#[test]
+fn bsd43_headers_assume_the_given_rate_and_say_so() {
+    let l = Layout { big: false, word: 4 };
+    let data = bsd43(l, &sample_hist(), &[(0x1010, 0x1004, 6)]);
+    let d = parse(Path::new("t"), &data, &opts(), None).unwrap();
+    assert_eq!(d.variant, Variant::Bsd43);
+    assert!(d.rate_assumed);
+    assert_eq!(d.histograms[0].prof_rate, 100);
+    let options = ReadOptions {
+        gmon_rate: Some(60),
+        ..ReadOptions::default()
+    };
+    let d = parse(Path::new("t"), &data, &options, None).unwrap();
+    assert_eq!(d.histograms[0].prof_rate, 60);
+}
+
+/// Converts bytes with the CLI (no binary) and returns the decoded pprof.
+fn convert(data: &[u8], extra: &[&str]) -> (pb::Profile, tempfile::TempDir) {
+    let dir = tempdir();
+    let input = dir.path().join("gmon.out");
+    std::fs::write(&input, data).unwrap();
+    let out = dir.path().join("out.pb.gz");
+    let mut args = vec![input.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    profconv_ok(&args);
+    let p = decode_pprof(&out);
+    check_pprof_invariants(&p);
+    (p, dir)
+}
+
+/// Sample type index by name.
+fn st(p: &pb::Profile, name: &str) -> usize {
+    p.sample_type.iter().position(|t| s(p, t.r#type) == name).unwrap()
+}
+
+#[test]
+fn unsymbolized_conversion_keeps_every_bin_at_its_address() {
+    for (big, word) in [(false, 8), (true, 4)] {
+        let data = gnu(Layout { big, word }, &[sample_hist()], &[(0x1010, 0x1004, 5)], &[]);
+        let (p, _dir) = convert(&data, &[]);
+        let (samples, cpu, calls) = (st(&p, "samples"), st(&p, "cpu"), st(&p, "calls"));
+        assert_eq!(s(&p, p.sample_type[cpu].unit), "nanoseconds");
+        assert_eq!(p.period, 10_000_000);
+        let mut by_addr = std::collections::BTreeMap::new();
+        let mut call_total = 0;
+        for sample in &p.sample {
+            let leaf = p.location.iter().find(|l| l.id == sample.location_id[0]).unwrap();
+            if sample.value[samples] > 0 {
+                assert_eq!(sample.location_id.len(), 1, "flat stacks without a binary");
+                *by_addr.entry(leaf.address).or_insert((0, 0)) = (sample.value[samples], sample.value[cpu]);
+            }
+            if sample.value[calls] > 0 {
+                call_total += sample.value[calls];
+                let caller = p.location.iter().find(|l| l.id == sample.location_id[1]).unwrap();
+                assert_eq!((leaf.address, caller.address), (0x1004, 0x1010));
+            }
+        }
+        assert_eq!(call_total, 5);
+        let expected: std::collections::BTreeMap<u64, (i64, i64)> = [
+            (0x1004, (3, 30_000_000)),
+            (0x1010, (7, 70_000_000)),
+            (0x1018, (1, 10_000_000)),
+            (0x101c, (65535, 655_350_000_000)),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(by_addr, expected);
+        assert!(p.comment.iter().any(|&c| s(&p, c).contains("65535")), "saturation warning kept");
+        // go tool pprof accepts it.
+        let _ = go_pprof(&["-raw", _dir.path().join("out.pb.gz").to_str().unwrap()]);
+    }
+}
+
+#[test]
+fn info_prints_variant_byte_order_pointer_size_and_totals() {
+    let dir = tempdir();
+    let path = dir.path().join("g.out");
+    std::fs::write(&path, gnu(Layout { big: true, word: 4 }, &[sample_hist()], &[(1, 2, 3)], &[])).unwrap();
+    let out = profconv_ok(&["info", path.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("GNU gmon.out"), "{text}");
+    assert!(text.contains("big-endian"), "{text}");
+    assert!(text.contains("pointer size:  4 bytes"), "{text}");
+    assert!(text.contains("65546 ticks"), "{text}");
+    assert!(text.contains("1 distinct, 3 calls"), "{text}");
+}
+
+#[test]
+fn pointer_size_can_be_forced() {
+    let data = gnu(Layout { big: false, word: 4 }, &[sample_hist()], &[], &[]);
+    let forced = ReadOptions {
+        gmon_pointer_size: Some(8),
+        ..ReadOptions::default()
+    };
+    assert!(parse(Path::new("t"), &data, &forced, None).is_err(), "4-byte file read as 8 fails");
+    let forced = ReadOptions {
+        gmon_pointer_size: Some(4),
+        ..ReadOptions::default()
+    };
+    assert_eq!(parse(Path::new("t"), &data, &forced, None).unwrap().pointer_size, 4);
+}
+
+#[test]
+fn a_header_claiming_4g_bins_in_a_100_byte_file_fails_at_once() {
+    let mut data = gnu(Layout { big: false, word: 8 }, &[], &[], &[]);
+    data.push(0);
+    data.extend(0x1000u64.to_le_bytes());
+    data.extend(0x2000u64.to_le_bytes());
+    data.extend(u32::MAX.to_le_bytes());
+    data.extend(100u32.to_le_bytes());
+    data.extend([0u8; 16]);
+    data.resize(100, 0);
+    let e = parse(Path::new("big.gmon"), &data, &opts(), Some(8)).unwrap_err().to_string();
+    assert!(e.contains("big.gmon"), "{e}");
+    assert!(e.contains("4294967295 bins"), "{e}");
+    assert!(e.contains("at byte 37"), "names the hist_size field: {e}");
+}
+
+#[test]
+fn every_prefix_and_flipped_byte_gives_an_error_or_a_parse_never_a_panic() {
+    let files = [
+        gnu(
+            Layout { big: false, word: 8 },
+            &[sample_hist()],
+            &[(0x1010, 0x1004, 5)],
+            &[(0x1004, 1)],
+        ),
+        gnu(Layout { big: true, word: 4 }, &[sample_hist()], &[(0x1010, 0x1004, 5)], &[]),
+        bsd44(Layout { big: false, word: 8 }, &sample_hist(), &[(0x1010, 0x1004, 6)]),
+        bsd43(Layout { big: true, word: 4 }, &sample_hist(), &[(0x1010, 0x1004, 6)]),
+    ];
+    for data in &files {
+        for n in 0..data.len() {
+            let _ = parse(Path::new("t"), &data[..n], &opts(), None);
+        }
+        for i in 0..data.len() {
+            for bit in [0x01u8, 0x80, 0xff] {
+                let mut bad = data.clone();
+                bad[i] ^= bit;
+                if let Ok(d) = parse(Path::new("t"), &bad, &opts(), None) {
+                    // Whatever parsed must also convert without panicking.
+                    let _ = profconv::read::gprof::to_profile(&d, None, Default::default());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn truncated_gnu_file_names_the_offset_and_what_was_expected() {
+    let data = gnu(Layout { big: false, word: 8 }, &[sample_hist()], &[(0x1010, 0x1004, 5)], &[]);
+    let cut = &data[..data.len() - 3];
+    let e = parse(Path::new("cut.gmon"), cut, &opts(), Some(8)).unwrap_err().to_string();
+    assert!(e.starts_with("cut.gmon: at byte"), "{e}");
+    assert!(e.contains("arc count"), "{e}");
+}
+
+#[test]
+fn unknown_record_tag_is_an_error() {
+    let mut data = gnu(Layout { big: false, word: 8 }, &[sample_hist()], &[], &[]);
+    let at = data.len();
+    data.push(7);
+    let e = parse(Path::new("t"), &data, &opts(), Some(8)).unwrap_err().to_string();
+    assert!(e.contains(&format!("at byte {at}")), "{e}");
+    assert!(e.contains("found 7"), "{e}");
+}
+
+#[test]
+fn bad_input_exits_1_and_writes_nothing() {
+    let dir = tempdir();
+    let input = dir.path().join("gmon.out");
+    let mut data = gnu(Layout { big: false, word: 8 }, &[sample_hist()], &[], &[]);
+    data.truncate(30);
+    std::fs::write(&input, &data).unwrap();
+    let out = dir.path().join("out.pb.gz");
+    let r = profconv(&[input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("gmon.out: at byte"), "{err}");
+    assert!(!out.exists(), "no output on failure");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let r = profconv(&["--no-such-flag"]);
+    assert_eq!(r.status.code(), Some(2));
+    let dir = tempdir();
+    let input = dir.path().join("gmon.out");
+    std::fs::write(&input, gnu(Layout { big: false, word: 8 }, &[sample_hist()], &[], &[])).unwrap();
+    let r = profconv(&[input.to_str().unwrap(), "-o", dir.path().join("x.unknown").to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(2));
+    let r = profconv(&[
+        input.to_str().unwrap(),
+        "-o",
+        dir.path().join("x.folded").to_str().unwrap(),
+        "--sample-type",
+        "nope",
+    ]);
+    assert_eq!(r.status.code(), Some(2));
+}

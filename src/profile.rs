@@ -611,7 +611,7 @@ mod tests {
     #[test]
     fn apportion_keeps_the_total() {
         assert_eq!(apportion(10, &[1.0, 1.0, 1.0]).iter().sum::<i64>(), 10);
-        assert_eq!(apportion(7, &[0.5, 0.25, 0.25]), vec![4, 2, 1]);
+        assert_eq!(apportion(7, &[0.5, 0.25, 0.25]), vec![3, 2, 2], "largest remainders first");
         assert_eq!(apportion(5, &[0.0, 0.0]), vec![0, 0]);
         assert_eq!(apportion(3, &[1.0, 0.0]), vec![3, 0]);
     }

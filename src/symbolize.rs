@@ -96,7 +96,7 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
         if raw.is_empty() || raw.starts_with('$') {
             continue;
         }
-        let name = addr2line::demangle_auto(raw.into(), None).into_owned();
+        let name = demangle(raw);
         symbols.push((
             FunctionSymbol {
                 address: sym.address(),
@@ -118,6 +118,24 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     });
     symbols.dedup_by(|later, first| later.0.address == first.0.address);
     symbols.into_iter().map(|(s, _)| s).collect()
+}
+
+/// The readable name of a symbol: Rust (legacy and v0) and C++ (Itanium)
+/// names are demangled; anything else (C names, including short ones such as
+/// `a` that a C++ demangler would read as a type) is kept as is.
+pub fn demangle(raw: &str) -> String {
+    if !(raw.starts_with("_Z") || raw.starts_with("__Z") || raw.starts_with("_R")) {
+        return raw.to_owned();
+    }
+    if let Ok(d) = rustc_demangle::try_demangle(raw) {
+        return format!("{d:#}");
+    }
+    // Mach-O style names carry one more leading underscore.
+    let itanium = raw.strip_prefix('_').filter(|r| r.starts_with("_Z")).unwrap_or(raw);
+    cpp_demangle::Symbol::new(itanium)
+        .ok()
+        .and_then(|sym| sym.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+        .unwrap_or_else(|| raw.to_owned())
 }
 
 fn build_id_hex(file: &object::File<'_>) -> String {
@@ -285,15 +303,13 @@ impl Binary {
                 }
             }
         }
-        // DWARF without a function name for the outermost frame: take the
-        // symbol table's, which is what the linker knew it as.
-        if let Some(last) = out.last_mut() {
-            if last.function.is_empty() {
-                if let Some(sym) = symbol {
-                    last.function = sym.name.clone();
-                    last.system_name = sym.system_name.clone();
-                }
-            }
+        // The outermost frame is the symbol's function: name it as the symbol
+        // table does, which is what the linker and gprof know it as (DWARF
+        // names functions of internal linkage without their scope, e.g.
+        // `helper` for `(anonymous namespace)::helper(long)`).
+        if let (Some(last), Some(sym)) = (out.last_mut(), symbol) {
+            last.function = sym.name.clone();
+            last.system_name = sym.system_name.clone();
         }
         out.retain(|f| !f.function.is_empty());
         if out.is_empty() {

@@ -61,8 +61,11 @@ impl Histogram {
     }
 }
 
-/// A call-graph arc: `from_pc` is the return address in the caller,
-/// `self_pc` an address in the callee.
+/// A call-graph arc: `from_pc` is an address in the caller, `self_pc` an
+/// address in the callee. The spec calls `from_pc` a return address, but
+/// glibc writes the start of the 16-byte hash bucket the return address fell
+/// in (and `gprof -s` writes the caller's first byte), so it is looked up
+/// as is, like gprof does, not at `from_pc − 1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CallArc {
     pub from_pc: u64,
@@ -544,22 +547,21 @@ struct Locator<'a, 'b> {
     binary: Option<&'a Binary>,
     funcs: &'a [Func<'b>],
     mapping: MappingId,
-    cache: HashMap<(u64, bool), LocationId>,
+    cache: HashMap<u64, LocationId>,
     any_file: bool,
     any_line: bool,
     any_inline: bool,
 }
 
 impl Locator<'_, '_> {
-    fn location(&mut self, profile: &mut Profile, address: u64, is_return: bool) -> LocationId {
-        if let Some(&id) = self.cache.get(&(address, is_return)) {
+    fn location(&mut self, profile: &mut Profile, address: u64) -> LocationId {
+        if let Some(&id) = self.cache.get(&address) {
             return id;
         }
         let mut lines = Vec::new();
         if let Some(binary) = self.binary {
-            let lookup = if is_return { address.saturating_sub(1) } else { address };
-            let frames = binary.frames(lookup);
-            let home = function_at(self.funcs, lookup);
+            let frames = binary.frames(address);
+            let home = function_at(self.funcs, address);
             for f in &frames {
                 self.any_file |= !f.file.is_empty();
                 self.any_line |= f.line > 0;
@@ -567,7 +569,7 @@ impl Locator<'_, '_> {
                 lines.push(Line { function, line: f.line });
             }
             self.any_inline |= frames.len() > 1;
-            if lines.is_empty() {
+            if lines.is_empty() && !self.funcs.is_empty() {
                 // Padding between functions: gprof credits it to the symbol
                 // before it; outside every symbol it is `[unknown]`.
                 let (name, system) = home.map_or(("[unknown]", ""), |i| (self.funcs[i].name, self.funcs[i].system_name));
@@ -578,10 +580,10 @@ impl Locator<'_, '_> {
         let id = profile.add_location(crate::profile::Location {
             mapping: Some(self.mapping),
             address,
-            is_return_address: is_return,
+            is_return_address: false,
             lines,
         });
-        self.cache.insert((address, is_return), id);
+        self.cache.insert(address, id);
         id
     }
 }
@@ -660,84 +662,166 @@ struct Caller {
     count: u64,
 }
 
-/// Paths from a function up to the roots of the call graph, each a list of
-/// call sites (innermost first) with the fraction of the function's time it
-/// carries (§4): time is handed to callers in proportion to arc counts,
-/// stopping at a function already on the path; paths carrying less than
-/// `min_fraction` are not expanded further (their weight stays, on a shorter stack).
-fn caller_paths(callers: &[Vec<Caller>], func: usize, min_fraction: f64) -> Vec<(Vec<(usize, u64)>, f64)> {
-    const MAX_DEPTH: usize = 512;
-    let mut out = Vec::new();
-    let mut on_path = vec![false; callers.len()];
-    let mut path: Vec<(usize, u64)> = Vec::new();
-    on_path[func] = true;
-    // Explicit stack: (function, fraction, depth of path when entered, next caller index)
-    struct Step {
-        func: usize,
-        fraction: f64,
-        depth: usize,
-        next: usize,
-        denom: u64,
-    }
-    let denom_of = |f: usize, on_path: &[bool]| -> u64 {
-        callers[f].iter().filter(|c| !on_path[c.func]).map(|c| c.count).sum()
-    };
-    let d = denom_of(func, &on_path);
-    let mut stack = vec![Step {
-        func,
-        fraction: 1.0,
-        depth: 0,
-        next: 0,
-        denom: d,
-    }];
-    while let Some(top) = stack.last_mut() {
-        if top.next == 0 && (top.denom == 0 || top.fraction < min_fraction || top.depth >= MAX_DEPTH) {
-            out.push((path.clone(), top.fraction));
-            let done = stack.pop().expect("non-empty");
-            if done.depth > 0 {
-                if let Some((f, _)) = path.pop() {
-                    on_path[f] = false;
+/// The call graph between functions, with its cycles (strongly connected
+/// components) collapsed the way gprof collapses them before it hands time
+/// to callers.
+struct CallGraph {
+    /// Arcs into each function from other functions.
+    callers: Vec<Vec<Caller>>,
+    /// The component of each function.
+    component: Vec<usize>,
+    /// Arcs into each component from outside it: (entry member, caller).
+    entering: Vec<Vec<(usize, Caller)>>,
+    entering_total: Vec<u64>,
+    /// Call sites inside a component from an entry member down to a member.
+    inner_paths: std::cell::RefCell<HashMap<(usize, usize), Vec<u64>>>,
+}
+
+impl CallGraph {
+    fn new(callers: Vec<Vec<Caller>>) -> Self {
+        let component = strongly_connected_components(&callers);
+        let ncomp = component.iter().map(|c| c + 1).max().unwrap_or(0);
+        let mut entering = vec![Vec::new(); ncomp];
+        for (f, list) in callers.iter().enumerate() {
+            for c in list {
+                if component[c.func] != component[f] && c.count > 0 {
+                    entering[component[f]].push((f, *c));
                 }
             }
-            continue;
         }
-        // Next eligible caller.
-        let f = top.func;
-        let mut chosen = None;
-        while top.next < callers[f].len() {
-            let c = callers[f][top.next];
-            top.next += 1;
-            if !on_path[c.func] && c.count > 0 {
-                chosen = Some(c);
+        let entering_total = entering.iter().map(|e| e.iter().map(|(_, c)| c.count).sum()).collect();
+        CallGraph {
+            callers,
+            component,
+            entering,
+            entering_total,
+            inner_paths: Default::default(),
+        }
+    }
+
+    /// The call sites (innermost first) of a shortest chain of calls inside
+    /// one component from `entry` down to `target`.
+    fn inner_path(&self, entry: usize, target: usize) -> Vec<u64> {
+        if entry == target {
+            return Vec::new();
+        }
+        if let Some(p) = self.inner_paths.borrow().get(&(entry, target)) {
+            return p.clone();
+        }
+        // Breadth-first search backwards from the target through callers in
+        // the same component, until the entry is reached.
+        let comp = self.component[target];
+        let mut via: HashMap<usize, (usize, u64)> = HashMap::new();
+        let mut queue = std::collections::VecDeque::from([target]);
+        while let Some(f) = queue.pop_front() {
+            if f == entry {
                 break;
             }
-        }
-        match chosen {
-            Some(c) => {
-                let fraction = top.fraction * c.count as f64 / top.denom as f64;
-                let depth = top.depth + 1;
-                path.push((c.func, c.from_pc));
-                on_path[c.func] = true;
-                let denom = denom_of(c.func, &on_path);
-                stack.push(Step {
-                    func: c.func,
-                    fraction,
-                    depth,
-                    next: 0,
-                    denom,
-                });
-            }
-            None => {
-                let done = stack.pop().expect("non-empty");
-                if done.depth > 0 {
-                    if let Some((f, _)) = path.pop() {
-                        on_path[f] = false;
-                    }
+            for c in &self.callers[f] {
+                if self.component[c.func] == comp && c.func != target && !via.contains_key(&c.func) {
+                    via.insert(c.func, (f, c.from_pc));
+                    queue.push_back(c.func);
                 }
             }
         }
+        // Walk from the entry down to the target, then reverse to innermost first.
+        let mut sites = Vec::new();
+        let mut at = entry;
+        while at != target {
+            let Some(&(callee, from_pc)) = via.get(&at) else { break };
+            sites.push(from_pc);
+            at = callee;
+        }
+        sites.reverse();
+        self.inner_paths.borrow_mut().insert((entry, target), sites.clone());
+        sites
     }
-    out
+
+    /// Paths from function `func` up to the roots, each a list of call sites
+    /// (innermost first) with the fraction of the function's time it carries
+    /// (§4): time is handed to the callers of the function's cycle (itself,
+    /// when it is in none) in proportion to arc counts, so no function repeats
+    /// on a path. Paths carrying less than `min_fraction` are not expanded
+    /// further: their weight stays, on a shorter stack.
+    fn paths(&self, func: usize, min_fraction: f64) -> Vec<(Vec<u64>, f64)> {
+        let mut out = Vec::new();
+        let mut sites = Vec::new();
+        self.expand(func, 1.0, min_fraction, &mut sites, &mut out);
+        out
+    }
+
+    fn expand(&self, func: usize, fraction: f64, min_fraction: f64, sites: &mut Vec<u64>, out: &mut Vec<(Vec<u64>, f64)>) {
+        const MAX_FRAMES: usize = 1024;
+        let comp = self.component[func];
+        let total = self.entering_total[comp];
+        if total == 0 || fraction < min_fraction || sites.len() >= MAX_FRAMES {
+            out.push((sites.clone(), fraction));
+            return;
+        }
+        for (entry, caller) in &self.entering[comp] {
+            let depth = sites.len();
+            sites.extend(self.inner_path(*entry, func));
+            sites.push(caller.from_pc);
+            let share = fraction * caller.count as f64 / total as f64;
+            self.expand(caller.func, share, min_fraction, sites, out);
+            sites.truncate(depth);
+        }
+    }
+}
+
+/// Tarjan's algorithm, iterative; the graph is given as caller lists (the
+/// components are the same whichever way the arcs point).
+fn strongly_connected_components(callers: &[Vec<Caller>]) -> Vec<usize> {
+    let n = callers.len();
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut component = vec![usize::MAX; n];
+    let (mut next_index, mut ncomp) = (0, 0);
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        index[root] = next_index;
+        low[root] = next_index;
+        next_index += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        let mut work = vec![(root, 0usize)];
+        while let Some(&mut (v, ref mut i)) = work.last_mut() {
+            if let Some(c) = callers[v].get(*i) {
+                *i += 1;
+                let w = c.func;
+                if index[w] == usize::MAX {
+                    index[w] = next_index;
+                    low[w] = next_index;
+                    next_index += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(u, _)) = work.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] == index[v] {
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component[w] = ncomp;
+                    if w == v {
+                        break;
+                    }
+                }
+                ncomp += 1;
+            }
+        }
+    }
+    component
 }
 
 /// The profile gprof's data stands for (§4).
@@ -778,23 +862,11 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     // every address the file mentions.
     let (start, limit, offset) = match binary.and_then(|b| b.text_segment()) {
         Some(seg) => (seg.vaddr, seg.vaddr + seg.memsz, seg.offset),
-        None => {
-            let mut lo = u64::MAX;
-            let mut hi = 0;
-            for h in &data.histograms {
-                lo = lo.min(h.low_pc);
-                hi = hi.max(h.high_pc);
-            }
-            for a in &data.arcs {
-                lo = lo.min(a.self_pc).min(a.from_pc);
-                hi = hi.max(a.self_pc.saturating_add(1)).max(a.from_pc.saturating_add(1));
-            }
-            if lo > hi {
-                (0, 0, 0)
-            } else {
-                (lo, hi, 0)
-            }
-        }
+        // gmon.out addresses are link-time addresses (§1, PIE included): a
+        // mapping from 0 to the end of the address space with offset 0 is
+        // pprof's way of saying "no relocation", so `go tool pprof BINARY
+        // out.pb.gz` symbolizes it later for PIE and non-PIE alike.
+        None => (0, u64::MAX, 0),
     };
     let filename = binary.map_or(String::new(), |b| b.path.display().to_string());
     let build_id = binary.map_or(String::new(), |b| b.build_id.clone());
@@ -844,8 +916,8 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
                 });
             }
         }
-        let callee = locator.location(&mut profile, arc.self_pc, false);
-        let caller = locator.location(&mut profile, arc.from_pc, true);
+        let callee = locator.location(&mut profile, arc.self_pc);
+        let caller = locator.location(&mut profile, arc.from_pc);
         calls.iter_mut().for_each(|v| *v = 0);
         calls[2] = arc.count as i64;
         profile.add_sample(&[callee, caller], &calls, &[]);
@@ -870,6 +942,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let mut values = vec![0i64; ntypes];
     if synthesize {
         // Group ticks per function, then spread each over its caller paths.
+        let graph = CallGraph::new(callers);
         let mut per_func: BTreeMap<Option<usize>, Vec<Tick>> = BTreeMap::new();
         for t in &ticks {
             per_func.entry(t.func).or_default().push(*t);
@@ -885,18 +958,18 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
                     } else {
                         1.0
                     };
-                    caller_paths(&callers, f, min_fraction)
+                    graph.paths(f, min_fraction)
                 }
                 None => vec![(Vec::new(), 1.0)],
             };
             let fractions: Vec<f64> = paths.iter().map(|p| p.1).collect();
             let path_locs: Vec<Vec<LocationId>> = paths
                 .iter()
-                .map(|(sites, _)| sites.iter().map(|&(_, pc)| locator.location(&mut profile, pc, true)).collect())
+                .map(|(sites, _)| sites.iter().map(|&pc| locator.location(&mut profile, pc)).collect())
                 .collect();
             let mut stack = Vec::new();
             for t in &fticks {
-                let leaf = locator.location(&mut profile, t.address, false);
+                let leaf = locator.location(&mut profile, t.address);
                 let samples = apportion(t.samples, &fractions);
                 let nanos = apportion(t.nanos, &fractions);
                 for (k, locs) in path_locs.iter().enumerate() {
@@ -915,7 +988,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         }
     } else {
         for t in &ticks {
-            let leaf = locator.location(&mut profile, t.address, false);
+            let leaf = locator.location(&mut profile, t.address);
             values.iter_mut().for_each(|v| *v = 0);
             values[0] = t.samples;
             values[1] = t.nanos;
@@ -924,7 +997,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     }
     if let Some(bt) = bb_type {
         for (&addr, &count) in &data.basic_blocks {
-            let loc = locator.location(&mut profile, addr, false);
+            let loc = locator.location(&mut profile, addr);
             values.iter_mut().for_each(|v| *v = 0);
             values[bt] = count as i64;
             profile.add_sample(&[loc], &values, &[]);
@@ -932,7 +1005,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     }
     let (any_file, any_line, any_inline) = (locator.any_file, locator.any_line, locator.any_inline);
     if let Some(m) = profile.mappings.get_mut(mapping as usize) {
-        m.has_functions = binary.is_some();
+        m.has_functions = !funcs.is_empty();
         m.has_filenames = any_file;
         m.has_line_numbers = any_line;
         m.has_inline_frames = any_inline;
@@ -1004,51 +1077,60 @@ pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
 mod tests {
     use super::*;
 
-    fn callers_of(arcs: &[(usize, usize, u64)], n: usize) -> Vec<Vec<Caller>> {
-        let mut out = vec![Vec::new(); n];
+    fn graph(arcs: &[(usize, usize, u64)], n: usize) -> CallGraph {
+        let mut callers = vec![Vec::new(); n];
         for &(parent, child, count) in arcs {
-            out[child].push(Caller {
+            callers[child].push(Caller {
                 func: parent,
-                from_pc: 0x1000 + parent as u64,
+                from_pc: 0x1000 + 0x10 * parent as u64 + child as u64,
                 count,
             });
         }
-        out
+        CallGraph::new(callers)
+    }
+
+    fn site(parent: usize, child: usize) -> u64 {
+        0x1000 + 0x10 * parent as u64 + child as u64
     }
 
     #[test]
     fn self_time_is_handed_to_callers_in_proportion_to_calls() {
         // 0 → 2 (1 call), 1 → 2 (3 calls), 3 → 0, 3 → 1
-        let callers = callers_of(&[(0, 2, 1), (1, 2, 3), (3, 0, 1), (3, 1, 1)], 4);
-        let paths = caller_paths(&callers, 2, 0.0);
+        let g = graph(&[(0, 2, 1), (1, 2, 3), (3, 0, 1), (3, 1, 1)], 4);
+        let paths = g.paths(2, 0.0);
         assert_eq!(paths.len(), 2);
         let total: f64 = paths.iter().map(|p| p.1).sum();
         assert!((total - 1.0).abs() < 1e-12);
-        let via1 = paths.iter().find(|p| p.0[0].0 == 1).unwrap();
+        let via1 = paths.iter().find(|p| p.0[0] == site(1, 2)).unwrap();
         assert!((via1.1 - 0.75).abs() < 1e-12);
-        assert_eq!(via1.0.iter().map(|s| s.0).collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(via1.0, vec![site(1, 2), site(3, 1)]);
     }
 
     #[test]
-    fn recursion_stops_at_a_function_already_on_the_path() {
-        // 0 ↔ 1 mutual recursion, 2 → 0
-        let callers = callers_of(&[(0, 1, 5), (1, 0, 4), (2, 0, 1)], 3);
-        let paths = caller_paths(&callers, 0, 0.0);
-        let total: f64 = paths.iter().map(|p| p.1).sum();
-        assert!((total - 1.0).abs() < 1e-12);
-        for (sites, _) in &paths {
-            let funcs: Vec<usize> = sites.iter().map(|s| s.0).collect();
-            assert!(!funcs.contains(&0), "0 is the leaf, never its own caller: {funcs:?}");
+    fn a_cycle_hands_its_time_to_callers_outside_it() {
+        // 0 ↔ 1 mutual recursion entered from 2 only; 3 → 2.
+        let g = graph(&[(0, 1, 500), (1, 0, 499), (2, 0, 1), (3, 2, 1)], 4);
+        assert_eq!(g.component[0], g.component[1]);
+        for leaf in [0, 1] {
+            let paths = g.paths(leaf, 0.0);
+            assert_eq!(paths.len(), 1, "one way out of the cycle");
+            assert!((paths[0].1 - 1.0).abs() < 1e-12);
+            let expected = if leaf == 1 {
+                vec![site(0, 1), site(2, 0), site(3, 2)]
+            } else {
+                vec![site(2, 0), site(3, 2)]
+            };
+            assert_eq!(paths[0].0, expected, "leaf {leaf}");
         }
     }
 
     #[test]
     fn paths_below_the_threshold_stay_short_but_keep_their_weight() {
-        let callers = callers_of(&[(0, 2, 1), (1, 2, 999), (3, 0, 1)], 4);
-        let paths = caller_paths(&callers, 2, 0.01);
+        let g = graph(&[(0, 2, 1), (1, 2, 999), (3, 0, 1)], 4);
+        let paths = g.paths(2, 0.01);
         let total: f64 = paths.iter().map(|p| p.1).sum();
         assert!((total - 1.0).abs() < 1e-12);
-        let via0 = paths.iter().find(|p| p.0[0].0 == 0).unwrap();
+        let via0 = paths.iter().find(|p| p.0[0] == site(0, 2)).unwrap();
         assert_eq!(via0.0.len(), 1, "not expanded past 0: it carries 0.1%");
     }
 }

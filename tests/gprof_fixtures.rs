@@ -1,0 +1,487 @@
+//! Real gmon.out files from `gcc -pg` (tests/fixtures/gprof, made by
+//! regenerate.sh) converted and checked against what GNU gprof printed for
+//! the same files, and against the real consumers of every output.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// One function of gprof's flat profile.
+#[derive(Debug, Clone, PartialEq)]
+struct FlatRow {
+    self_seconds: f64,
+    calls: Option<u64>,
+}
+
+/// Parses `gprof -b -p` output: `%time cumulative self [calls self/call total/call] name`.
+fn parse_flat(text: &str) -> BTreeMap<String, FlatRow> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        if tokens.len() < 4 || tokens[..3].iter().any(|t| t.parse::<f64>().is_err()) {
+            continue;
+        }
+        let self_seconds: f64 = tokens[2].parse().unwrap();
+        let numeric = |t: &&str| t.parse::<f64>().is_ok();
+        let (calls, name_at) = if tokens.len() >= 7 && tokens[3..6].iter().all(numeric) {
+            (Some(tokens[3].parse::<u64>().unwrap()), 6)
+        } else {
+            (None, 3)
+        };
+        out.insert(tokens[name_at..].join(" "), FlatRow { self_seconds, calls });
+    }
+    out
+}
+
+/// Parses the primary lines of `gprof -b -q`: name → (self, children), for
+/// functions outside cycles.
+fn parse_graph(text: &str) -> BTreeMap<String, (f64, f64)> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        if !line.starts_with('[') {
+            continue;
+        }
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        // [i] %time self children [called] name... [i]
+        let self_s: f64 = tokens[2].parse().unwrap();
+        let children: f64 = tokens[3].parse().unwrap();
+        let rest = &tokens[4..tokens.len() - 1];
+        let name_tokens = if rest.first().is_some_and(|t| t.chars().all(|c| c.is_ascii_digit() || c == '+')) {
+            &rest[1..]
+        } else {
+            rest
+        };
+        let name = name_tokens.join(" ");
+        if name.contains("<cycle") {
+            continue;
+        }
+        out.insert(name, (self_s, children));
+    }
+    out
+}
+
+/// The function a location belongs to as the symbol table says: the
+/// outermost of its (possibly inlined) lines.
+fn symbol_function(p: &pb::Profile, loc_id: u64) -> String {
+    let loc = p.location.iter().find(|l| l.id == loc_id).unwrap();
+    match loc.line.last() {
+        Some(line) => {
+            let f = p.function.iter().find(|f| f.id == line.function_id).unwrap();
+            s(p, f.name).to_owned()
+        }
+        None => format!("{:#x}", loc.address),
+    }
+}
+
+fn type_index(p: &pb::Profile, name: &str) -> usize {
+    p.sample_type.iter().position(|t| s(p, t.r#type) == name).unwrap()
+}
+
+/// Per-function self cpu seconds and calls (as gprof's flat profile counts
+/// them: recursive calls of a function to itself apart).
+fn flat_from_pprof(p: &pb::Profile) -> (BTreeMap<String, f64>, BTreeMap<String, u64>) {
+    let (cpu, calls) = (type_index(p, "cpu"), type_index(p, "calls"));
+    let mut self_s = BTreeMap::new();
+    let mut ncalls = BTreeMap::new();
+    for sample in &p.sample {
+        let leaf = symbol_function(p, sample.location_id[0]);
+        *self_s.entry(leaf.clone()).or_insert(0.0) += sample.value[cpu] as f64 / 1e9;
+        if sample.value[calls] > 0 {
+            let caller = symbol_function(p, sample.location_id[1]);
+            if caller != leaf {
+                *ncalls.entry(leaf).or_insert(0) += sample.value[calls] as u64;
+            }
+        }
+    }
+    (self_s, ncalls)
+}
+
+/// Inclusive cpu seconds per function: samples whose stack holds it at least once.
+fn inclusive_from_pprof(p: &pb::Profile) -> BTreeMap<String, f64> {
+    let cpu = type_index(p, "cpu");
+    let mut out = BTreeMap::new();
+    for sample in &p.sample {
+        let names: BTreeSet<String> = sample.location_id.iter().map(|&l| symbol_function(p, l)).collect();
+        for n in names {
+            *out.entry(n).or_insert(0.0) += sample.value[cpu] as f64 / 1e9;
+        }
+    }
+    out
+}
+
+struct Case {
+    binary: &'static str,
+    gmons: &'static [&'static str],
+    expected: &'static str,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        binary: "callgraph-nopie",
+        gmons: &["callgraph-nopie.gmon"],
+        expected: "callgraph-nopie",
+    },
+    Case {
+        binary: "callgraph-pie",
+        gmons: &["callgraph-pie.gmon"],
+        expected: "callgraph-pie",
+    },
+    Case {
+        binary: "callgraph-m32",
+        gmons: &["callgraph-m32.gmon"],
+        expected: "callgraph-m32",
+    },
+    Case {
+        binary: "recursion",
+        gmons: &["recursion.gmon"],
+        expected: "recursion",
+    },
+    Case {
+        binary: "inlined",
+        gmons: &["inlined.gmon"],
+        expected: "inlined",
+    },
+    Case {
+        binary: "cplusplus",
+        gmons: &["cplusplus.gmon"],
+        expected: "cplusplus",
+    },
+    Case {
+        binary: "callgraph-nopie",
+        gmons: &["callgraph-sum.gmon"],
+        expected: "callgraph-sum",
+    },
+    Case {
+        binary: "callgraph-nopie.stripped-debug",
+        gmons: &["callgraph-nopie.gmon"],
+        expected: "callgraph-nopie.stripped-debug",
+    },
+];
+
+fn convert_case(case: &Case, dir: &Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let out = dir.join(name);
+    let mut args: Vec<String> = case
+        .gmons
+        .iter()
+        .map(|g| fixture(&format!("gprof/{g}")).display().to_string())
+        .collect();
+    args.push("--binary".into());
+    args.push(fixture(&format!("gprof/{}", case.binary)).display().to_string());
+    args.push("-o".into());
+    args.push(out.display().to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    profconv_ok(&refs);
+    out
+}
+
+fn expected_flat(name: &str) -> BTreeMap<String, FlatRow> {
+    parse_flat(&std::fs::read_to_string(fixture(&format!("gprof/{name}.flat.txt"))).unwrap())
+}
+
+fn assert_matches_gprof_flat(p: &pb::Profile, flat: &BTreeMap<String, FlatRow>, what: &str) {
+    let (self_s, calls) = flat_from_pprof(p);
+    assert!(!flat.is_empty(), "{what}: no rows in the expected flat profile");
+    for (name, row) in flat {
+        let ours = self_s.get(name).copied().unwrap_or(0.0);
+        // gprof prints seconds with two decimals.
+        assert!(
+            (ours - row.self_seconds).abs() <= 0.005 + 1e-9,
+            "{what}: {name}: self {ours:.4}s, gprof says {:.2}s",
+            row.self_seconds
+        );
+        assert_eq!(calls.get(name).copied(), row.calls, "{what}: {name}: calls");
+    }
+    // Nothing gprof leaves out carries time (gprof omits zero rows only).
+    for (name, secs) in &self_s {
+        if !flat.contains_key(name) {
+            assert!(*secs < 0.005, "{what}: {name} has {secs}s but gprof does not list it");
+        }
+    }
+}
+
+#[test]
+fn self_time_and_calls_equal_gprof_flat_profile() {
+    let dir = tempdir();
+    for case in CASES {
+        let out = convert_case(case, dir.path(), &format!("{}.pb.gz", case.expected), &[]);
+        let p = decode_pprof(&out);
+        check_pprof_invariants(&p);
+        assert_matches_gprof_flat(&p, &expected_flat(case.expected), case.expected);
+    }
+}
+
+#[test]
+fn synthesized_inclusive_time_equals_gprof_self_plus_children() {
+    let dir = tempdir();
+    for case in CASES {
+        let graph = parse_graph(&std::fs::read_to_string(fixture(&format!("gprof/{}.graph.txt", case.expected))).unwrap());
+        let out = convert_case(case, dir.path(), &format!("{}.pb.gz", case.expected), &[]);
+        let p = decode_pprof(&out);
+        let inclusive = inclusive_from_pprof(&p);
+        let cycle_members: BTreeSet<&str> = ["is_even", "is_odd"].into_iter().collect();
+        for (name, (self_s, children)) in &graph {
+            if cycle_members.contains(name.as_str()) {
+                continue;
+            }
+            let ours = inclusive.get(name).copied().unwrap_or(0.0);
+            let theirs = self_s + children;
+            assert!(
+                (ours - theirs).abs() <= 0.011,
+                "{}: {name}: inclusive {ours:.4}s, gprof self+children {theirs:.2}s",
+                case.expected
+            );
+        }
+    }
+}
+
+#[test]
+fn several_gmon_files_are_summed_like_gprof() {
+    let dir = tempdir();
+    let case = Case {
+        binary: "callgraph-nopie",
+        gmons: &["callgraph-run1.gmon", "callgraph-run2.gmon"],
+        expected: "callgraph-run1+2",
+    };
+    let out = convert_case(&case, dir.path(), "sum.pb.gz", &[]);
+    let p = decode_pprof(&out);
+    assert_matches_gprof_flat(&p, &expected_flat("callgraph-run1+2"), "run1+run2");
+    // The same totals as the file gprof -s wrote.
+    let sum = Case {
+        binary: "callgraph-nopie",
+        gmons: &["callgraph-sum.gmon"],
+        expected: "callgraph-sum",
+    };
+    let q = decode_pprof(&convert_case(&sum, dir.path(), "gprof-s.pb.gz", &[]));
+    let (a, _) = flat_from_pprof(&p);
+    let (b, _) = flat_from_pprof(&q);
+    for (name, secs) in &a {
+        assert!((secs - b.get(name).copied().unwrap_or(0.0)).abs() < 0.0101, "{name}");
+    }
+}
+
+#[test]
+fn expected_outputs_match_the_installed_gprof() {
+    let gprof = Command::new("gprof").arg("--version").output();
+    if gprof.is_err() {
+        assert!(!in_ci(), "gprof is not installed: .ci/run must install binutils");
+        eprintln!("skipping live gprof check: gprof not installed");
+        return;
+    }
+    for case in CASES {
+        let mut cmd = Command::new("gprof");
+        cmd.arg("-b").arg("-p").arg(fixture(&format!("gprof/{}", case.binary)));
+        for g in case.gmons {
+            cmd.arg(fixture(&format!("gprof/{g}")));
+        }
+        let out = cmd.env("LC_ALL", "C").current_dir(std::env::temp_dir()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let live = parse_flat(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(live, expected_flat(case.expected), "{}: live gprof differs from the committed output", case.expected);
+    }
+}
+
+/// Rows of `go tool pprof -top`: name → flat value in the printed unit.
+fn pprof_top(args: &[&str]) -> Option<BTreeMap<String, f64>> {
+    let text = go_pprof(args)?;
+    let mut out = BTreeMap::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("flat") {
+            in_table = true;
+            continue;
+        }
+        if !in_table {
+            continue;
+        }
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        if tokens.len() < 6 {
+            continue;
+        }
+        let value: f64 = tokens[0].trim_end_matches(|c: char| c.is_alphabetic()).parse().unwrap_or(0.0);
+        out.insert(tokens[5..].join(" "), value);
+    }
+    Some(out)
+}
+
+#[test]
+fn go_tool_pprof_accepts_the_output_and_shows_gprof_functions() {
+    let dir = tempdir();
+    for case in CASES {
+        let out = convert_case(case, dir.path(), &format!("{}.pb.gz", case.expected), &[]);
+        let raw = dir.path().join(format!("{}.pb", case.expected));
+        let raw = convert_case(case, dir.path(), raw.file_name().unwrap().to_str().unwrap(), &[]);
+        let path = out.to_str().unwrap();
+        let Some(raw_dump) = go_pprof(&["-raw", path]) else { return };
+        assert!(raw_dump.contains("cpu/nanoseconds"), "{raw_dump}");
+        let _ = go_pprof(&["-raw", raw.to_str().unwrap()]);
+        let top = pprof_top(&["-top", "-nodecount=1000", "-unit=ms", "-sample_index=cpu", path]).unwrap();
+        let calls = pprof_top(&["-top", "-nodecount=1000", "-sample_index=calls", path]).unwrap();
+        let flat = expected_flat(case.expected);
+        let p = decode_pprof(&out);
+        let inlined = p.location.iter().any(|l| l.line.len() > 1);
+        for (name, row) in &flat {
+            if row.self_seconds >= 0.01 && !inlined {
+                let ms = top.get(name).copied().unwrap_or_else(|| panic!("{}: {name} not in -top:\n{top:?}", case.expected));
+                assert!((ms / 1000.0 - row.self_seconds).abs() <= 0.0051, "{}: {name}: {ms}ms", case.expected);
+            }
+            if row.calls.is_some() && !case.expected.starts_with("recursion") {
+                assert_eq!(calls.get(name).map(|v| *v as u64), row.calls, "{}: {name} calls in -top", case.expected);
+            }
+        }
+    }
+}
+
+#[test]
+fn speedscope_svg_and_folded_outputs_agree_with_pprof() {
+    let dir = tempdir();
+    for case in CASES.iter().take(4) {
+        let p = decode_pprof(&convert_case(case, dir.path(), "x.pb.gz", &[]));
+        let cpu = type_index(&p, "cpu");
+        let total: i64 = p.sample.iter().map(|s| s.value[cpu]).sum();
+
+        let json = convert_case(case, dir.path(), "x.speedscope.json", &[]);
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        validate_speedscope(&doc);
+        let cpu_profile = doc["profiles"].as_array().unwrap().iter().find(|q| q["name"] == "cpu (nanoseconds)").unwrap();
+        assert_eq!(cpu_profile["unit"], "nanoseconds");
+        assert_eq!(cpu_profile["endValue"].as_i64().unwrap(), total);
+        let calls_profile = doc["profiles"].as_array().unwrap().iter().find(|q| q["name"] == "calls (count)").unwrap();
+        assert_eq!(calls_profile["unit"], "none");
+
+        let folded_path = convert_case(case, dir.path(), "x.folded", &[]);
+        let folded = parse_folded(&std::fs::read_to_string(&folded_path).unwrap());
+        assert_eq!(folded.values().sum::<i64>(), total, "folded cpu total");
+        for stack in folded.keys() {
+            assert!(stack.starts_with("main"), "{}: root first: {stack}", case.expected);
+        }
+        // Round trip: the folded leaves equal the pprof flat profile.
+        let flat = folded_flat(&folded);
+        let (self_s, _) = flat_from_pprof(&p);
+        for (name, secs) in self_s {
+            let ns = flat.get(&name).copied().unwrap_or(0);
+            assert!((ns as f64 / 1e9 - secs).abs() < 1e-6, "{name}");
+        }
+        let calls_folded = convert_case(case, dir.path(), "calls.txt", &["--sample-type", "calls"]);
+        let calls = parse_folded(&std::fs::read_to_string(calls_folded).unwrap());
+        let calls_total: i64 = p.sample.iter().map(|s| s.value[type_index(&p, "calls")]).sum();
+        assert_eq!(calls.values().sum::<i64>(), calls_total);
+
+        let svg = convert_case(case, dir.path(), "x.svg", &[]);
+        let expected = expected_flat(case.expected);
+        let names: Vec<&str> = expected
+            .iter()
+            .filter(|(_, r)| r.self_seconds >= 0.1)
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .collect();
+        check_svg(&svg, &names);
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains(&format!("{} — cpu (nanoseconds)", case.gmons[0])), "title names input and type");
+    }
+}
+
+#[test]
+fn flat_stacks_option_gives_one_frame_per_sample() {
+    let dir = tempdir();
+    let out = convert_case(&CASES[0], dir.path(), "flat.pb.gz", &["--gprof-stacks", "flat"]);
+    let p = decode_pprof(&out);
+    let cpu = type_index(&p, "cpu");
+    assert!(p.sample.iter().filter(|s| s.value[cpu] > 0).all(|s| s.location_id.len() == 1));
+    assert!(p.comment.iter().any(|&c| s(&p, c).contains("--gprof-stacks=flat")));
+    assert_matches_gprof_flat(&p, &expected_flat("callgraph-nopie"), "flat stacks");
+    let synthesized = decode_pprof(&convert_case(&CASES[0], dir.path(), "syn.pb.gz", &[]));
+    assert!(synthesized.comment.iter().any(|&c| s(&synthesized, c).contains("synthesized")));
+    assert!(synthesized.sample.iter().any(|s| s.value[cpu] > 0 && s.location_id.len() >= 3));
+}
+
+#[test]
+fn dwarf_gives_files_lines_and_inlined_frames() {
+    let dir = tempdir();
+    let p = decode_pprof(&convert_case(&CASES[4], dir.path(), "inl.pb.gz", &[]));
+    let m = &p.mapping[0];
+    assert!(m.has_functions && m.has_filenames && m.has_line_numbers && m.has_inline_frames);
+    let inlined: BTreeSet<String> = p
+        .location
+        .iter()
+        .filter(|l| l.line.len() > 1)
+        .map(|l| {
+            let f = p.function.iter().find(|f| f.id == l.line[0].function_id).unwrap();
+            s(&p, f.name).to_owned()
+        })
+        .collect();
+    assert!(
+        inlined.iter().any(|n| n.ends_with("_step")),
+        "inlined helpers appear as inner frames: {inlined:?}"
+    );
+    assert!(p.function.iter().any(|f| s(&p, f.filename).ends_with("inlined.c")));
+    assert!(p.location.iter().flat_map(|l| &l.line).any(|l| l.line > 0));
+}
+
+#[test]
+fn separate_debug_file_is_found_through_debuglink() {
+    let dir = tempdir();
+    let p = decode_pprof(&convert_case(&CASES[7], dir.path(), "dbg.pb.gz", &[]));
+    assert!(p.mapping[0].has_line_numbers, "DWARF from callgraph-nopie.debug");
+    assert!(p.function.iter().any(|f| s(&p, f.filename).ends_with("callgraph.c")));
+}
+
+#[test]
+fn binary_without_symbols_leaves_addresses() {
+    let dir = tempdir();
+    let case = Case {
+        binary: "callgraph-nopie.nosyms",
+        gmons: &["callgraph-nopie.gmon"],
+        expected: "",
+    };
+    let p = decode_pprof(&convert_case(&case, dir.path(), "nosyms.pb.gz", &[]));
+    check_pprof_invariants(&p);
+    assert!(!p.mapping[0].has_functions);
+    assert!(p.location.iter().all(|l| l.line.is_empty()));
+    // Later symbolization by pprof with the real binary still names the functions.
+    let path = dir.path().join("nosyms.pb.gz");
+    let bin = fixture("gprof/callgraph-nopie");
+    if let Some(top) = pprof_top(&["-top", bin.to_str().unwrap(), path.to_str().unwrap()]) {
+        assert!(top.contains_key("leaf_heavy"), "{top:?}");
+    }
+}
+
+#[test]
+fn without_binary_pprof_can_symbolize_later_for_pie_and_non_pie() {
+    let dir = tempdir();
+    for name in ["callgraph-nopie", "callgraph-pie"] {
+        let out = dir.path().join(format!("{name}.pb.gz"));
+        let gmon = fixture(&format!("gprof/{name}.gmon"));
+        profconv_ok(&[gmon.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        let bin = fixture(&format!("gprof/{name}"));
+        let Some(top) = pprof_top(&["-top", "-unit=ms", bin.to_str().unwrap(), out.to_str().unwrap()]) else {
+            return;
+        };
+        assert!(top.get("leaf_heavy").copied().unwrap_or(0.0) > 100.0, "{name}: {top:?}");
+    }
+}
+
+#[test]
+fn cplusplus_names_are_demangled() {
+    let dir = tempdir();
+    let p = decode_pprof(&convert_case(&CASES[5], dir.path(), "cc.pb.gz", &[]));
+    let names: BTreeSet<&str> = p.function.iter().map(|f| s(&p, f.name)).collect();
+    assert!(names.contains("geom::Shape::area(int) const"), "{names:?}");
+    let systems: BTreeSet<&str> = p.function.iter().map(|f| s(&p, f.system_name)).collect();
+    assert!(systems.iter().any(|n| n.starts_with("_ZN")), "mangled names kept as system names");
+}
+
+#[test]
+fn info_reports_the_real_fixture() {
+    let gmon = fixture("gprof/callgraph-m32.gmon");
+    let out = profconv_ok(&["info", gmon.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("pointer size:  4 bytes"), "{text}");
+    assert!(text.contains("little-endian"), "{text}");
+}

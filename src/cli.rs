@@ -167,7 +167,12 @@ pub fn parse_group_by(values: &[String]) -> Vec<GroupBy> {
 pub fn title_of(inputs: &[PathBuf]) -> String {
     inputs
         .iter()
-        .map(|p| p.file_name().unwrap_or(p.as_os_str()).to_string_lossy().into_owned())
+        .map(|p| {
+            p.file_name()
+                .unwrap_or(p.as_os_str())
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect::<Vec<_>>()
         .join(" + ")
 }
@@ -195,7 +200,11 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
         group_by: args.group_by.as_deref().map(parse_group_by),
         title: title_of(&args.inputs),
     };
-    write::write_file(&profile, format, &options, output)
+    let written = write::write_file(&profile, format, &options, output);
+    // The process ends right after: freeing a large profile piece by piece
+    // would only cost time.
+    std::mem::forget(profile);
+    written
 }
 
 /// Runs the command line; returns the process exit code.

@@ -6,7 +6,9 @@
 //! profile of millions of records costs memory in proportion to its distinct
 //! stacks, not to its records.
 
-use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use rustc_hash::{FxHashMap as HashMap, FxHasher};
 
 use crate::error::{Error, Result};
 
@@ -30,7 +32,7 @@ impl Default for StringTable {
     fn default() -> Self {
         let mut table = StringTable {
             strings: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
         };
         table.intern("");
         table
@@ -170,7 +172,9 @@ pub struct Profile {
     pub samples: Vec<Sample>,
     function_index: HashMap<Function, FunctionId>,
     location_index: HashMap<Location, LocationId>,
-    sample_index: HashMap<(Vec<LocationId>, Vec<Label>), usize>,
+    /// Samples by the hash of their (stack, labels): collisions are resolved
+    /// by comparing, so a repeated stack costs no allocation.
+    sample_index: HashMap<u64, Vec<u32>>,
 }
 
 impl Profile {
@@ -243,7 +247,13 @@ impl Profile {
         (self.mappings.len() - 1) as MappingId
     }
 
-    pub fn add_function(&mut self, name: &str, system_name: &str, filename: &str, start_line: i64) -> FunctionId {
+    pub fn add_function(
+        &mut self,
+        name: &str,
+        system_name: &str,
+        filename: &str,
+        start_line: i64,
+    ) -> FunctionId {
         let function = Function {
             name: self.intern(name),
             system_name: self.intern(system_name),
@@ -275,7 +285,12 @@ impl Profile {
     }
 
     /// An unsymbolized location at `address`.
-    pub fn address_location(&mut self, mapping: Option<MappingId>, address: u64, is_return_address: bool) -> LocationId {
+    pub fn address_location(
+        &mut self,
+        mapping: Option<MappingId>,
+        address: u64,
+        is_return_address: bool,
+    ) -> LocationId {
         self.add_location(Location {
             mapping,
             address,
@@ -319,23 +334,35 @@ impl Profile {
     /// it if needed. `values` must have one entry per sample type.
     pub fn add_sample(&mut self, stack: &[LocationId], values: &[i64], labels: &[Label]) {
         debug_assert_eq!(values.len(), self.sample_types.len());
-        let mut labels = labels.to_vec();
-        labels.sort();
-        let key = (stack.to_vec(), labels);
-        if let Some(&i) = self.sample_index.get(&key) {
-            let sample = &mut self.samples[i];
-            for (acc, v) in sample.values.iter_mut().zip(values) {
-                *acc = acc.saturating_add(*v);
+        let sorted;
+        let labels = if labels.is_sorted() {
+            labels
+        } else {
+            let mut own = labels.to_vec();
+            own.sort();
+            sorted = own;
+            &sorted[..]
+        };
+        let mut hasher = FxHasher::default();
+        stack.hash(&mut hasher);
+        labels.hash(&mut hasher);
+        let bucket = self.sample_index.entry(hasher.finish()).or_default();
+        for &i in bucket.iter() {
+            let sample = &mut self.samples[i as usize];
+            if sample.stack == stack && sample.labels == labels {
+                for (acc, v) in sample.values.iter_mut().zip(values) {
+                    *acc = acc.saturating_add(*v);
+                }
+                return;
             }
-            return;
         }
+        bucket.push(self.samples.len() as u32);
         let mut own = values.to_vec();
         own.resize(self.sample_types.len(), 0);
-        self.sample_index.insert(key.clone(), self.samples.len());
         self.samples.push(Sample {
-            stack: key.0,
+            stack: stack.to_vec(),
             values: own,
-            labels: key.1,
+            labels: labels.to_vec(),
         });
     }
 
@@ -383,7 +410,8 @@ impl Profile {
                 self.duration_nanos = other.duration_nanos;
             } else {
                 let start = self.time_nanos.min(other.time_nanos);
-                let end = (self.time_nanos + self.duration_nanos).max(other.time_nanos + other.duration_nanos);
+                let end = (self.time_nanos + self.duration_nanos)
+                    .max(other.time_nanos + other.duration_nanos);
                 self.time_nanos = start;
                 self.duration_nanos = end - start;
             }
@@ -440,7 +468,8 @@ impl Profile {
         }
         let mut values = vec![0i64; self.sample_types.len()];
         for s in &other.samples {
-            let stack: Vec<LocationId> = s.stack.iter().map(|&l| location_map[l as usize]).collect();
+            let stack: Vec<LocationId> =
+                s.stack.iter().map(|&l| location_map[l as usize]).collect();
             values.iter_mut().for_each(|v| *v = 0);
             for (i, v) in s.values.iter().enumerate() {
                 values[type_map[i]] = *v;
@@ -496,7 +525,10 @@ impl Profile {
     pub fn address_name(&self, location: &Location) -> String {
         match location.mapping.and_then(|m| self.mappings.get(m as usize)) {
             Some(m) if !self.str(m.filename).is_empty() => {
-                let offset = location.address.wrapping_sub(m.start).wrapping_add(m.file_offset);
+                let offset = location
+                    .address
+                    .wrapping_sub(m.start)
+                    .wrapping_add(m.file_offset);
                 format!("{}+{:#x}", basename(self.str(m.filename)), offset)
             }
             _ => format!("{:#x}", location.address),
@@ -505,10 +537,14 @@ impl Profile {
 
     /// The value of label `key` on a sample, as text.
     pub fn label_text(&self, sample: &Sample, key: &str) -> Option<String> {
-        sample.labels.iter().find(|l| self.str(l.key) == key).map(|l| match l.value {
-            LabelValue::Str(v) => self.str(v).to_owned(),
-            LabelValue::Num { num, .. } => num.to_string(),
-        })
+        sample
+            .labels
+            .iter()
+            .find(|l| self.str(l.key) == key)
+            .map(|l| match l.value {
+                LabelValue::Str(v) => self.str(v).to_owned(),
+                LabelValue::Num { num, .. } => num.to_string(),
+            })
     }
 }
 
@@ -534,7 +570,13 @@ pub fn apportion(total: i64, weights: &[f64]) -> Vec<i64> {
     }
     let exact: Vec<f64> = weights
         .iter()
-        .map(|w| if w.is_finite() && *w > 0.0 { total as f64 * w / sum } else { 0.0 })
+        .map(|w| {
+            if w.is_finite() && *w > 0.0 {
+                total as f64 * w / sum
+            } else {
+                0.0
+            }
+        })
         .collect();
     let mut parts: Vec<i64> = exact.iter().map(|e| e.floor() as i64).collect();
     let mut rest = total - parts.iter().sum::<i64>();
@@ -542,7 +584,9 @@ pub fn apportion(total: i64, weights: &[f64]) -> Vec<i64> {
     order.sort_by(|&a, &b| {
         let ra = exact[a] - exact[a].floor();
         let rb = exact[b] - exact[b].floor();
-        rb.partial_cmp(&ra).unwrap_or(std::cmp::Ordering::Equal).then(a.cmp(&b))
+        rb.partial_cmp(&ra)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.cmp(&b))
     });
     let mut k = 0;
     while rest > 0 && !order.is_empty() {
@@ -611,7 +655,11 @@ mod tests {
     #[test]
     fn apportion_keeps_the_total() {
         assert_eq!(apportion(10, &[1.0, 1.0, 1.0]).iter().sum::<i64>(), 10);
-        assert_eq!(apportion(7, &[0.5, 0.25, 0.25]), vec![3, 2, 2], "largest remainders first");
+        assert_eq!(
+            apportion(7, &[0.5, 0.25, 0.25]),
+            vec![3, 2, 2],
+            "largest remainders first"
+        );
         assert_eq!(apportion(5, &[0.0, 0.0]), vec![0, 0]);
         assert_eq!(apportion(3, &[1.0, 0.0]), vec![3, 0]);
     }

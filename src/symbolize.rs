@@ -71,7 +71,8 @@ impl std::fmt::Debug for Binary {
 }
 
 fn has_dwarf(file: &object::File<'_>) -> bool {
-    file.section_by_name(".debug_info").is_some_and(|s| s.size() > 0)
+    file.section_by_name(".debug_info")
+        .is_some_and(|s| s.size() > 0)
 }
 
 fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
@@ -82,7 +83,10 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
         file.dynamic_symbols().collect::<Vec<_>>()
     };
     for sym in sources {
-        if sym.kind() != SymbolKind::Text || sym.is_undefined() || sym.address() == 0 && sym.size() == 0 {
+        if sym.kind() != SymbolKind::Text
+            || sym.is_undefined()
+            || sym.address() == 0 && sym.size() == 0
+        {
             continue;
         }
         let in_text = sym
@@ -120,18 +124,26 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     symbols.into_iter().map(|(s, _)| s).collect()
 }
 
+/// True for Itanium C++ (`_Z`, Mach-O `__Z`) and Rust v0 (`_R`) names.
+fn is_mangled(raw: &str) -> bool {
+    raw.starts_with("_Z") || raw.starts_with("__Z") || raw.starts_with("_R")
+}
+
 /// The readable name of a symbol: Rust (legacy and v0) and C++ (Itanium)
 /// names are demangled; anything else (C names, including short ones such as
 /// `a` that a C++ demangler would read as a type) is kept as is.
 pub fn demangle(raw: &str) -> String {
-    if !(raw.starts_with("_Z") || raw.starts_with("__Z") || raw.starts_with("_R")) {
+    if !is_mangled(raw) {
         return raw.to_owned();
     }
     if let Ok(d) = rustc_demangle::try_demangle(raw) {
         return format!("{d:#}");
     }
     // Mach-O style names carry one more leading underscore.
-    let itanium = raw.strip_prefix('_').filter(|r| r.starts_with("_Z")).unwrap_or(raw);
+    let itanium = raw
+        .strip_prefix('_')
+        .filter(|r| r.starts_with("_Z"))
+        .unwrap_or(raw);
     cpp_demangle::Symbol::new(itanium)
         .ok()
         .and_then(|sym| sym.demangle(&cpp_demangle::DemangleOptions::default()).ok())
@@ -158,7 +170,11 @@ fn debug_file_candidates(path: &Path, build_id: &str, debuglink: Option<&str>) -
         out.push(dir.join(link));
         out.push(dir.join(".debug").join(link));
         if let Ok(abs) = dir.canonicalize() {
-            out.push(Path::new("/usr/lib/debug").join(abs.strip_prefix("/").unwrap_or(&abs)).join(link));
+            out.push(
+                Path::new("/usr/lib/debug")
+                    .join(abs.strip_prefix("/").unwrap_or(&abs))
+                    .join(link),
+            );
         }
     }
     out
@@ -169,17 +185,24 @@ impl Binary {
     /// separate debug file).
     pub fn open(path: &Path) -> Result<Binary> {
         let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let file = object::File::parse(&*data)
-            .map_err(|e| Error::unsupported(path, format!("not an executable profconv can read: {e}")))?;
+        let file = object::File::parse(&*data).map_err(|e| {
+            Error::unsupported(path, format!("not an executable profconv can read: {e}"))
+        })?;
         let build_id = build_id_hex(&file);
         let is_pie = matches!(file.kind(), object::ObjectKind::Dynamic);
         let pointer_size = if file.is_64() { 8 } else { 4 };
         let big_endian = !file.is_little_endian();
         let mut segments = Vec::new();
         if let object::File::Elf64(elf) = &file {
-            segments = elf_segments::<object::elf::FileHeader64<object::Endianness>>(elf.elf_program_headers(), elf.endian());
+            segments = elf_segments::<object::elf::FileHeader64<object::Endianness>>(
+                elf.elf_program_headers(),
+                elf.endian(),
+            );
         } else if let object::File::Elf32(elf) = &file {
-            segments = elf_segments::<object::elf::FileHeader32<object::Endianness>>(elf.elf_program_headers(), elf.endian());
+            segments = elf_segments::<object::elf::FileHeader32<object::Endianness>>(
+                elf.elf_program_headers(),
+                elf.endian(),
+            );
         } else {
             for seg in file.segments() {
                 let (offset, filesz) = seg.file_range();
@@ -204,8 +227,12 @@ impl Binary {
                 .flatten()
                 .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned());
             for candidate in debug_file_candidates(path, &build_id, link.as_deref()) {
-                let Ok(bytes) = std::fs::read(&candidate) else { continue };
-                let Ok(dbg) = object::File::parse(&*bytes) else { continue };
+                let Ok(bytes) = std::fs::read(&candidate) else {
+                    continue;
+                };
+                let Ok(dbg) = object::File::parse(&*bytes) else {
+                    continue;
+                };
                 let matches = build_id.is_empty() || build_id_hex(&dbg) == build_id;
                 if matches && has_dwarf(&dbg) {
                     if symbols.is_empty() {
@@ -216,7 +243,9 @@ impl Binary {
                 }
             }
         }
-        let dwarf = debug_file.as_ref().and_then(|f| addr2line::Loader::new(f).ok());
+        let dwarf = debug_file
+            .as_ref()
+            .and_then(|f| addr2line::Loader::new(f).ok());
         Ok(Binary {
             path: path.to_path_buf(),
             build_id,
@@ -242,7 +271,10 @@ impl Binary {
     /// The symbol whose range holds `address`: `[its value, its value + size)`,
     /// or up to the next symbol when its size is 0.
     pub fn symbol_at(&self, address: u64) -> Option<&FunctionSymbol> {
-        let i = self.symbols.partition_point(|s| s.address <= address).checked_sub(1)?;
+        let i = self
+            .symbols
+            .partition_point(|s| s.address <= address)
+            .checked_sub(1)?;
         let sym = &self.symbols[i];
         let end = if sym.size > 0 {
             sym.address + sym.size
@@ -277,29 +309,40 @@ impl Binary {
     /// (with inlined frames, files and lines) when present, else the symbol
     /// table's function. Empty when nothing names the address.
     pub fn frames(&self, svma: u64) -> Vec<SourceFrame> {
-        let symbol = self.symbol_at(svma);
         let mut out = Vec::new();
+        self.for_each_frame(svma, |f| {
+            out.push(SourceFrame {
+                function: f.function.to_owned(),
+                system_name: f.system_name.to_owned(),
+                file: f.file.to_owned(),
+                line: f.line,
+            })
+        });
+        out
+    }
+
+    /// Calls `visit` for each frame at `svma`, innermost first, without
+    /// allocating for names the debug information already holds.
+    pub fn for_each_frame(&self, svma: u64, mut visit: impl FnMut(FrameRef<'_>)) {
+        let symbol = self.symbol_at(svma);
+        let mut frames: smallvec::SmallVec<[RawFrame<'_>; 4]> = smallvec::SmallVec::new();
         if let Some(loader) = &self.dwarf {
-            if let Ok(mut frames) = loader.find_frames(svma) {
-                while let Ok(Some(frame)) = frames.next() {
-                    let (function, system_name) = match &frame.function {
-                        Some(f) => (
-                            f.demangle().map(|c| c.into_owned()).unwrap_or_default(),
-                            f.raw_name().map(|c| c.into_owned()).unwrap_or_default(),
-                        ),
-                        None => (String::new(), String::new()),
-                    };
-                    let (file, line) = frame
-                        .location
+            if let Ok(mut iter) = loader.find_frames(svma) {
+                while let Ok(Some(frame)) = iter.next() {
+                    let raw = frame
+                        .function
                         .as_ref()
-                        .map(|l| (l.file.unwrap_or("").to_owned(), l.line.unwrap_or(0) as i64))
+                        .map(|f| f.name.to_string_lossy())
                         .unwrap_or_default();
-                    out.push(SourceFrame {
-                        function,
-                        system_name,
-                        file,
-                        line,
+                    let name = if is_mangled(&raw) {
+                        std::borrow::Cow::Owned(demangle(&raw))
+                    } else {
+                        raw.clone()
+                    };
+                    let (file, line) = frame.location.as_ref().map_or(("", 0), |l| {
+                        (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
                     });
+                    frames.push((name, raw, file, line));
                 }
             }
         }
@@ -307,23 +350,48 @@ impl Binary {
         // table does, which is what the linker and gprof know it as (DWARF
         // names functions of internal linkage without their scope, e.g.
         // `helper` for `(anonymous namespace)::helper(long)`).
-        if let (Some(last), Some(sym)) = (out.last_mut(), symbol) {
-            last.function = sym.name.clone();
-            last.system_name = sym.system_name.clone();
+        if let (Some(last), Some(sym)) = (frames.last_mut(), symbol) {
+            last.0 = std::borrow::Cow::Borrowed(sym.name.as_str());
+            last.1 = std::borrow::Cow::Borrowed(sym.system_name.as_str());
         }
-        out.retain(|f| !f.function.is_empty());
-        if out.is_empty() {
+        frames.retain(|f| !f.0.is_empty());
+        if frames.is_empty() {
             if let Some(sym) = symbol {
-                out.push(SourceFrame {
-                    function: sym.name.clone(),
-                    system_name: sym.system_name.clone(),
-                    file: String::new(),
+                visit(FrameRef {
+                    function: &sym.name,
+                    system_name: &sym.system_name,
+                    file: "",
                     line: 0,
                 });
             }
+            return;
         }
-        out
+        for (name, raw, file, line) in &frames {
+            visit(FrameRef {
+                function: name,
+                system_name: raw,
+                file,
+                line: *line,
+            });
+        }
     }
+}
+
+/// (name, system name, file, line) as found, before the symbol table has its say.
+type RawFrame<'a> = (
+    std::borrow::Cow<'a, str>,
+    std::borrow::Cow<'a, str>,
+    &'a str,
+    i64,
+);
+
+/// A frame borrowed from the binary's symbol table or debug information.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameRef<'a> {
+    pub function: &'a str,
+    pub system_name: &'a str,
+    pub file: &'a str,
+    pub line: i64,
 }
 
 fn elf_segments<Elf: object::read::elf::FileHeader>(
@@ -363,7 +431,8 @@ pub fn symbolize_mapping(
     to_svma: &dyn Fn(u64) -> Option<u64>,
 ) -> SymbolizeStats {
     let mut stats = SymbolizeStats::default();
-    let (mut any_function, mut any_file, mut any_line, mut any_inline) = (false, false, false, false);
+    let (mut any_function, mut any_file, mut any_line, mut any_inline) =
+        (false, false, false, false);
     for id in 0..profile.locations.len() {
         let location = &profile.locations[id];
         if location.mapping != Some(mapping) || !location.lines.is_empty() {
@@ -375,7 +444,9 @@ pub fn symbolize_mapping(
         } else {
             location.address
         };
-        let Some(svma) = to_svma(lookup) else { continue };
+        let Some(svma) = to_svma(lookup) else {
+            continue;
+        };
         let frames = binary.frames(svma);
         if frames.is_empty() {
             continue;

@@ -32,7 +32,13 @@ fn parse_flat(text: &str) -> BTreeMap<String, FlatRow> {
         } else {
             (None, 3)
         };
-        out.insert(tokens[name_at..].join(" "), FlatRow { self_seconds, calls });
+        out.insert(
+            tokens[name_at..].join(" "),
+            FlatRow {
+                self_seconds,
+                calls,
+            },
+        );
     }
     out
 }
@@ -50,7 +56,10 @@ fn parse_graph(text: &str) -> BTreeMap<String, (f64, f64)> {
         let self_s: f64 = tokens[2].parse().unwrap();
         let children: f64 = tokens[3].parse().unwrap();
         let rest = &tokens[4..tokens.len() - 1];
-        let name_tokens = if rest.first().is_some_and(|t| t.chars().all(|c| c.is_ascii_digit() || c == '+')) {
+        let name_tokens = if rest
+            .first()
+            .is_some_and(|t| t.chars().all(|c| c.is_ascii_digit() || c == '+'))
+        {
             &rest[1..]
         } else {
             rest
@@ -70,7 +79,11 @@ fn symbol_function(p: &pb::Profile, loc_id: u64) -> String {
     let loc = p.location.iter().find(|l| l.id == loc_id).unwrap();
     match loc.line.last() {
         Some(line) => {
-            let f = p.function.iter().find(|f| f.id == line.function_id).unwrap();
+            let f = p
+                .function
+                .iter()
+                .find(|f| f.id == line.function_id)
+                .unwrap();
             s(p, f.name).to_owned()
         }
         None => format!("{:#x}", loc.address),
@@ -78,7 +91,10 @@ fn symbol_function(p: &pb::Profile, loc_id: u64) -> String {
 }
 
 fn type_index(p: &pb::Profile, name: &str) -> usize {
-    p.sample_type.iter().position(|t| s(p, t.r#type) == name).unwrap()
+    p.sample_type
+        .iter()
+        .position(|t| s(p, t.r#type) == name)
+        .unwrap()
 }
 
 /// Per-function self cpu seconds and calls (as gprof's flat profile counts
@@ -105,7 +121,11 @@ fn inclusive_from_pprof(p: &pb::Profile) -> BTreeMap<String, f64> {
     let cpu = type_index(p, "cpu");
     let mut out = BTreeMap::new();
     for sample in &p.sample {
-        let names: BTreeSet<String> = sample.location_id.iter().map(|&l| symbol_function(p, l)).collect();
+        let names: BTreeSet<String> = sample
+            .location_id
+            .iter()
+            .map(|&l| symbol_function(p, l))
+            .collect();
         for n in names {
             *out.entry(n).or_insert(0.0) += sample.value[cpu] as f64 / 1e9;
         }
@@ -170,7 +190,11 @@ fn convert_case(case: &Case, dir: &Path, name: &str, extra: &[&str]) -> std::pat
         .map(|g| fixture(&format!("gprof/{g}")).display().to_string())
         .collect();
     args.push("--binary".into());
-    args.push(fixture(&format!("gprof/{}", case.binary)).display().to_string());
+    args.push(
+        fixture(&format!("gprof/{}", case.binary))
+            .display()
+            .to_string(),
+    );
     args.push("-o".into());
     args.push(out.display().to_string());
     args.extend(extra.iter().map(|s| s.to_string()));
@@ -185,7 +209,10 @@ fn expected_flat(name: &str) -> BTreeMap<String, FlatRow> {
 
 fn assert_matches_gprof_flat(p: &pb::Profile, flat: &BTreeMap<String, FlatRow>, what: &str) {
     let (self_s, calls) = flat_from_pprof(p);
-    assert!(!flat.is_empty(), "{what}: no rows in the expected flat profile");
+    assert!(
+        !flat.is_empty(),
+        "{what}: no rows in the expected flat profile"
+    );
     for (name, row) in flat {
         let ours = self_s.get(name).copied().unwrap_or(0.0);
         // gprof prints seconds with two decimals.
@@ -199,7 +226,10 @@ fn assert_matches_gprof_flat(p: &pb::Profile, flat: &BTreeMap<String, FlatRow>, 
     // Nothing gprof leaves out carries time (gprof omits zero rows only).
     for (name, secs) in &self_s {
         if !flat.contains_key(name) {
-            assert!(*secs < 0.005, "{what}: {name} has {secs}s but gprof does not list it");
+            assert!(
+                *secs < 0.005,
+                "{what}: {name} has {secs}s but gprof does not list it"
+            );
         }
     }
 }
@@ -219,7 +249,10 @@ fn self_time_and_calls_equal_gprof_flat_profile() {
 fn synthesized_inclusive_time_equals_gprof_self_plus_children() {
     let dir = tempdir();
     for case in CASES {
-        let graph = parse_graph(&std::fs::read_to_string(fixture(&format!("gprof/{}.graph.txt", case.expected))).unwrap());
+        let graph = parse_graph(
+            &std::fs::read_to_string(fixture(&format!("gprof/{}.graph.txt", case.expected)))
+                .unwrap(),
+        );
         let out = convert_case(case, dir.path(), &format!("{}.pb.gz", case.expected), &[]);
         let p = decode_pprof(&out);
         let inclusive = inclusive_from_pprof(&p);
@@ -260,7 +293,10 @@ fn several_gmon_files_are_summed_like_gprof() {
     let (a, _) = flat_from_pprof(&p);
     let (b, _) = flat_from_pprof(&q);
     for (name, secs) in &a {
-        assert!((secs - b.get(name).copied().unwrap_or(0.0)).abs() < 0.0101, "{name}");
+        assert!(
+            (secs - b.get(name).copied().unwrap_or(0.0)).abs() < 0.0101,
+            "{name}"
+        );
     }
 }
 
@@ -268,20 +304,38 @@ fn several_gmon_files_are_summed_like_gprof() {
 fn expected_outputs_match_the_installed_gprof() {
     let gprof = Command::new("gprof").arg("--version").output();
     if gprof.is_err() {
-        assert!(!in_ci(), "gprof is not installed: .ci/run must install binutils");
+        assert!(
+            !in_ci(),
+            "gprof is not installed: .ci/run must install binutils"
+        );
         eprintln!("skipping live gprof check: gprof not installed");
         return;
     }
     for case in CASES {
         let mut cmd = Command::new("gprof");
-        cmd.arg("-b").arg("-p").arg(fixture(&format!("gprof/{}", case.binary)));
+        cmd.arg("-b")
+            .arg("-p")
+            .arg(fixture(&format!("gprof/{}", case.binary)));
         for g in case.gmons {
             cmd.arg(fixture(&format!("gprof/{g}")));
         }
-        let out = cmd.env("LC_ALL", "C").current_dir(std::env::temp_dir()).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = cmd
+            .env("LC_ALL", "C")
+            .current_dir(std::env::temp_dir())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let live = parse_flat(&String::from_utf8_lossy(&out.stdout));
-        assert_eq!(live, expected_flat(case.expected), "{}: live gprof differs from the committed output", case.expected);
+        assert_eq!(
+            live,
+            expected_flat(case.expected),
+            "{}: live gprof differs from the committed output",
+            case.expected
+        );
     }
 }
 
@@ -302,7 +356,10 @@ fn pprof_top(args: &[&str]) -> Option<BTreeMap<String, f64>> {
         if tokens.len() < 6 {
             continue;
         }
-        let value: f64 = tokens[0].trim_end_matches(|c: char| c.is_alphabetic()).parse().unwrap_or(0.0);
+        let value: f64 = tokens[0]
+            .trim_end_matches(|c: char| c.is_alphabetic())
+            .parse()
+            .unwrap_or(0.0);
         out.insert(tokens[5..].join(" "), value);
     }
     Some(out)
@@ -314,23 +371,49 @@ fn go_tool_pprof_accepts_the_output_and_shows_gprof_functions() {
     for case in CASES {
         let out = convert_case(case, dir.path(), &format!("{}.pb.gz", case.expected), &[]);
         let raw = dir.path().join(format!("{}.pb", case.expected));
-        let raw = convert_case(case, dir.path(), raw.file_name().unwrap().to_str().unwrap(), &[]);
+        let raw = convert_case(
+            case,
+            dir.path(),
+            raw.file_name().unwrap().to_str().unwrap(),
+            &[],
+        );
         let path = out.to_str().unwrap();
-        let Some(raw_dump) = go_pprof(&["-raw", path]) else { return };
+        let Some(raw_dump) = go_pprof(&["-raw", path]) else {
+            return;
+        };
         assert!(raw_dump.contains("cpu/nanoseconds"), "{raw_dump}");
         let _ = go_pprof(&["-raw", raw.to_str().unwrap()]);
-        let top = pprof_top(&["-top", "-nodecount=1000", "-unit=ms", "-sample_index=cpu", path]).unwrap();
+        let top = pprof_top(&[
+            "-top",
+            "-nodecount=1000",
+            "-unit=ms",
+            "-sample_index=cpu",
+            path,
+        ])
+        .unwrap();
         let calls = pprof_top(&["-top", "-nodecount=1000", "-sample_index=calls", path]).unwrap();
         let flat = expected_flat(case.expected);
         let p = decode_pprof(&out);
         let inlined = p.location.iter().any(|l| l.line.len() > 1);
         for (name, row) in &flat {
             if row.self_seconds >= 0.01 && !inlined {
-                let ms = top.get(name).copied().unwrap_or_else(|| panic!("{}: {name} not in -top:\n{top:?}", case.expected));
-                assert!((ms / 1000.0 - row.self_seconds).abs() <= 0.0051, "{}: {name}: {ms}ms", case.expected);
+                let ms = top
+                    .get(name)
+                    .copied()
+                    .unwrap_or_else(|| panic!("{}: {name} not in -top:\n{top:?}", case.expected));
+                assert!(
+                    (ms / 1000.0 - row.self_seconds).abs() <= 0.0051,
+                    "{}: {name}: {ms}ms",
+                    case.expected
+                );
             }
             if row.calls.is_some() && !case.expected.starts_with("recursion") {
-                assert_eq!(calls.get(name).map(|v| *v as u64), row.calls, "{}: {name} calls in -top", case.expected);
+                assert_eq!(
+                    calls.get(name).map(|v| *v as u64),
+                    row.calls,
+                    "{}: {name} calls in -top",
+                    case.expected
+                );
             }
         }
     }
@@ -345,19 +428,34 @@ fn speedscope_svg_and_folded_outputs_agree_with_pprof() {
         let total: i64 = p.sample.iter().map(|s| s.value[cpu]).sum();
 
         let json = convert_case(case, dir.path(), "x.speedscope.json", &[]);
-        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         validate_speedscope(&doc);
-        let cpu_profile = doc["profiles"].as_array().unwrap().iter().find(|q| q["name"] == "cpu (nanoseconds)").unwrap();
+        let cpu_profile = doc["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["name"] == "cpu (nanoseconds)")
+            .unwrap();
         assert_eq!(cpu_profile["unit"], "nanoseconds");
         assert_eq!(cpu_profile["endValue"].as_i64().unwrap(), total);
-        let calls_profile = doc["profiles"].as_array().unwrap().iter().find(|q| q["name"] == "calls (count)").unwrap();
+        let calls_profile = doc["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["name"] == "calls (count)")
+            .unwrap();
         assert_eq!(calls_profile["unit"], "none");
 
         let folded_path = convert_case(case, dir.path(), "x.folded", &[]);
         let folded = parse_folded(&std::fs::read_to_string(&folded_path).unwrap());
         assert_eq!(folded.values().sum::<i64>(), total, "folded cpu total");
         for stack in folded.keys() {
-            assert!(stack.starts_with("main"), "{}: root first: {stack}", case.expected);
+            assert!(
+                stack.starts_with("main"),
+                "{}: root first: {stack}",
+                case.expected
+            );
         }
         // Round trip: the folded leaves equal the pprof flat profile.
         let flat = folded_flat(&folded);
@@ -368,7 +466,11 @@ fn speedscope_svg_and_folded_outputs_agree_with_pprof() {
         }
         let calls_folded = convert_case(case, dir.path(), "calls.txt", &["--sample-type", "calls"]);
         let calls = parse_folded(&std::fs::read_to_string(calls_folded).unwrap());
-        let calls_total: i64 = p.sample.iter().map(|s| s.value[type_index(&p, "calls")]).sum();
+        let calls_total: i64 = p
+            .sample
+            .iter()
+            .map(|s| s.value[type_index(&p, "calls")])
+            .sum();
         assert_eq!(calls.values().sum::<i64>(), calls_total);
 
         let svg = convert_case(case, dir.path(), "x.svg", &[]);
@@ -383,22 +485,43 @@ fn speedscope_svg_and_folded_outputs_agree_with_pprof() {
             .collect();
         check_svg(&svg, &names);
         let text = std::fs::read_to_string(&svg).unwrap();
-        assert!(text.contains(&format!("{} — cpu (nanoseconds)", case.gmons[0])), "title names input and type");
+        assert!(
+            text.contains(&format!("{} — cpu (nanoseconds)", case.gmons[0])),
+            "title names input and type"
+        );
     }
 }
 
 #[test]
 fn flat_stacks_option_gives_one_frame_per_sample() {
     let dir = tempdir();
-    let out = convert_case(&CASES[0], dir.path(), "flat.pb.gz", &["--gprof-stacks", "flat"]);
+    let out = convert_case(
+        &CASES[0],
+        dir.path(),
+        "flat.pb.gz",
+        &["--gprof-stacks", "flat"],
+    );
     let p = decode_pprof(&out);
     let cpu = type_index(&p, "cpu");
-    assert!(p.sample.iter().filter(|s| s.value[cpu] > 0).all(|s| s.location_id.len() == 1));
-    assert!(p.comment.iter().any(|&c| s(&p, c).contains("--gprof-stacks=flat")));
+    assert!(p
+        .sample
+        .iter()
+        .filter(|s| s.value[cpu] > 0)
+        .all(|s| s.location_id.len() == 1));
+    assert!(p
+        .comment
+        .iter()
+        .any(|&c| s(&p, c).contains("--gprof-stacks=flat")));
     assert_matches_gprof_flat(&p, &expected_flat("callgraph-nopie"), "flat stacks");
     let synthesized = decode_pprof(&convert_case(&CASES[0], dir.path(), "syn.pb.gz", &[]));
-    assert!(synthesized.comment.iter().any(|&c| s(&synthesized, c).contains("synthesized")));
-    assert!(synthesized.sample.iter().any(|s| s.value[cpu] > 0 && s.location_id.len() >= 3));
+    assert!(synthesized
+        .comment
+        .iter()
+        .any(|&c| s(&synthesized, c).contains("synthesized")));
+    assert!(synthesized
+        .sample
+        .iter()
+        .any(|s| s.value[cpu] > 0 && s.location_id.len() >= 3));
 }
 
 #[test]
@@ -412,7 +535,11 @@ fn dwarf_gives_files_lines_and_inlined_frames() {
         .iter()
         .filter(|l| l.line.len() > 1)
         .map(|l| {
-            let f = p.function.iter().find(|f| f.id == l.line[0].function_id).unwrap();
+            let f = p
+                .function
+                .iter()
+                .find(|f| f.id == l.line[0].function_id)
+                .unwrap();
             s(&p, f.name).to_owned()
         })
         .collect();
@@ -420,7 +547,10 @@ fn dwarf_gives_files_lines_and_inlined_frames() {
         inlined.iter().any(|n| n.ends_with("_step")),
         "inlined helpers appear as inner frames: {inlined:?}"
     );
-    assert!(p.function.iter().any(|f| s(&p, f.filename).ends_with("inlined.c")));
+    assert!(p
+        .function
+        .iter()
+        .any(|f| s(&p, f.filename).ends_with("inlined.c")));
     assert!(p.location.iter().flat_map(|l| &l.line).any(|l| l.line > 0));
 }
 
@@ -428,8 +558,14 @@ fn dwarf_gives_files_lines_and_inlined_frames() {
 fn separate_debug_file_is_found_through_debuglink() {
     let dir = tempdir();
     let p = decode_pprof(&convert_case(&CASES[7], dir.path(), "dbg.pb.gz", &[]));
-    assert!(p.mapping[0].has_line_numbers, "DWARF from callgraph-nopie.debug");
-    assert!(p.function.iter().any(|f| s(&p, f.filename).ends_with("callgraph.c")));
+    assert!(
+        p.mapping[0].has_line_numbers,
+        "DWARF from callgraph-nopie.debug"
+    );
+    assert!(p
+        .function
+        .iter()
+        .any(|f| s(&p, f.filename).ends_with("callgraph.c")));
 }
 
 #[test]
@@ -460,10 +596,18 @@ fn without_binary_pprof_can_symbolize_later_for_pie_and_non_pie() {
         let gmon = fixture(&format!("gprof/{name}.gmon"));
         profconv_ok(&[gmon.to_str().unwrap(), "-o", out.to_str().unwrap()]);
         let bin = fixture(&format!("gprof/{name}"));
-        let Some(top) = pprof_top(&["-top", "-unit=ms", bin.to_str().unwrap(), out.to_str().unwrap()]) else {
+        let Some(top) = pprof_top(&[
+            "-top",
+            "-unit=ms",
+            bin.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ]) else {
             return;
         };
-        assert!(top.get("leaf_heavy").copied().unwrap_or(0.0) > 100.0, "{name}: {top:?}");
+        assert!(
+            top.get("leaf_heavy").copied().unwrap_or(0.0) > 100.0,
+            "{name}: {top:?}"
+        );
     }
 }
 
@@ -474,7 +618,10 @@ fn cplusplus_names_are_demangled() {
     let names: BTreeSet<&str> = p.function.iter().map(|f| s(&p, f.name)).collect();
     assert!(names.contains("geom::Shape::area(int) const"), "{names:?}");
     let systems: BTreeSet<&str> = p.function.iter().map(|f| s(&p, f.system_name)).collect();
-    assert!(systems.iter().any(|n| n.starts_with("_ZN")), "mangled names kept as system names");
+    assert!(
+        systems.iter().any(|n| n.starts_with("_ZN")),
+        "mangled names kept as system names"
+    );
 }
 
 #[test]

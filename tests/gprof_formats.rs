@@ -18,16 +18,28 @@ struct Layout {
 
 impl Layout {
     fn u16(self, out: &mut Vec<u8>, v: u16) {
-        out.extend(if self.big { v.to_be_bytes() } else { v.to_le_bytes() });
+        out.extend(if self.big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        });
     }
     fn u32(self, out: &mut Vec<u8>, v: u32) {
-        out.extend(if self.big { v.to_be_bytes() } else { v.to_le_bytes() });
+        out.extend(if self.big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        });
     }
     fn word(self, out: &mut Vec<u8>, v: u64) {
         if self.word == 4 {
             self.u32(out, v as u32);
         } else {
-            out.extend(if self.big { v.to_be_bytes() } else { v.to_le_bytes() });
+            out.extend(if self.big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            });
         }
     }
 }
@@ -136,15 +148,30 @@ fn gnu_format_reads_in_both_byte_orders_and_both_pointer_sizes() {
     for big in [false, true] {
         for word in [4, 8] {
             let l = Layout { big, word };
-            let data = gnu(l, &[sample_hist()], &[(0x1010, 0x1004, 2), (0x1010, 0x1004, 3), (0x1018, 0x1000, 9)], &[]);
+            let data = gnu(
+                l,
+                &[sample_hist()],
+                &[
+                    (0x1010, 0x1004, 2),
+                    (0x1010, 0x1004, 3),
+                    (0x1018, 0x1000, 9),
+                ],
+                &[],
+            );
             let d = parse(Path::new("t.gmon"), &data, &opts(), None)
                 .unwrap_or_else(|e| panic!("big={big} word={word}: {e}"));
             assert_eq!(d.variant, Variant::Gnu);
             assert_eq!(d.pointer_size, word, "pointer size detected");
-            assert_eq!(d.endian.name(), if big { "big-endian" } else { "little-endian" });
+            assert_eq!(
+                d.endian.name(),
+                if big { "big-endian" } else { "little-endian" }
+            );
             assert_eq!(d.histograms.len(), 1);
             assert_eq!(d.histograms[0].bins, vec![0, 3, 0, 0, 7, 0, 1, 65535]);
-            assert_eq!((d.histograms[0].low_pc, d.histograms[0].high_pc), (0x1000, 0x1020));
+            assert_eq!(
+                (d.histograms[0].low_pc, d.histograms[0].high_pc),
+                (0x1000, 0x1020)
+            );
             assert_eq!(d.saturated_bins, 1, "a bin at 65535 is flagged");
             // The same (from, self) pair twice is one arc with the counts added.
             assert_eq!(d.arcs.len(), 2);
@@ -156,7 +183,10 @@ fn gnu_format_reads_in_both_byte_orders_and_both_pointer_sizes() {
 
 #[test]
 fn histograms_with_equal_range_are_summed_and_others_kept_apart() {
-    let l = Layout { big: false, word: 8 };
+    let l = Layout {
+        big: false,
+        word: 8,
+    };
     let h2 = Hist {
         low: 0x1000,
         high: 0x1020,
@@ -178,11 +208,16 @@ fn histograms_with_equal_range_are_summed_and_others_kept_apart() {
 
 #[test]
 fn histograms_with_different_rates_cannot_be_combined() {
-    let l = Layout { big: false, word: 8 };
+    let l = Layout {
+        big: false,
+        word: 8,
+    };
     let mut other = sample_hist();
     other.rate = 1000;
     let data = gnu(l, &[sample_hist(), other], &[], &[]);
-    let e = parse(Path::new("t"), &data, &opts(), Some(8)).unwrap_err().to_string();
+    let e = parse(Path::new("t"), &data, &opts(), Some(8))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("cannot be combined"), "{e}");
 }
 
@@ -190,7 +225,12 @@ fn histograms_with_different_rates_cannot_be_combined() {
 fn basic_block_counts_are_read_with_word_sized_counts() {
     for word in [4, 8] {
         let l = Layout { big: true, word };
-        let data = gnu(l, &[sample_hist()], &[], &[(0x1004, 10), (0x1008, 20), (0x1004, 1)]);
+        let data = gnu(
+            l,
+            &[sample_hist()],
+            &[],
+            &[(0x1004, 10), (0x1008, 20), (0x1004, 1)],
+        );
         let d = parse(Path::new("t"), &data, &opts(), Some(word)).unwrap();
         assert_eq!(d.basic_blocks.get(&0x1004), Some(&11));
         assert_eq!(d.basic_blocks.get(&0x1008), Some(&20));
@@ -199,7 +239,10 @@ fn basic_block_counts_are_read_with_word_sized_counts() {
 
 #[test]
 fn empty_histogram_is_valid_and_gives_arcs_only() {
-    let l = Layout { big: false, word: 8 };
+    let l = Layout {
+        big: false,
+        word: 8,
+    };
     let data = gnu(l, &[], &[(0x1010, 0x1004, 2)], &[]);
     let d = parse(Path::new("t"), &data, &opts(), Some(8)).unwrap();
     assert!(d.histograms.is_empty());
@@ -211,12 +254,17 @@ fn bsd44_headers_are_detected_in_every_word_size_and_byte_order() {
     for big in [false, true] {
         for word in [4, 8] {
             let l = Layout { big, word };
-            let data = bsd44(l, &sample_hist(), &[(0x1010, 0x1004, 6), (0x1018, 0x1000, 1)]);
+            let data = bsd44(
+                l,
+                &sample_hist(),
+                &[(0x1010, 0x1004, 6), (0x1018, 0x1000, 1)],
+            );
             assert_eq!(
                 profconv::read::detect_bytes(&data, data.len() as u64),
                 Some(profconv::Format::Gprof)
             );
-            let d = parse(Path::new("t"), &data, &opts(), None).unwrap_or_else(|e| panic!("{big} {word}: {e}"));
+            let d = parse(Path::new("t"), &data, &opts(), None)
+                .unwrap_or_else(|e| panic!("{big} {word}: {e}"));
             assert_eq!(d.variant, Variant::Bsd44);
             assert_eq!(d.pointer_size, word);
             assert_eq!(d.histograms[0].prof_rate, 100);
@@ -229,7 +277,10 @@ fn bsd44_headers_are_detected_in_every_word_size_and_byte_order() {
 
 #[test]
 fn bsd43_headers_assume_the_given_rate_and_say_so() {
-    let l = Layout { big: false, word: 4 };
+    let l = Layout {
+        big: false,
+        word: 4,
+    };
     let data = bsd43(l, &sample_hist(), &[(0x1010, 0x1004, 6)]);
     let d = parse(Path::new("t"), &data, &opts(), None).unwrap();
     assert_eq!(d.variant, Variant::Bsd43);
@@ -259,13 +310,21 @@ fn convert(data: &[u8], extra: &[&str]) -> (pb::Profile, tempfile::TempDir) {
 
 /// Sample type index by name.
 fn st(p: &pb::Profile, name: &str) -> usize {
-    p.sample_type.iter().position(|t| s(p, t.r#type) == name).unwrap()
+    p.sample_type
+        .iter()
+        .position(|t| s(p, t.r#type) == name)
+        .unwrap()
 }
 
 #[test]
 fn unsymbolized_conversion_keeps_every_bin_at_its_address() {
     for (big, word) in [(false, 8), (true, 4)] {
-        let data = gnu(Layout { big, word }, &[sample_hist()], &[(0x1010, 0x1004, 5)], &[]);
+        let data = gnu(
+            Layout { big, word },
+            &[sample_hist()],
+            &[(0x1010, 0x1004, 5)],
+            &[],
+        );
         let (p, _dir) = convert(&data, &[]);
         let (samples, cpu, calls) = (st(&p, "samples"), st(&p, "cpu"), st(&p, "calls"));
         assert_eq!(s(&p, p.sample_type[cpu].unit), "nanoseconds");
@@ -273,14 +332,23 @@ fn unsymbolized_conversion_keeps_every_bin_at_its_address() {
         let mut by_addr = std::collections::BTreeMap::new();
         let mut call_total = 0;
         for sample in &p.sample {
-            let leaf = p.location.iter().find(|l| l.id == sample.location_id[0]).unwrap();
+            let leaf = p
+                .location
+                .iter()
+                .find(|l| l.id == sample.location_id[0])
+                .unwrap();
             if sample.value[samples] > 0 {
                 assert_eq!(sample.location_id.len(), 1, "flat stacks without a binary");
-                *by_addr.entry(leaf.address).or_insert((0, 0)) = (sample.value[samples], sample.value[cpu]);
+                *by_addr.entry(leaf.address).or_insert((0, 0)) =
+                    (sample.value[samples], sample.value[cpu]);
             }
             if sample.value[calls] > 0 {
                 call_total += sample.value[calls];
-                let caller = p.location.iter().find(|l| l.id == sample.location_id[1]).unwrap();
+                let caller = p
+                    .location
+                    .iter()
+                    .find(|l| l.id == sample.location_id[1])
+                    .unwrap();
                 assert_eq!((leaf.address, caller.address), (0x1004, 0x1010));
             }
         }
@@ -294,7 +362,10 @@ fn unsymbolized_conversion_keeps_every_bin_at_its_address() {
         .into_iter()
         .collect();
         assert_eq!(by_addr, expected);
-        assert!(p.comment.iter().any(|&c| s(&p, c).contains("65535")), "saturation warning kept");
+        assert!(
+            p.comment.iter().any(|&c| s(&p, c).contains("65535")),
+            "saturation warning kept"
+        );
         // go tool pprof accepts it.
         let _ = go_pprof(&["-raw", _dir.path().join("out.pb.gz").to_str().unwrap()]);
     }
@@ -304,7 +375,16 @@ fn unsymbolized_conversion_keeps_every_bin_at_its_address() {
 fn info_prints_variant_byte_order_pointer_size_and_totals() {
     let dir = tempdir();
     let path = dir.path().join("g.out");
-    std::fs::write(&path, gnu(Layout { big: true, word: 4 }, &[sample_hist()], &[(1, 2, 3)], &[])).unwrap();
+    std::fs::write(
+        &path,
+        gnu(
+            Layout { big: true, word: 4 },
+            &[sample_hist()],
+            &[(1, 2, 3)],
+            &[],
+        ),
+    )
+    .unwrap();
     let out = profconv_ok(&["info", path.to_str().unwrap()]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("GNU gmon.out"), "{text}");
@@ -316,22 +396,46 @@ fn info_prints_variant_byte_order_pointer_size_and_totals() {
 
 #[test]
 fn pointer_size_can_be_forced() {
-    let data = gnu(Layout { big: false, word: 4 }, &[sample_hist()], &[], &[]);
+    let data = gnu(
+        Layout {
+            big: false,
+            word: 4,
+        },
+        &[sample_hist()],
+        &[],
+        &[],
+    );
     let forced = ReadOptions {
         gmon_pointer_size: Some(8),
         ..ReadOptions::default()
     };
-    assert!(parse(Path::new("t"), &data, &forced, None).is_err(), "4-byte file read as 8 fails");
+    assert!(
+        parse(Path::new("t"), &data, &forced, None).is_err(),
+        "4-byte file read as 8 fails"
+    );
     let forced = ReadOptions {
         gmon_pointer_size: Some(4),
         ..ReadOptions::default()
     };
-    assert_eq!(parse(Path::new("t"), &data, &forced, None).unwrap().pointer_size, 4);
+    assert_eq!(
+        parse(Path::new("t"), &data, &forced, None)
+            .unwrap()
+            .pointer_size,
+        4
+    );
 }
 
 #[test]
 fn a_header_claiming_4g_bins_in_a_100_byte_file_fails_at_once() {
-    let mut data = gnu(Layout { big: false, word: 8 }, &[], &[], &[]);
+    let mut data = gnu(
+        Layout {
+            big: false,
+            word: 8,
+        },
+        &[],
+        &[],
+        &[],
+    );
     data.push(0);
     data.extend(0x1000u64.to_le_bytes());
     data.extend(0x2000u64.to_le_bytes());
@@ -339,7 +443,9 @@ fn a_header_claiming_4g_bins_in_a_100_byte_file_fails_at_once() {
     data.extend(100u32.to_le_bytes());
     data.extend([0u8; 16]);
     data.resize(100, 0);
-    let e = parse(Path::new("big.gmon"), &data, &opts(), Some(8)).unwrap_err().to_string();
+    let e = parse(Path::new("big.gmon"), &data, &opts(), Some(8))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("big.gmon"), "{e}");
     assert!(e.contains("4294967295 bins"), "{e}");
     assert!(e.contains("at byte 37"), "names the hist_size field: {e}");
@@ -349,14 +455,33 @@ fn a_header_claiming_4g_bins_in_a_100_byte_file_fails_at_once() {
 fn every_prefix_and_flipped_byte_gives_an_error_or_a_parse_never_a_panic() {
     let files = [
         gnu(
-            Layout { big: false, word: 8 },
+            Layout {
+                big: false,
+                word: 8,
+            },
             &[sample_hist()],
             &[(0x1010, 0x1004, 5)],
             &[(0x1004, 1)],
         ),
-        gnu(Layout { big: true, word: 4 }, &[sample_hist()], &[(0x1010, 0x1004, 5)], &[]),
-        bsd44(Layout { big: false, word: 8 }, &sample_hist(), &[(0x1010, 0x1004, 6)]),
-        bsd43(Layout { big: true, word: 4 }, &sample_hist(), &[(0x1010, 0x1004, 6)]),
+        gnu(
+            Layout { big: true, word: 4 },
+            &[sample_hist()],
+            &[(0x1010, 0x1004, 5)],
+            &[],
+        ),
+        bsd44(
+            Layout {
+                big: false,
+                word: 8,
+            },
+            &sample_hist(),
+            &[(0x1010, 0x1004, 6)],
+        ),
+        bsd43(
+            Layout { big: true, word: 4 },
+            &sample_hist(),
+            &[(0x1010, 0x1004, 6)],
+        ),
     ];
     for data in &files {
         for n in 0..data.len() {
@@ -377,19 +502,39 @@ fn every_prefix_and_flipped_byte_gives_an_error_or_a_parse_never_a_panic() {
 
 #[test]
 fn truncated_gnu_file_names_the_offset_and_what_was_expected() {
-    let data = gnu(Layout { big: false, word: 8 }, &[sample_hist()], &[(0x1010, 0x1004, 5)], &[]);
+    let data = gnu(
+        Layout {
+            big: false,
+            word: 8,
+        },
+        &[sample_hist()],
+        &[(0x1010, 0x1004, 5)],
+        &[],
+    );
     let cut = &data[..data.len() - 3];
-    let e = parse(Path::new("cut.gmon"), cut, &opts(), Some(8)).unwrap_err().to_string();
+    let e = parse(Path::new("cut.gmon"), cut, &opts(), Some(8))
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("cut.gmon: at byte"), "{e}");
     assert!(e.contains("arc count"), "{e}");
 }
 
 #[test]
 fn unknown_record_tag_is_an_error() {
-    let mut data = gnu(Layout { big: false, word: 8 }, &[sample_hist()], &[], &[]);
+    let mut data = gnu(
+        Layout {
+            big: false,
+            word: 8,
+        },
+        &[sample_hist()],
+        &[],
+        &[],
+    );
     let at = data.len();
     data.push(7);
-    let e = parse(Path::new("t"), &data, &opts(), Some(8)).unwrap_err().to_string();
+    let e = parse(Path::new("t"), &data, &opts(), Some(8))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(&format!("at byte {at}")), "{e}");
     assert!(e.contains("found 7"), "{e}");
 }
@@ -398,7 +543,15 @@ fn unknown_record_tag_is_an_error() {
 fn bad_input_exits_1_and_writes_nothing() {
     let dir = tempdir();
     let input = dir.path().join("gmon.out");
-    let mut data = gnu(Layout { big: false, word: 8 }, &[sample_hist()], &[], &[]);
+    let mut data = gnu(
+        Layout {
+            big: false,
+            word: 8,
+        },
+        &[sample_hist()],
+        &[],
+        &[],
+    );
     data.truncate(30);
     std::fs::write(&input, &data).unwrap();
     let out = dir.path().join("out.pb.gz");
@@ -417,8 +570,24 @@ fn usage_errors_exit_2() {
     assert_eq!(r.status.code(), Some(2));
     let dir = tempdir();
     let input = dir.path().join("gmon.out");
-    std::fs::write(&input, gnu(Layout { big: false, word: 8 }, &[sample_hist()], &[], &[])).unwrap();
-    let r = profconv(&[input.to_str().unwrap(), "-o", dir.path().join("x.unknown").to_str().unwrap()]);
+    std::fs::write(
+        &input,
+        gnu(
+            Layout {
+                big: false,
+                word: 8,
+            },
+            &[sample_hist()],
+            &[],
+            &[],
+        ),
+    )
+    .unwrap();
+    let r = profconv(&[
+        input.to_str().unwrap(),
+        "-o",
+        dir.path().join("x.unknown").to_str().unwrap(),
+    ]);
     assert_eq!(r.status.code(), Some(2));
     let r = profconv(&[
         input.to_str().unwrap(),

@@ -100,7 +100,10 @@ impl<'a> Cursor<'a> {
         if pos > self.data.len() {
             return Err(self.error_at(
                 self.pos,
-                format!("offset {pos} past the end of the file ({} bytes)", self.data.len()),
+                format!(
+                    "offset {pos} past the end of the file ({} bytes)",
+                    self.data.len()
+                ),
             ));
         }
         self.pos = pos;

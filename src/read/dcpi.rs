@@ -15,7 +15,10 @@ pub fn detect_dir(_path: &Path) -> bool {
 }
 
 pub fn read(paths: &[PathBuf], _options: &ReadOptions) -> Result<Profile> {
-    Err(Error::unsupported(paths.first().map_or(Path::new("-"), |p| p), "the dcpi reader is not written yet"))
+    Err(Error::unsupported(
+        paths.first().map_or(Path::new("-"), |p| p),
+        "the dcpi reader is not written yet",
+    ))
 }
 
 pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {

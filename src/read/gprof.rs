@@ -2,7 +2,9 @@
 //! and 8-byte addresses), 4.4BSD and 4.3BSD headers (spec gprof.md §1–§2), and
 //! the mapping to the IR the way gprof reasons about it (§3–§4).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +19,9 @@ const TAG_TIME_HIST: u8 = 0;
 const TAG_CG_ARC: u8 = 1;
 const TAG_BB_COUNT: u8 = 2;
 const BSD44_VERSION: u32 = 0x0005_1879;
+/// The share of the whole profile below which a synthesized path is not
+/// expanded further towards the roots.
+const MIN_PATH_SHARE: f64 = 1e-3;
 /// The clock rate assumed for 4.3BSD files, which do not record one.
 const DEFAULT_RATE: u32 = 100;
 
@@ -142,7 +147,8 @@ fn bsd_layout(head: &[u8], file_len: u64, pointer_size: Option<usize>) -> Option
                     continue;
                 };
                 let (header, rate, counter_bytes, counter_signed) = if variant == Variant::Bsd44 {
-                    let (Ok(version), Ok(rate), Ok(spare0)) = (c.u32(""), c.u32(""), c.i32("")) else {
+                    let (Ok(version), Ok(rate), Ok(spare0)) = (c.u32(""), c.u32(""), c.i32(""))
+                    else {
                         continue;
                     };
                     if version != BSD44_VERSION || rate == 0 {
@@ -201,7 +207,12 @@ fn align(n: usize, to: usize) -> usize {
 }
 
 /// Parses one gmon.out file.
-pub fn parse(file: &Path, data: &[u8], options: &ReadOptions, elf_pointer_size: Option<usize>) -> Result<GmonData> {
+pub fn parse(
+    file: &Path,
+    data: &[u8],
+    options: &ReadOptions,
+    elf_pointer_size: Option<usize>,
+) -> Result<GmonData> {
     let pointer_size = options.gmon_pointer_size.or(elf_pointer_size);
     if data.starts_with(GMON_MAGIC) {
         return parse_gnu(file, data, pointer_size);
@@ -284,7 +295,7 @@ fn parse_gnu_records(file: &Path, data: &[u8], endian: Endian, word: usize) -> R
         arc_records: 0,
         bb_records: 0,
     };
-    let mut arcs: HashMap<(u64, u64), u64> = HashMap::new();
+    let mut arcs: HashMap<(u64, u64), u64> = HashMap::default();
     while !c.at_end() {
         let tag_at = c.offset();
         match c.u8("a record tag")? {
@@ -361,7 +372,11 @@ fn parse_gnu_records(file: &Path, data: &[u8], endian: Endian, word: usize) -> R
     }
     out.arcs = arcs
         .into_iter()
-        .map(|((from_pc, self_pc), count)| CallArc { from_pc, self_pc, count })
+        .map(|((from_pc, self_pc), count)| CallArc {
+            from_pc,
+            self_pc,
+            count,
+        })
         .collect();
     out.arcs.sort();
     Ok(out)
@@ -369,7 +384,12 @@ fn parse_gnu_records(file: &Path, data: &[u8], endian: Endian, word: usize) -> R
 
 /// Adds a histogram record: equal ranges are summed bin by bin, others kept
 /// apart; a different rate or dimension cannot be combined (§1).
-fn add_histogram(file: &Path, offset: usize, hists: &mut Vec<Histogram>, h: Histogram) -> Result<()> {
+fn add_histogram(
+    file: &Path,
+    offset: usize,
+    hists: &mut Vec<Histogram>,
+    h: Histogram,
+) -> Result<()> {
     if let Some(first) = hists.first() {
         if first.prof_rate != h.prof_rate || first.dimension != h.dimension {
             return Err(Error::format(
@@ -419,8 +439,12 @@ fn parse_bsd(file: &Path, data: &[u8], l: BsdLayout, rate: Option<u32>) -> Resul
         bins.push(v);
     }
     let rate_assumed = l.variant == Variant::Bsd43;
-    let prof_rate = if rate_assumed { rate.unwrap_or(DEFAULT_RATE) } else { l.rate };
-    let mut arcs: HashMap<(u64, u64), u64> = HashMap::new();
+    let prof_rate = if rate_assumed {
+        rate.unwrap_or(DEFAULT_RATE)
+    } else {
+        l.rate
+    };
+    let mut arcs: HashMap<(u64, u64), u64> = HashMap::default();
     let mut arc_records = 0;
     while !c.at_end() {
         let from_pc = c.word("rawarc frompc")?;
@@ -431,7 +455,11 @@ fn parse_bsd(file: &Path, data: &[u8], l: BsdLayout, rate: Option<u32>) -> Resul
     }
     let mut arcs: Vec<CallArc> = arcs
         .into_iter()
-        .map(|((from_pc, self_pc), count)| CallArc { from_pc, self_pc, count })
+        .map(|((from_pc, self_pc), count)| CallArc {
+            from_pc,
+            self_pc,
+            count,
+        })
         .collect();
     arcs.sort();
     Ok(GmonData {
@@ -461,13 +489,21 @@ pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
     for h in b.histograms {
         add_histogram(file, 0, &mut a.histograms, h)?;
     }
-    let mut arcs: HashMap<(u64, u64), u64> = a.arcs.iter().map(|x| ((x.from_pc, x.self_pc), x.count)).collect();
+    let mut arcs: HashMap<(u64, u64), u64> = a
+        .arcs
+        .iter()
+        .map(|x| ((x.from_pc, x.self_pc), x.count))
+        .collect();
     for x in b.arcs {
         *arcs.entry((x.from_pc, x.self_pc)).or_insert(0) += x.count;
     }
     a.arcs = arcs
         .into_iter()
-        .map(|((from_pc, self_pc), count)| CallArc { from_pc, self_pc, count })
+        .map(|((from_pc, self_pc), count)| CallArc {
+            from_pc,
+            self_pc,
+            count,
+        })
         .collect();
     a.arcs.sort();
     for (addr, n) in b.basic_blocks {
@@ -499,13 +535,17 @@ pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
     let binary = options.binary.as_deref().map(Binary::open).transpose()?;
     let data = load(paths, options, binary.as_ref())?;
     let mut profile = to_profile(&data, binary.as_ref(), options.gprof_stacks);
-    if let Ok(meta) = paths.first().map_or(Err(()), |p| std::fs::metadata(p).map_err(|_| ())) {
+    if let Ok(meta) = paths
+        .first()
+        .map_or(Err(()), |p| std::fs::metadata(p).map_err(|_| ()))
+    {
         if let Ok(t) = meta.modified() {
             if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
                 profile.time_nanos = d.as_nanos() as i64;
-                profile
-                    .comments
-                    .push("time: modification time of the gmon.out (written when the program exited)".into());
+                profile.comments.push(
+                    "time: modification time of the gmon.out (written when the program exited)"
+                        .into(),
+                );
             }
         }
     }
@@ -528,9 +568,14 @@ fn gprof_functions(binary: &Binary) -> Vec<Func<'_>> {
         .enumerate()
         .map(|(i, s)| Func {
             start: s.address,
-            end: syms
-                .get(i + 1)
-                .map_or(if s.size > 0 { s.address + s.size } else { u64::MAX }, |n| n.address),
+            end: syms.get(i + 1).map_or(
+                if s.size > 0 {
+                    s.address + s.size
+                } else {
+                    u64::MAX
+                },
+                |n| n.address,
+            ),
             name: &s.name,
             system_name: &s.system_name,
         })
@@ -560,19 +605,25 @@ impl Locator<'_, '_> {
         }
         let mut lines = Vec::new();
         if let Some(binary) = self.binary {
-            let frames = binary.frames(address);
             let home = function_at(self.funcs, address);
-            for f in &frames {
+            let mut depth = 0;
+            binary.for_each_frame(address, |f| {
                 self.any_file |= !f.file.is_empty();
                 self.any_line |= f.line > 0;
-                let function = profile.add_function(&f.function, &f.system_name, &f.file, 0);
-                lines.push(Line { function, line: f.line });
-            }
-            self.any_inline |= frames.len() > 1;
+                let function = profile.add_function(f.function, f.system_name, f.file, 0);
+                lines.push(Line {
+                    function,
+                    line: f.line,
+                });
+                depth += 1;
+            });
+            self.any_inline |= depth > 1;
             if lines.is_empty() && !self.funcs.is_empty() {
                 // Padding between functions: gprof credits it to the symbol
                 // before it; outside every symbol it is `[unknown]`.
-                let (name, system) = home.map_or(("[unknown]", ""), |i| (self.funcs[i].name, self.funcs[i].system_name));
+                let (name, system) = home.map_or(("[unknown]", ""), |i| {
+                    (self.funcs[i].name, self.funcs[i].system_name)
+                });
                 let function = profile.add_function(name, system, "", 0);
                 lines.push(Line { function, line: 0 });
             }
@@ -689,7 +740,10 @@ impl CallGraph {
                 }
             }
         }
-        let entering_total = entering.iter().map(|e| e.iter().map(|(_, c)| c.count).sum()).collect();
+        let entering_total = entering
+            .iter()
+            .map(|e| e.iter().map(|(_, c)| c.count).sum())
+            .collect();
         CallGraph {
             callers,
             component,
@@ -711,14 +765,15 @@ impl CallGraph {
         // Breadth-first search backwards from the target through callers in
         // the same component, until the entry is reached.
         let comp = self.component[target];
-        let mut via: HashMap<usize, (usize, u64)> = HashMap::new();
+        let mut via: HashMap<usize, (usize, u64)> = HashMap::default();
         let mut queue = std::collections::VecDeque::from([target]);
         while let Some(f) = queue.pop_front() {
             if f == entry {
                 break;
             }
             for c in &self.callers[f] {
-                if self.component[c.func] == comp && c.func != target && !via.contains_key(&c.func) {
+                if self.component[c.func] == comp && c.func != target && !via.contains_key(&c.func)
+                {
                     via.insert(c.func, (f, c.from_pc));
                     queue.push_back(c.func);
                 }
@@ -728,12 +783,16 @@ impl CallGraph {
         let mut sites = Vec::new();
         let mut at = entry;
         while at != target {
-            let Some(&(callee, from_pc)) = via.get(&at) else { break };
+            let Some(&(callee, from_pc)) = via.get(&at) else {
+                break;
+            };
             sites.push(from_pc);
             at = callee;
         }
         sites.reverse();
-        self.inner_paths.borrow_mut().insert((entry, target), sites.clone());
+        self.inner_paths
+            .borrow_mut()
+            .insert((entry, target), sites.clone());
         sites
     }
 
@@ -750,7 +809,14 @@ impl CallGraph {
         out
     }
 
-    fn expand(&self, func: usize, fraction: f64, min_fraction: f64, sites: &mut Vec<u64>, out: &mut Vec<(Vec<u64>, f64)>) {
+    fn expand(
+        &self,
+        func: usize,
+        fraction: f64,
+        min_fraction: f64,
+        sites: &mut Vec<u64>,
+        out: &mut Vec<(Vec<u64>, f64)>,
+    ) {
         const MAX_FRAMES: usize = 1024;
         let comp = self.component[func];
         let total = self.entering_total[comp];
@@ -826,12 +892,21 @@ fn strongly_connected_components(callers: &[Vec<Caller>]) -> Vec<usize> {
 
 /// The profile gprof's data stands for (§4).
 pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks) -> Profile {
-    let mut profile = Profile::new(&[("samples", "count"), ("cpu", "nanoseconds"), ("calls", "count")]);
+    let mut profile = Profile::new(&[
+        ("samples", "count"),
+        ("cpu", "nanoseconds"),
+        ("calls", "count"),
+    ]);
     profile.default_sample_type = Some(1);
-    let rate = data.histograms.first().map_or(DEFAULT_RATE, |h| h.prof_rate).max(1);
+    let rate = data
+        .histograms
+        .first()
+        .map_or(DEFAULT_RATE, |h| h.prof_rate)
+        .max(1);
     let period_ns = 1e9 / rate as f64;
     profile.set_period("cpu", "nanoseconds", period_ns.round() as i64);
-    let bb_type = (!data.basic_blocks.is_empty()).then(|| profile.add_sample_type("bb_executions", "count"));
+    let bb_type =
+        (!data.basic_blocks.is_empty()).then(|| profile.add_sample_type("bb_executions", "count"));
     let ntypes = profile.sample_types.len();
 
     profile.add_metadata("format", data.variant.name());
@@ -839,9 +914,9 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     profile.add_metadata("pointer size", data.pointer_size.to_string());
     profile.add_metadata("prof_rate", format!("{rate} Hz"));
     if data.rate_assumed {
-        profile
-            .comments
-            .push(format!("warning: the file records no clock rate; {rate} Hz assumed (--gmon-rate)"));
+        profile.comments.push(format!(
+            "warning: the file records no clock rate; {rate} Hz assumed (--gmon-rate)"
+        ));
     }
     if let Some(h) = data.histograms.first() {
         if h.dimension != "seconds" {
@@ -889,7 +964,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         binary,
         funcs: &funcs,
         mapping,
-        cache: HashMap::new(),
+        cache: HashMap::default(),
         any_file: false,
         any_line: false,
         any_inline: false,
@@ -902,7 +977,10 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let mut dropped_arcs = 0u64;
     let mut calls = vec![0i64; ntypes];
     for arc in &data.arcs {
-        let (parent, child) = (function_at(&funcs, arc.from_pc), function_at(&funcs, arc.self_pc));
+        let (parent, child) = (
+            function_at(&funcs, arc.from_pc),
+            function_at(&funcs, arc.self_pc),
+        );
         if binary.is_some() {
             let (Some(parent), Some(child)) = (parent, child) else {
                 dropped_arcs += arc.count;
@@ -951,10 +1029,13 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
             let self_ns: i64 = fticks.iter().map(|t| t.nanos).sum();
             let paths = match func {
                 Some(f) => {
-                    // Do not expand paths that carry less than 1/100000 of the
-                    // whole profile: they are noise and would explode deep graphs.
+                    // Do not expand paths that carry less than 0.1% of the whole
+                    // profile (a fifth of pprof's default node fraction): in
+                    // deep graphs they would multiply into millions of stacks
+                    // that no flamegraph can show. They keep their weight on
+                    // a shorter stack.
                     let min_fraction = if self_ns > 0 {
-                        (total_ns as f64 * 1e-5) / self_ns as f64
+                        (total_ns as f64 * MIN_PATH_SHARE) / self_ns as f64
                     } else {
                         1.0
                     };
@@ -965,7 +1046,12 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
             let fractions: Vec<f64> = paths.iter().map(|p| p.1).collect();
             let path_locs: Vec<Vec<LocationId>> = paths
                 .iter()
-                .map(|(sites, _)| sites.iter().map(|&pc| locator.location(&mut profile, pc)).collect())
+                .map(|(sites, _)| {
+                    sites
+                        .iter()
+                        .map(|&pc| locator.location(&mut profile, pc))
+                        .collect()
+                })
                 .collect();
             let mut stack = Vec::new();
             for t in &fticks {
@@ -1021,7 +1107,12 @@ pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
     let mut out = String::new();
     for path in paths {
         let data = read_input(path)?;
-        let d = parse(path, &data, options, binary.as_ref().map(|b| b.pointer_size))?;
+        let d = parse(
+            path,
+            &data,
+            options,
+            binary.as_ref().map(|b| b.pointer_size),
+        )?;
         let _ = writeln!(out, "{}:", path.display());
         let _ = writeln!(out, "  format:        gprof, {}", d.variant.name());
         let _ = writeln!(out, "  byte order:    {}", d.endian.name());
@@ -1048,12 +1139,21 @@ pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
             );
         }
         let calls: u64 = d.arcs.iter().map(|a| a.count).sum();
-        let _ = writeln!(out, "  arcs:          {} distinct, {} calls", d.arcs.len(), calls);
+        let _ = writeln!(
+            out,
+            "  arcs:          {} distinct, {} calls",
+            d.arcs.len(),
+            calls
+        );
         if !d.basic_blocks.is_empty() {
             let _ = writeln!(out, "  basic blocks:  {}", d.basic_blocks.len());
         }
         if d.saturated_bins > 0 {
-            let _ = writeln!(out, "  warning:       {} bins saturated at 65535", d.saturated_bins);
+            let _ = writeln!(
+                out,
+                "  warning:       {} bins saturated at 65535",
+                d.saturated_bins
+            );
         }
         if let Some(b) = &binary {
             let funcs = gprof_functions(b);

@@ -112,7 +112,13 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         flate2::read::MultiGzDecoder::new(&data[..])
             .read_to_end(&mut out)
-            .map_err(|e| Error::format(path, 0, format!("gzip-compressed input does not decompress: {e}")))?;
+            .map_err(|e| {
+                Error::format(
+                    path,
+                    0,
+                    format!("gzip-compressed input does not decompress: {e}"),
+                )
+            })?;
         data = out;
     }
     Ok(data)

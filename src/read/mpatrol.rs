@@ -10,9 +10,11 @@ pub fn detect(_head: &[u8], _file_len: u64) -> bool {
     false
 }
 
-
 pub fn read(paths: &[PathBuf], _options: &ReadOptions) -> Result<Profile> {
-    Err(Error::unsupported(paths.first().map_or(Path::new("-"), |p| p), "the mpatrol reader is not written yet"))
+    Err(Error::unsupported(
+        paths.first().map_or(Path::new("-"), |p| p),
+        "the mpatrol reader is not written yet",
+    ))
 }
 
 pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {

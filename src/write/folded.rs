@@ -40,7 +40,10 @@ pub fn lines(profile: &Profile, options: &WriteOptions) -> Result<Vec<String>> {
             false
         }
     });
-    Ok(merged.into_iter().map(|(s, v)| format!("{s} {v}")).collect())
+    Ok(merged
+        .into_iter()
+        .map(|(s, v)| format!("{s} {v}"))
+        .collect())
 }
 
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {

@@ -33,11 +33,17 @@ impl OutputFormat {
     /// The format a file name asks for by its extension.
     pub fn from_path(path: &Path) -> Option<OutputFormat> {
         let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
-        let format = if name.ends_with(".pb.gz") || name.ends_with(".pprof") || name.ends_with(".pprof.gz") {
+        let format = if name.ends_with(".pb.gz")
+            || name.ends_with(".pprof")
+            || name.ends_with(".pprof.gz")
+        {
             OutputFormat::Pprof
         } else if name.ends_with(".pb") {
             OutputFormat::PprofRaw
-        } else if name.ends_with(".folded") || name.ends_with(".txt") || name.ends_with(".collapsed") {
+        } else if name.ends_with(".folded")
+            || name.ends_with(".txt")
+            || name.ends_with(".collapsed")
+        {
             OutputFormat::Folded
         } else if name.ends_with(".svg") {
             OutputFormat::Svg
@@ -74,7 +80,12 @@ pub struct WriteOptions {
 }
 
 /// Writes `profile` in `format` to `out`.
-pub fn write(profile: &Profile, format: OutputFormat, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
+pub fn write(
+    profile: &Profile,
+    format: OutputFormat,
+    options: &WriteOptions,
+    out: &mut dyn Write,
+) -> Result<()> {
     match format {
         OutputFormat::Pprof => pprof::write(profile, true, out),
         OutputFormat::PprofRaw => pprof::write(profile, false, out),
@@ -87,7 +98,12 @@ pub fn write(profile: &Profile, format: OutputFormat, options: &WriteOptions, ou
 /// Writes `profile` to the file `path` (`-` = standard output) through a
 /// temporary file in the same directory that is renamed into place, so a
 /// failed run leaves nothing half-written.
-pub fn write_file(profile: &Profile, format: OutputFormat, options: &WriteOptions, path: &Path) -> Result<()> {
+pub fn write_file(
+    profile: &Profile,
+    format: OutputFormat,
+    options: &WriteOptions,
+    path: &Path,
+) -> Result<()> {
     if path == Path::new("-") {
         let stdout = std::io::stdout();
         let mut lock = stdout.lock();
@@ -99,12 +115,18 @@ pub fn write_file(profile: &Profile, format: OutputFormat, options: &WriteOption
 
 /// Runs `fill` on a temporary file next to `path` and renames it to `path`
 /// when `fill` succeeds; on failure the temporary file is removed.
-pub fn write_atomically(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+pub fn write_atomically(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
@@ -112,7 +134,9 @@ pub fn write_atomically(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result
         .map_err(|e| Error::io(path, e))?;
     let mut buffered = std::io::BufWriter::new(tmp);
     fill(&mut buffered)?;
-    let tmp = buffered.into_inner().map_err(|e| Error::io(path, e.into_error()))?;
+    let tmp = buffered
+        .into_inner()
+        .map_err(|e| Error::io(path, e.into_error()))?;
     tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
     tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
     Ok(())
@@ -135,12 +159,18 @@ pub fn chosen_sample_type(profile: &Profile, options: &WriteOptions) -> Result<u
             ))
         });
     }
-    Ok(profile.default_sample_type.unwrap_or(profile.sample_types.len() - 1))
+    Ok(profile
+        .default_sample_type
+        .unwrap_or(profile.sample_types.len() - 1))
 }
 
 /// Display frames of a sample, **root first**, with the synthetic group
 /// frames (image, process, thread) at the root.
-pub fn sample_frames<'p>(profile: &'p Profile, sample: &Sample, group_by: &[GroupBy]) -> Vec<Frame<'p>> {
+pub fn sample_frames<'p>(
+    profile: &'p Profile,
+    sample: &Sample,
+    group_by: &[GroupBy],
+) -> Vec<Frame<'p>> {
     let mut frames = Vec::with_capacity(sample.stack.len() + group_by.len());
     for g in group_by {
         let name = match g {
@@ -201,7 +231,11 @@ pub fn effective_group_by<'a>(profile: &'a Profile, options: &'a WriteOptions) -
 
 /// Stacks as `(root-first frame names, value)` for sample type `index`,
 /// merged by name and in a stable order (sorted by the joined names).
-pub fn named_stacks(profile: &Profile, index: usize, group_by: &[GroupBy]) -> Vec<(Vec<String>, i64)> {
+pub fn named_stacks(
+    profile: &Profile,
+    index: usize,
+    group_by: &[GroupBy],
+) -> Vec<(Vec<String>, i64)> {
     let mut merged: HashMap<Vec<String>, i64> = HashMap::new();
     for sample in &profile.samples {
         let value = sample.values.get(index).copied().unwrap_or(0);

@@ -125,12 +125,13 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
     }
 }
 
-/// Writes the profile as pprof protobuf, gzip-compressed when `gzip`.
+/// Writes the profile as pprof protobuf, gzip-compressed when `gzip` (at
+/// the fastest level, as Go's runtime/pprof does).
 pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     let bytes = to_proto(profile).encode_to_vec();
     let io = |e| Error::io(std::path::Path::new("<output>"), e);
     if gzip {
-        let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+        let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
         enc.write_all(&bytes).map_err(io)?;
         enc.finish().map_err(io)?;
     } else {
@@ -144,7 +145,8 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<pb::Profile, String> {
     let raw;
     let data = if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut out).map_err(|e| e.to_string())?;
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut out)
+            .map_err(|e| e.to_string())?;
         raw = out;
         &raw[..]
     } else {

@@ -20,7 +20,10 @@ pub fn profconv_bin() -> PathBuf {
 
 /// Runs profconv with `args`; returns its output whatever the exit code.
 pub fn profconv(args: &[&str]) -> Output {
-    Command::new(profconv_bin()).args(args).output().expect("profconv runs")
+    Command::new(profconv_bin())
+        .args(args)
+        .output()
+        .expect("profconv runs")
 }
 
 /// Runs profconv and asserts that it succeeded.
@@ -60,13 +63,24 @@ pub fn s(p: &pb::Profile, i: i64) -> &str {
 
 /// Checks the invariants `go tool pprof` relies on.
 pub fn check_pprof_invariants(p: &pb::Profile) {
-    assert_eq!(p.string_table.first().map(String::as_str), Some(""), "string_table[0] must be empty");
+    assert_eq!(
+        p.string_table.first().map(String::as_str),
+        Some(""),
+        "string_table[0] must be empty"
+    );
     let n = p.sample_type.len();
     assert!(n > 0, "no sample types");
     for sample in &p.sample {
-        assert_eq!(sample.value.len(), n, "value count must equal sample-type count");
+        assert_eq!(
+            sample.value.len(),
+            n,
+            "value count must equal sample-type count"
+        );
         for id in &sample.location_id {
-            assert!(p.location.iter().any(|l| l.id == *id), "sample refers to missing location {id}");
+            assert!(
+                p.location.iter().any(|l| l.id == *id),
+                "sample refers to missing location {id}"
+            );
         }
     }
     let mut ids: Vec<u64> = p.location.iter().map(|l| l.id).collect();
@@ -76,10 +90,16 @@ pub fn check_pprof_invariants(p: &pb::Profile) {
     assert!(!ids.contains(&0), "location id 0");
     for l in &p.location {
         if l.mapping_id != 0 {
-            assert!(p.mapping.iter().any(|m| m.id == l.mapping_id), "location refers to missing mapping");
+            assert!(
+                p.mapping.iter().any(|m| m.id == l.mapping_id),
+                "location refers to missing mapping"
+            );
         }
         for line in &l.line {
-            assert!(p.function.iter().any(|f| f.id == line.function_id), "line refers to missing function");
+            assert!(
+                p.function.iter().any(|f| f.id == line.function_id),
+                "line refers to missing function"
+            );
         }
     }
     assert!(p.function.iter().all(|f| f.id != 0));
@@ -99,7 +119,9 @@ pub fn pprof_flat(p: &pb::Profile, type_name: &str) -> BTreeMap<String, i64> {
         .unwrap_or_else(|| panic!("no sample type {type_name}"));
     let mut out = BTreeMap::new();
     for sample in &p.sample {
-        let Some(&leaf) = sample.location_id.first() else { continue };
+        let Some(&leaf) = sample.location_id.first() else {
+            continue;
+        };
         let name = location_leaf_name(p, leaf);
         *out.entry(name).or_insert(0) += sample.value[t];
     }
@@ -112,7 +134,11 @@ pub fn location_leaf_name(p: &pb::Profile, id: u64) -> String {
     let loc = p.location.iter().find(|l| l.id == id).expect("location");
     match loc.line.first() {
         Some(line) => {
-            let f = p.function.iter().find(|f| f.id == line.function_id).expect("function");
+            let f = p
+                .function
+                .iter()
+                .find(|f| f.id == line.function_id)
+                .expect("function");
             s(p, f.name).to_owned()
         }
         None => format!("{:#x}", loc.address),
@@ -128,7 +154,10 @@ pub fn go_command() -> Option<PathBuf> {
             .find(|p| p.is_file())
     });
     if found.is_none() {
-        assert!(!in_ci(), "go is not installed: .ci/run must install golang-go");
+        assert!(
+            !in_ci(),
+            "go is not installed: .ci/run must install golang-go"
+        );
         eprintln!("skipping go tool pprof check: go is not installed");
     }
     found
@@ -175,7 +204,12 @@ pub fn speedscope_schema() -> Option<serde_json::Value> {
                         .output();
                     match packed {
                         Ok(o) if o.status.success() => {
-                            let name = String::from_utf8_lossy(&o.stdout).trim().lines().last().unwrap_or("").to_owned();
+                            let name = String::from_utf8_lossy(&o.stdout)
+                                .trim()
+                                .lines()
+                                .last()
+                                .unwrap_or("")
+                                .to_owned();
                             let ok = Command::new("tar")
                                 .arg("xzf")
                                 .arg(deps.join(&name))
@@ -187,7 +221,9 @@ pub fn speedscope_schema() -> Option<serde_json::Value> {
                         }
                         _ => {
                             assert!(!in_ci(), "npm pack speedscope failed: .ci/run must make the schema available");
-                            eprintln!("skipping speedscope schema check: npm pack speedscope failed");
+                            eprintln!(
+                                "skipping speedscope schema check: npm pack speedscope failed"
+                            );
                             return None;
                         }
                     }
@@ -210,8 +246,14 @@ fn fetch_lock() -> std::sync::MutexGuard<'static, ()> {
 pub fn validate_speedscope(doc: &serde_json::Value) {
     if let Some(schema) = speedscope_schema() {
         let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-        let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path)).collect();
-        assert!(errors.is_empty(), "speedscope schema violations: {errors:#?}");
+        let errors: Vec<String> = validator
+            .iter_errors(doc)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "speedscope schema violations: {errors:#?}"
+        );
     }
     let frames = doc["shared"]["frames"].as_array().expect("frames").len() as u64;
     for profile in doc["profiles"].as_array().expect("profiles") {
@@ -225,7 +267,10 @@ pub fn validate_speedscope(doc: &serde_json::Value) {
         }
         let total: f64 = weights.iter().map(|w| w.as_f64().unwrap()).sum();
         let span = profile["endValue"].as_f64().unwrap() - profile["startValue"].as_f64().unwrap();
-        assert!((total - span).abs() < 1e-6, "weights must add up to endValue - startValue");
+        assert!(
+            (total - span).abs() < 1e-6,
+            "weights must add up to endValue - startValue"
+        );
     }
 }
 
@@ -236,10 +281,20 @@ pub fn speedscope_flat(doc: &serde_json::Value, type_name: &str) -> BTreeMap<Str
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["name"].as_str().unwrap().starts_with(&format!("{type_name} (")))
+        .find(|p| {
+            p["name"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{type_name} ("))
+        })
         .unwrap_or_else(|| panic!("no speedscope profile for {type_name}"));
     let mut out = BTreeMap::new();
-    for (sample, w) in profile["samples"].as_array().unwrap().iter().zip(profile["weights"].as_array().unwrap()) {
+    for (sample, w) in profile["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(profile["weights"].as_array().unwrap())
+    {
         let leaf = sample.as_array().unwrap().last().unwrap().as_u64().unwrap() as usize;
         let name = frames[leaf]["name"].as_str().unwrap().to_owned();
         *out.entry(name).or_insert(0.0) += w.as_f64().unwrap();
@@ -251,8 +306,12 @@ pub fn speedscope_flat(doc: &serde_json::Value, type_name: &str) -> BTreeMap<Str
 pub fn parse_folded(text: &str) -> BTreeMap<String, i64> {
     let mut out = BTreeMap::new();
     for line in text.lines() {
-        let (stack, count) = line.rsplit_once(' ').unwrap_or_else(|| panic!("bad folded line {line:?}"));
-        let count: i64 = count.parse().unwrap_or_else(|_| panic!("bad count in {line:?}"));
+        let (stack, count) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("bad folded line {line:?}"));
+        let count: i64 = count
+            .parse()
+            .unwrap_or_else(|_| panic!("bad count in {line:?}"));
         assert!(!stack.is_empty() && !stack.contains('\n'));
         *out.entry(stack.to_owned()).or_insert(0) += count;
     }
@@ -276,7 +335,8 @@ pub fn check_svg(path: &Path, names: &[&str]) {
         allow_dtd: true,
         ..Default::default()
     };
-    let doc = roxmltree::Document::parse_with_options(&text, options).unwrap_or_else(|e| panic!("SVG is not well-formed XML: {e}"));
+    let doc = roxmltree::Document::parse_with_options(&text, options)
+        .unwrap_or_else(|e| panic!("SVG is not well-formed XML: {e}"));
     assert_eq!(doc.root_element().tag_name().name(), "svg");
     for name in names {
         assert!(text.contains(name), "SVG lacks frame {name:?}");

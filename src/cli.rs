@@ -54,10 +54,11 @@ pub struct ConvertArgs {
     /// Input profiles (several of one program are summed).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Output file (`-` for standard output).
+    /// Output file (`-` for standard output); repeat it to write several
+    /// formats from one reading of the inputs.
     #[arg(short, long, required = true)]
-    pub output: Option<PathBuf>,
-    /// Output format, overriding the output file's extension.
+    pub output: Vec<PathBuf>,
+    /// Output format, overriding the output files' extensions.
     #[arg(long, value_enum)]
     pub to: Option<OutputFormat>,
     /// Sample type for folded and SVG output (e.g. cpu, samples, calls, alloc_space).
@@ -179,28 +180,39 @@ pub fn title_of(inputs: &[PathBuf]) -> String {
 
 /// Reads the inputs and writes one output.
 pub fn run_convert(args: &ConvertArgs) -> Result<()> {
-    let Some(output) = &args.output else {
+    if args.output.is_empty() {
         return Err(Error::Usage("an output is required: -o FILE".into()));
-    };
-    let format = match args.to.or_else(|| OutputFormat::from_path(output)) {
-        Some(f) => f,
-        None if output == Path::new("-") => {
-            return Err(Error::Usage("writing to standard output needs --to FORMAT".into()))
-        }
-        None => {
-            return Err(Error::Usage(format!(
-                "cannot tell the output format from {:?}: use an extension (.pb.gz .pb .folded .txt .svg .json) or --to",
-                output
-            )))
-        }
-    };
+    }
+    // Every output's format is settled before anything is read.
+    let mut outputs = Vec::with_capacity(args.output.len());
+    for output in &args.output {
+        let format = match args.to.or_else(|| OutputFormat::from_path(output)) {
+            Some(f) => f,
+            None if output == Path::new("-") => {
+                return Err(Error::Usage("writing to standard output needs --to FORMAT".into()))
+            }
+            None => {
+                return Err(Error::Usage(format!(
+                    "cannot tell the output format from {}: use an extension (.pb.gz .pb .folded .txt .svg .json) or --to",
+                    output.display()
+                )))
+            }
+        };
+        outputs.push((output, format));
+    }
     let profile = read::read(&args.inputs, &args.read.options())?;
     let options = WriteOptions {
         sample_type: args.sample_type.clone(),
         group_by: args.group_by.as_deref().map(parse_group_by),
         title: title_of(&args.inputs),
     };
-    let written = write::write_file(&profile, format, &options, output);
+    let mut written = Ok(());
+    for (output, format) in outputs {
+        written = write::write_file(&profile, format, &options, output);
+        if written.is_err() {
+            break;
+        }
+    }
     // The process ends right after: freeing a large profile piece by piece
     // would only cost time.
     std::mem::forget(profile);

@@ -632,3 +632,42 @@ fn info_reports_the_real_fixture() {
     assert!(text.contains("pointer size:  4 bytes"), "{text}");
     assert!(text.contains("little-endian"), "{text}");
 }
+
+#[test]
+fn several_outputs_are_written_from_one_reading() {
+    let dir = tempdir();
+    let pb = dir.path().join("out.pb.gz");
+    let svg = dir.path().join("flame.svg");
+    let gmon = fixture("gprof/callgraph-nopie.gmon");
+    let bin = fixture("gprof/callgraph-nopie");
+    profconv_ok(&[
+        gmon.to_str().unwrap(),
+        "--binary",
+        bin.to_str().unwrap(),
+        "-o",
+        pb.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    check_pprof_invariants(&decode_pprof(&pb));
+    check_svg(&svg, &["leaf_heavy", "main"]);
+}
+
+#[test]
+fn standard_output_needs_an_explicit_format() {
+    let gmon = fixture("gprof/callgraph-nopie.gmon");
+    let r = profconv(&[gmon.to_str().unwrap(), "-o", "-"]);
+    assert_eq!(r.status.code(), Some(2));
+    let r = profconv_ok(&[
+        gmon.to_str().unwrap(),
+        "-o",
+        "-",
+        "--to",
+        "folded",
+        "--sample-type",
+        "samples",
+    ]);
+    let folded = parse_folded(&String::from_utf8(r.stdout).unwrap());
+    let ticks: i64 = folded.values().sum();
+    assert!(ticks > 100, "the fixture has over 100 ticks: {ticks}");
+}

@@ -474,3 +474,20 @@ pub fn symbolize_mapping(
     }
     stats
 }
+
+#[cfg(test)]
+mod tests {
+    use super::demangle;
+
+    #[test]
+    fn rust_and_cpp_names_are_demangled_and_c_names_kept() {
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(demangle("_RNvCs1234_7mycrate4main"), "mycrate::main");
+        assert_eq!(demangle("_ZN4geom5Shape4areaEi"), "geom::Shape::area(int)");
+        assert_eq!(demangle("a"), "a", "a C name is not a C++ type code");
+        assert_eq!(demangle("main"), "main");
+    }
+}

@@ -671,3 +671,50 @@ fn standard_output_needs_an_explicit_format() {
     let ticks: i64 = folded.values().sum();
     assert!(ticks > 100, "the fixture has over 100 ticks: {ticks}");
 }
+
+#[test]
+fn separate_debug_file_is_found_by_build_id() {
+    // A copy of the stripped binary without its debuglink, with the debug file
+    // under .build-id/xx/rest.debug next to it: only the build id leads there.
+    let dir = tempdir();
+    let bin = dir.path().join("prog");
+    let status = Command::new("objcopy")
+        .arg("--remove-section=.gnu_debuglink")
+        .arg(fixture("gprof/callgraph-nopie.stripped-debug"))
+        .arg(&bin)
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        _ => {
+            assert!(!in_ci(), "objcopy (binutils) is needed");
+            return;
+        }
+    }
+    let binary = profconv::symbolize::Binary::open(&bin).unwrap();
+    assert!(binary.build_id.len() > 2);
+    assert!(
+        !binary.has_dwarf(),
+        "no DWARF before the debug file is in place"
+    );
+    let (head, rest) = binary.build_id.split_at(2);
+    let debug_dir = dir.path().join(".build-id").join(head);
+    std::fs::create_dir_all(&debug_dir).unwrap();
+    std::fs::copy(
+        fixture("gprof/callgraph-nopie.debug"),
+        debug_dir.join(format!("{rest}.debug")),
+    )
+    .unwrap();
+    let binary = profconv::symbolize::Binary::open(&bin).unwrap();
+    assert!(binary.has_dwarf(), "DWARF found by build id");
+    let leaf = binary
+        .symbols()
+        .iter()
+        .find(|s| s.name == "leaf_heavy")
+        .unwrap();
+    let frames = binary.frames(leaf.address + 8);
+    assert_eq!(frames[0].function, "leaf_heavy");
+    assert!(
+        frames[0].file.ends_with("callgraph.c") && frames[0].line > 0,
+        "{frames:?}"
+    );
+}

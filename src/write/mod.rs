@@ -114,7 +114,10 @@ pub fn write_file(
 }
 
 /// Runs `fill` on a temporary file next to `path` and renames it to `path`
-/// when `fill` succeeds; on failure the temporary file is removed.
+/// when `fill` succeeds; on failure the temporary file is removed. The rename
+/// is atomic, so a killed run leaves either the old file or the new one; there
+/// is no fsync (like compilers and archivers, durability against power loss
+/// is left to the file system).
 pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> Result<()>,
@@ -137,7 +140,6 @@ pub fn write_atomically(
     let tmp = buffered
         .into_inner()
         .map_err(|e| Error::io(path, e.into_error()))?;
-    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
     tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
     Ok(())
 }

@@ -7,20 +7,23 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 use crate::pb;
-use crate::profile::{LabelValue, Profile, StringTable};
+use crate::profile::{LabelValue, Profile};
 
 /// Converts the IR to the generated pprof message. Ids are indexes + 1, so
 /// they are unique and non-zero; string index 0 is "".
 pub fn to_proto(profile: &Profile) -> pb::Profile {
-    // The IR's table already starts with ""; comments and metadata are added
-    // to a copy so that the profile itself stays untouched.
-    let mut strings: StringTable = profile.strings.clone();
+    // The IR's table already starts with ""; comments and metadata are
+    // appended to a copy of it, so the profile itself stays untouched.
+    let mut string_table: Vec<String> = profile.strings.as_slice().to_vec();
     let mut comment = Vec::new();
-    for c in &profile.comments {
-        comment.push(strings.intern(c) as i64);
-    }
-    for (k, v) in &profile.metadata {
-        comment.push(strings.intern(&format!("{k}: {v}")) as i64);
+    let texts = profile
+        .comments
+        .iter()
+        .cloned()
+        .chain(profile.metadata.iter().map(|(k, v)| format!("{k}: {v}")));
+    for text in texts {
+        comment.push(string_table.len() as i64);
+        string_table.push(text);
     }
     let vt = |t: &crate::profile::ValueType| pb::ValueType {
         r#type: t.kind as i64,
@@ -112,7 +115,7 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
         mapping,
         location,
         function,
-        string_table: strings.as_slice().to_vec(),
+        string_table,
         drop_frames: 0,
         keep_frames: 0,
         time_nanos: profile.time_nanos,

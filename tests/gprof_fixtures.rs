@@ -718,3 +718,22 @@ fn separate_debug_file_is_found_by_build_id() {
         "{frames:?}"
     );
 }
+
+#[test]
+fn every_prefix_of_a_real_fixture_fails_cleanly_or_parses() {
+    let options = profconv::read::ReadOptions::default();
+    for name in ["callgraph-nopie.gmon", "callgraph-m32.gmon"] {
+        let data = std::fs::read(fixture(&format!("gprof/{name}"))).unwrap();
+        let whole = profconv::read::gprof::parse(Path::new(name), &data, &options, None).unwrap();
+        assert_eq!(whole.arcs.len(), 7);
+        for n in 0..data.len() {
+            match profconv::read::gprof::parse(Path::new(name), &data[..n], &options, None) {
+                Ok(d) => assert!(d.arcs.len() <= 7),
+                Err(e) => {
+                    let text = e.to_string();
+                    assert!(text.starts_with(name) && text.contains("at byte"), "{text}");
+                }
+            }
+        }
+    }
+}

@@ -1459,7 +1459,7 @@ fn real_file_totals_equal_mprof_totals() {
         }
     }
     assert_eq!(listed, 10, "{info}");
-    assert!(info.contains("(1 more non-empty bins)"), "{info}");
+    assert!(info.contains("(1 more non-empty bin)"), "{info}");
 }
 
 #[test]
@@ -1566,4 +1566,51 @@ fn real_file_reads_in_go_pprof_as_a_heap_profile() {
         Some("310B"),
         "{text}"
     );
+}
+
+#[test]
+fn stacks_growing_with_the_square_of_the_file_are_refused() {
+    // 6000 call sites in one chain, each carrying a record: 18 million
+    // frames from a 550 kB file.
+    let n = 6000u64;
+    let raw = Raw {
+        version: 10408,
+        bounds: [32, 256, 2048],
+        bins: None,
+        records: (1..=n)
+            .map(|i| {
+                let mut r = [0u64; 17];
+                r[0] = i;
+                r[1] = 1;
+                r[5] = 8;
+                r
+            })
+            .collect(),
+        sites: (1..=n).map(|i| [i, i - 1, 0x1000 + i, 0, 0, i]).collect(),
+        symbols: vec![],
+        strings: vec![0],
+    };
+    let dir = tempdir();
+    let input = write_file(dir.path(), "deep.out", &encode(&raw, 4, false));
+    let file = mpatrol::parse(&input, &std::fs::read(&input).unwrap()).unwrap();
+    assert_eq!(file.stack_frames, n * (n + 1) / 2);
+    let out = profconv(&[
+        input.to_str().unwrap(),
+        "-o",
+        dir.path().join("x.pb").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("18003000 frames") && err.contains("limit"),
+        "{err}"
+    );
+}
+
+#[test]
+fn stack_depths_are_counted_for_the_frame_limit() {
+    let raw = example().raw(8);
+    let file = mpatrol::parse(Path::new("x"), &encode(&raw, 8, false)).unwrap();
+    let frames: usize = example().allocs.iter().map(|a| a.frames.len()).sum();
+    assert_eq!(file.stack_frames, frames as u64);
 }

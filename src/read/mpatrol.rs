@@ -47,6 +47,11 @@ const SAMPLE_TYPES: [(&str, &str); 6] = [
 ];
 const DEFAULT_SAMPLE_TYPE: usize = 5;
 
+/// At most this many frames in all the samples' stacks together: a small
+/// hostile file can chain its call sites so that the stacks grow with the
+/// square of its size, and the profile holds every frame.
+pub const MAX_STACK_FRAMES: u64 = 1 << 24;
+
 /// The whole-program size histogram (spec §2 row 6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SizeBins {
@@ -150,6 +155,8 @@ pub struct MpatrolFile {
     pub symbol_addresses: Vec<u64>,
     /// The string table, leading NUL included.
     pub strings: Vec<u8>,
+    /// Frames in the stacks of all profiling records together.
+    pub stack_frames: u64,
     /// `call_site_of_index[i - 1]`: position in `call_sites` of the call site with index `i`.
     call_site_of_index: Vec<usize>,
     /// `record_of_index[i - 1]`: position in `records` of the record with index `i`.
@@ -204,6 +211,24 @@ impl MpatrolFile {
             parent = p.parent;
         }
         out
+    }
+
+    /// The same stack as positions in `call_sites`.
+    fn stack_positions(&self, start: usize, out: &mut Vec<usize>) {
+        out.clear();
+        let mut pos = Some(start);
+        while let Some(p) = pos {
+            if out.len() > self.call_sites.len() {
+                break;
+            }
+            out.push(p);
+            pos = self
+                .call_sites
+                .get(p)
+                .and_then(|s| s.parent.checked_sub(1))
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| self.call_site_of_index.get(i).copied());
+        }
     }
 
     /// Sums of the records per size class: (alloc count, alloc bytes, free count, free bytes).
@@ -360,6 +385,9 @@ fn older_layout(path: &Path, data: &[u8], any_marker: bool) -> Option<Error> {
 }
 
 fn show_bytes(b: &[u8]) -> String {
+    if b.is_empty() {
+        return "the end of the file".into();
+    }
     let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
     format!("bytes {}", hex.join(" "))
 }
@@ -473,6 +501,7 @@ fn parse_body(mut c: Cursor<'_>, version: u64) -> Result<MpatrolFile> {
         call_sites,
         symbol_addresses,
         strings,
+        stack_frames: 0,
         call_site_of_index: Vec::new(),
         record_of_index: Vec::new(),
     };
@@ -615,11 +644,14 @@ fn check_references(c: &Cursor<'_>, file: &mut MpatrolFile) -> Result<()> {
     // Parent chains must end: colour each call site once (0 = unseen,
     // 1 = on the chain being walked, 2 = known to end), so the check is
     // linear whatever the file holds.
+    // The depth of each stack is found on the way (1 + the parent's).
     let mut state = vec![0u8; site_count];
+    let mut depth = vec![0u64; site_count];
     let mut chain = Vec::new();
     for start in 0..site_count {
         chain.clear();
         let mut pos = start;
+        let mut base = 0u64;
         loop {
             match state.get(pos).copied() {
                 Some(0) => {}
@@ -630,7 +662,10 @@ fn check_references(c: &Cursor<'_>, file: &mut MpatrolFile) -> Result<()> {
                         format!("the parents of call site {} form a loop", s.index),
                     ));
                 }
-                _ => break,
+                _ => {
+                    base = depth.get(pos).copied().unwrap_or(0);
+                    break;
+                }
             }
             state[pos] = 1;
             chain.push(pos);
@@ -644,10 +679,19 @@ fn check_references(c: &Cursor<'_>, file: &mut MpatrolFile) -> Result<()> {
                 None => break,
             }
         }
-        for &p in &chain {
+        for &p in chain.iter().rev() {
+            base += 1;
+            depth[p] = base;
             state[p] = 2;
         }
     }
+    file.stack_frames = file
+        .call_sites
+        .iter()
+        .zip(&depth)
+        .filter(|(s, _)| s.record != 0)
+        .map(|(_, d)| d)
+        .sum();
     file.call_site_of_index = site_of_index;
     file.record_of_index = record_of_index;
     Ok(())
@@ -745,6 +789,17 @@ pub fn to_profile(
     options: &ReadOptions,
 ) -> Result<Profile> {
     let c = Cursor::new(path, data, file.endian, file.word_size);
+    let copies = if options.mpatrol_size_classes { 4 } else { 1 };
+    if file.stack_frames.saturating_mul(copies) > MAX_STACK_FRAMES {
+        return Err(Error::unsupported(
+            path,
+            format!(
+                "the stacks of the {} profiling records hold {} frames in all, more than profconv's limit of {MAX_STACK_FRAMES}",
+                file.records.len(),
+                file.stack_frames.saturating_mul(copies)
+            ),
+        ));
+    }
     let mut profile = Profile::new(&SAMPLE_TYPES);
     profile.default_sample_type = Some(DEFAULT_SAMPLE_TYPE);
     profile.set_period("space", "bytes", 1);
@@ -788,18 +843,19 @@ pub fn to_profile(
     }
 
     let mut stack: Vec<LocationId> = Vec::new();
+    let mut positions = Vec::new();
     let mut labels = Vec::new();
-    for site in &file.call_sites {
+    for (pos, site) in file.call_sites.iter().enumerate() {
         let Some(record) = file.record(site.record) else {
             continue;
         };
+        file.stack_positions(pos, &mut positions);
         stack.clear();
-        for frame in file.stack(site) {
-            let pos = file.call_site_of_index[(frame.index - 1) as usize];
-            if let Some(id) = location_of_site[pos] {
-                stack.push(id);
-            }
-        }
+        stack.extend(
+            positions
+                .iter()
+                .filter_map(|&p| location_of_site.get(p).copied().flatten()),
+        );
         if options.mpatrol_size_classes {
             for (k, class) in SIZE_CLASSES.iter().enumerate() {
                 let values = record_values(&c, record, k..k + 1)?;
@@ -986,7 +1042,12 @@ fn describe(out: &mut String, path: &Path, file: &MpatrolFile) {
             let _ = writeln!(out, "    {size:>8}  {count:>10}  {freed:>10}  {bytes:>12}");
         }
         if busiest.len() > shown {
-            let _ = writeln!(out, "    ({} more non-empty bins)", busiest.len() - shown);
+            let _ = writeln!(
+                out,
+                "    ({} more non-empty bin{})",
+                busiest.len() - shown,
+                if busiest.len() - shown == 1 { "" } else { "s" }
+            );
         }
     }
 }

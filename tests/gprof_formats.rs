@@ -598,3 +598,32 @@ fn usage_errors_exit_2() {
     ]);
     assert_eq!(r.status.code(), Some(2));
 }
+
+#[cfg(unix)]
+#[test]
+fn outputs_are_ordinary_files_not_private_temporaries() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir();
+    let input = dir.path().join("gmon.out");
+    std::fs::write(
+        &input,
+        gnu(
+            Layout {
+                big: false,
+                word: 8,
+            },
+            &[sample_hist()],
+            &[],
+            &[],
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out.pb.gz");
+    profconv_ok(&[input.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_ne!(
+        mode & 0o044,
+        0,
+        "group/other can read the output (mode {mode:o})"
+    );
+}

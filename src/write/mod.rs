@@ -130,11 +130,15 @@ pub fn write_atomically(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(path, e))?;
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    // A temporary file is private (0600) by default; the output is an
+    // ordinary file, so ask for 0666 and let the umask decide, as any
+    // program creating a file does.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let tmp = builder.tempfile_in(dir).map_err(|e| Error::io(path, e))?;
     let mut buffered = std::io::BufWriter::new(tmp);
     fill(&mut buffered)?;
     let tmp = buffered

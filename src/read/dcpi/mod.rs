@@ -327,7 +327,13 @@ fn interpret_header(
                     );
                 }
             }
-            "image" | "tstart" | "cpuamask" => {
+            // Image ids are longer than 64 bits (the dcpicat example has 20 digits).
+            "image" => {
+                if !line.value.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(bad("expected a hexadecimal image id"));
+                }
+            }
+            "tstart" | "cpuamask" => {
                 parse_hex(&line.value).ok_or_else(|| bad("expected a hexadecimal number"))?;
             }
             "period" | "tsize" | "cpuspeed" | "cpuimplv" | "cpucount" => {

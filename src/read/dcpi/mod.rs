@@ -328,10 +328,8 @@ fn interpret_header(
                 }
             }
             // Image ids are longer than 64 bits (the dcpicat example has 20 digits).
-            "image" => {
-                if !line.value.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Err(bad("expected a hexadecimal image id"));
-                }
+            "image" if !line.value.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                return Err(bad("expected a hexadecimal image id"));
             }
             "tstart" | "cpuamask" => {
                 parse_hex(&line.value).ok_or_else(|| bad("expected a hexadecimal number"))?;
@@ -343,13 +341,14 @@ fn interpret_header(
                     return Err(bad("the sampling period must be at least 1"));
                 }
             }
-            "epoch" => {
-                if header::epoch_seconds(&line.value).is_none() {
-                    warnings.add(
-                        file,
-                        format!("epoch `{}` is not YYMMDDHHMM, YYYYMMDDHHMM or YYYYMMDDHHMMSS: time unknown", line.value),
-                    );
-                }
+            "epoch" if header::epoch_seconds(&line.value).is_none() => {
+                warnings.add(
+                    file,
+                    format!(
+                        "epoch `{}` is not YYMMDDHHMM, YYYYMMDDHHMM or YYYYMMDDHHMMSS: time unknown",
+                        line.value
+                    ),
+                );
             }
             _ => {}
         }

@@ -1350,3 +1350,25 @@ fn single_profile_file_is_detected_without_from() {
         Some(profconv::Format::Dcpi)
     );
 }
+
+#[test]
+fn period_given_twice_keeps_the_first_and_warns() {
+    let dir = tempdir();
+    let mut lines = header(&APP, "199805191724", "cycles", 100);
+    lines.push("period 7".into());
+    let file = write(
+        &dir.path().join("app.prof"),
+        &BinaryProfile::new(lines, vec![(0, vec![3])]).bytes(),
+    );
+    let out_path = dir.path().join("o.pb.gz");
+    let out = profconv_ok(&[file.to_str().unwrap(), "-o", out_path.to_str().unwrap()]);
+    assert!(
+        stderr(&out).contains("`period` line appears more than once"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        by_address(&decode_pprof(&out_path), "cycles"),
+        [(APP.tstart, 300)].into_iter().collect()
+    );
+}

@@ -8,8 +8,11 @@
 
 use std::collections::HashMap;
 
-/// How many empty slots the dense array may hold beyond twice the counts stored.
-const DENSE_SLACK: u64 = 1 << 16;
+/// How many slots the dense array may hold beyond twice the counts stored:
+/// small, so that many tiny files with far-apart chunks cannot make memory
+/// grow much faster than the input (a sparse entry costs as much as ~4
+/// dense slots anyway).
+const DENSE_SLACK: u64 = 256;
 
 /// Per-address sample counts.
 #[derive(Debug, Clone)]

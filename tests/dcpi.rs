@@ -1372,3 +1372,36 @@ fn period_given_twice_keeps_the_first_and_warns() {
         [(APP.tstart, 300)].into_iter().collect()
     );
 }
+
+#[test]
+fn every_prefix_of_the_dcpicat_example_fails_cleanly_or_parses() {
+    let dir = tempdir();
+    let bytes = std::fs::read(fixture("dcpi/dcpicat-manpage.txt")).unwrap();
+    let path = dir.path().join("prefix.dump");
+    for len in 0..=bytes.len() {
+        std::fs::write(&path, &bytes[..len]).unwrap();
+        if let Err(e) = read_lib(std::slice::from_ref(&path)) {
+            assert!(e.to_string().contains("prefix.dump"), "prefix {len}: {e}");
+        }
+    }
+}
+
+#[test]
+fn gzip_compressed_profile_files_are_read() {
+    use std::io::Write;
+    let dir = tempdir();
+    let chunks = vec![(0x8, vec![2, 3])];
+    let bytes =
+        BinaryProfile::new(header(&APP, "199805191724", "cycles", 1), chunks.clone()).bytes();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&bytes).unwrap();
+    let root = dir.path().join("db");
+    write(
+        &root.join("199805191724/app.prof.gz"),
+        &gz.finish().unwrap(),
+    );
+    let p = to_pprof(dir.path(), &[&root], &[]);
+    let mut want = BTreeMap::new();
+    expected(APP.tstart, &chunks, 1, &mut want);
+    assert_eq!(by_address(&p, "cycles_samples"), want);
+}

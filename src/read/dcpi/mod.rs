@@ -11,16 +11,16 @@ mod counts;
 mod database;
 mod dcpicat;
 mod header;
+mod info;
+mod symbols;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::profile::{basename, GroupBy, Mapping, MappingId, Profile};
+use crate::profile::{GroupBy, Mapping, MappingId, Profile};
 use crate::read::{read_input, ReadOptions};
-use crate::symbolize;
 
 use counts::Counts;
 use header::{parse_hex, parse_number, parse_version, HeaderLine};
@@ -46,7 +46,7 @@ pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
 
 pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
     let collection = collect(paths, options)?;
-    Ok(describe(&collection))
+    Ok(info::describe(&collection))
 }
 
 /// The instruction size from the options (spec §2.3: 4 unless told).
@@ -733,7 +733,7 @@ fn build_profile(collection: &Collection, options: &ReadOptions) -> Result<Profi
         }
     }
     let mut warnings = collection.warnings.clone();
-    symbolize_images(&mut profile, collection, &mapped, options, &mut warnings)?;
+    symbols::symbolize_images(&mut profile, collection, &mapped, options, &mut warnings)?;
     for line in warnings
         .lines()
         .into_iter()
@@ -745,240 +745,4 @@ fn build_profile(collection: &Collection, options: &ReadOptions) -> Result<Profi
         profile.comments.push(format!("warning: {line}"));
     }
     Ok(profile)
-}
-
-/// The link-time address of `.text` in an executable, where `tstart` points
-/// when the image was not relocated.
-fn text_section_address(path: &Path) -> Option<u64> {
-    use object::{Object, ObjectSection};
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
-    file.section_by_name(".text").map(|s| s.address())
-}
-
-/// Symbolizes the images that `--binary` or `--image-dir` provide.
-fn symbolize_images(
-    profile: &mut Profile,
-    collection: &Collection,
-    mapped: &[(MappingId, usize)],
-    options: &ReadOptions,
-    warnings: &mut Warnings,
-) -> Result<()> {
-    let mut work: Vec<(MappingId, &Image, PathBuf)> = Vec::new();
-    if let Some(binary) = &options.binary {
-        let wanted = binary
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let matching: Vec<&(MappingId, usize)> = if mapped.len() == 1 {
-            mapped.iter().collect()
-        } else {
-            mapped
-                .iter()
-                .filter(|(_, i)| {
-                    let image = &collection.images[*i];
-                    basename(&image.name) == wanted
-                        || image.paths.iter().any(|p| basename(p) == wanted)
-                })
-                .collect()
-        };
-        if matching.is_empty() {
-            warnings.add(
-                binary,
-                format!("--binary matches no image of the profile by name ({wanted}): nothing symbolized"),
-            );
-        }
-        for (m, i) in matching {
-            work.push((*m, &collection.images[*i], binary.clone()));
-        }
-    } else if let Some(dir) = &options.image_dir {
-        for (m, i) in mapped {
-            let image = &collection.images[*i];
-            let mut candidates = Vec::new();
-            for p in image.paths.iter().chain(std::iter::once(&image.name)) {
-                candidates.push(dir.join(p.trim_start_matches(['/', '\\'])));
-                candidates.push(dir.join(basename(p)));
-            }
-            match candidates.into_iter().find(|c| c.is_file()) {
-                Some(found) => work.push((*m, image, found)),
-                None => warnings.add(
-                    dir,
-                    format!(
-                        "no file for image {} ({}) in this directory",
-                        image.id, image.name
-                    ),
-                ),
-            }
-        }
-    }
-    for (mapping, image, path) in work {
-        let binary = match symbolize::Binary::open(&path) {
-            Ok(b) => b,
-            Err(e) if options.binary.is_some() => return Err(e),
-            Err(e) => {
-                warnings.add(&path, format!("not symbolized: {e}"));
-                continue;
-            }
-        };
-        // A profile's addresses are the image's own when tstart lies in its
-        // text; otherwise (a relocated image, or tstart 0 in the older
-        // variant) tstart stands for the start of `.text`.
-        let in_text = binary
-            .text_range()
-            .is_some_and(|(lo, hi)| image.tstart >= lo && image.tstart < hi);
-        let delta = if in_text {
-            0i128
-        } else {
-            let text = text_section_address(&path)
-                .or_else(|| binary.text_segment().map(|s| s.vaddr))
-                .unwrap_or(0);
-            i128::from(text) - i128::from(image.tstart)
-        };
-        let stats = symbolize::symbolize_mapping(profile, mapping, &binary, &|address| {
-            u64::try_from(i128::from(address) + delta).ok()
-        });
-        if stats.symbolized == 0 && stats.locations > 0 {
-            warnings.add(
-                &path,
-                format!(
-                    "no sampled address of image {} has a symbol in this file",
-                    image.id
-                ),
-            );
-        }
-    }
-    Ok(())
-}
-
-/// What `profconv info` prints.
-fn describe(c: &Collection) -> String {
-    let mut out = String::new();
-    let binaries = c
-        .files
-        .iter()
-        .filter(|f| matches!(f.kind, FileKind::Binary(_)))
-        .count();
-    let _ = writeln!(
-        out,
-        "format: DCPI ({} profile files: {binaries} binary, {} dcpicat dumps){}",
-        c.files.len(),
-        c.files.len() - binaries,
-        if c.skipped > 0 {
-            format!("; {} other files skipped", c.skipped)
-        } else {
-            String::new()
-        }
-    );
-    let _ = writeln!(out, "instruction size: {} bytes", c.insn);
-    let _ = writeln!(out, "epochs:");
-    for (epoch, n) in &c.epochs {
-        let _ = writeln!(out, "  {epoch}  ({n} files)");
-    }
-    let _ = writeln!(out, "events:");
-    for &e in &event_order(&c.events) {
-        let name = &c.events[e];
-        let mut periods: Vec<u64> = Vec::new();
-        let (mut samples, mut events) = (0u64, 0u128);
-        for column in c
-            .images
-            .iter()
-            .flat_map(|i| &i.columns)
-            .filter(|col| col.event == e)
-        {
-            if !periods.contains(&column.period) {
-                periods.push(column.period);
-            }
-            let total = column.counts.total();
-            samples = samples.saturating_add(total);
-            events += u128::from(total) * u128::from(column.period);
-        }
-        let periods: Vec<String> = periods.iter().map(u64::to_string).collect();
-        let _ = writeln!(
-            out,
-            "  {name}: period {}, {samples} samples, {events} events",
-            periods.join("/")
-        );
-    }
-    let _ = writeln!(out, "images:");
-    for image in &c.images {
-        let _ = write!(out, "  {} {}", image.id, image.name);
-        if let Some(label) = &image.label {
-            let _ = write!(out, " label {label}");
-        }
-        let _ = write!(out, ": text {:#x}", image.tstart);
-        if let Some(size) = image.tsize {
-            let _ = write!(out, "+{size:#x}");
-        }
-        let _ = write!(out, ", {} files;", image.files);
-        for &e in &event_order(&c.events) {
-            let total: u64 = image
-                .columns
-                .iter()
-                .filter(|col| col.event == e)
-                .map(|col| col.counts.total())
-                .sum();
-            if total > 0 {
-                let _ = write!(out, " {} {total}", c.events[e]);
-            }
-        }
-        let _ = writeln!(out);
-    }
-    if !c.facts.0.is_empty() {
-        let _ = writeln!(out, "header facts:");
-        for (k, v) in &c.facts.0 {
-            let _ = writeln!(out, "  {k}: {}", v.join(", "));
-        }
-    }
-    if let [only] = c.files.as_slice() {
-        let _ = writeln!(out, "header of {}:", only.path.display());
-        for line in &only.header {
-            let _ = writeln!(out, "  {} {}", line.keyword, line.value);
-        }
-    }
-    const LISTED: usize = 50;
-    let _ = writeln!(out, "files:");
-    for f in c.files.iter().take(LISTED) {
-        let kind = match &f.kind {
-            FileKind::Binary(Some(v)) => v.clone(),
-            FileKind::Binary(None) => "pdb-0.x (no version line)".to_owned(),
-            FileKind::Dcpicat => "dcpicat dump".to_owned(),
-        };
-        let _ = write!(
-            out,
-            "  {}: {kind}, image {}, epoch {}",
-            f.path.display(),
-            f.image,
-            f.epoch.as_deref().unwrap_or("(none)")
-        );
-        for e in &f.events {
-            let _ = write!(
-                out,
-                ", {} period {} {} samples",
-                e.name, e.period, e.samples
-            );
-            if let Some(d) = e.declared {
-                let _ = write!(out, " (declared {d})");
-            }
-        }
-        if f.kind == FileKind::Dcpicat {
-            let _ = writeln!(out, ", {} rows", f.addresses);
-        } else {
-            let _ = writeln!(
-                out,
-                ", {} chunks, {} addresses with samples",
-                f.chunks, f.addresses
-            );
-        }
-    }
-    if c.files.len() > LISTED {
-        let _ = writeln!(out, "  … and {} more files", c.files.len() - LISTED);
-    }
-    let warnings = c.warnings.lines();
-    if !warnings.is_empty() {
-        let _ = writeln!(out, "warnings:");
-        for w in warnings {
-            let _ = writeln!(out, "  {w}");
-        }
-    }
-    out
 }

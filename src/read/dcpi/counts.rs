@@ -1,0 +1,198 @@
+//! Sample counts of one image and one event, summed over many files.
+//!
+//! Counts of one image fall in its text section, so a dense array indexed by
+//! instruction is both the fastest and the smallest store; runs that would
+//! stretch the array far beyond the data seen (a hostile offset, a
+//! misaligned address) go to a sparse map instead, so memory stays
+//! proportional to the input.
+
+use std::collections::HashMap;
+
+/// How many slots the dense array may hold beyond twice the counts stored:
+/// small, so that many tiny files with far-apart chunks cannot make memory
+/// grow much faster than the input (a sparse entry costs as much as ~4
+/// dense slots anyway).
+const DENSE_SLACK: u64 = 256;
+
+/// Per-address sample counts.
+#[derive(Debug, Clone)]
+pub struct Counts {
+    /// Instruction size: the dense array's unit.
+    insn: u64,
+    /// Instruction index (address / insn) of `dense[0]`.
+    base: u64,
+    dense: Vec<u64>,
+    sparse: HashMap<u64, u64>,
+    /// Counts added so far (the bound on the dense array's size).
+    stored: u64,
+}
+
+/// What one run of counts held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunTotals {
+    pub sum: u64,
+    pub nonzero: u64,
+}
+
+impl Counts {
+    pub fn new(insn: u32) -> Self {
+        Counts {
+            insn: u64::from(insn.max(1)),
+            base: 0,
+            dense: Vec::new(),
+            sparse: HashMap::new(),
+            stored: 0,
+        }
+    }
+
+    /// The dense slots for `n` instructions from `address`, growing the array
+    /// when that stays within the bound; `None` sends the run to the map.
+    fn dense_slots(&mut self, address: u64, n: u64) -> Option<&mut [u64]> {
+        if n == 0 || address % self.insn != 0 {
+            return None;
+        }
+        let start = address / self.insn;
+        let end = start.checked_add(n)?;
+        let budget = DENSE_SLACK.saturating_add(self.stored.saturating_add(n).saturating_mul(2));
+        if self.dense.is_empty() {
+            if n > budget {
+                return None;
+            }
+            self.base = start;
+            self.dense = vec![0; usize::try_from(n).ok()?];
+        } else {
+            let old_end = self.base + self.dense.len() as u64;
+            let lo = self.base.min(start);
+            let hi = old_end.max(end);
+            if hi - lo > budget {
+                return None;
+            }
+            if lo < self.base {
+                let mut grown = vec![0; usize::try_from(hi - lo).ok()?];
+                let at = usize::try_from(self.base - lo).ok()?;
+                grown
+                    .get_mut(at..at + self.dense.len())?
+                    .copy_from_slice(&self.dense);
+                self.dense = grown;
+                self.base = lo;
+            } else if hi > old_end {
+                self.dense.resize(usize::try_from(hi - lo).ok()?, 0);
+            }
+        }
+        let from = usize::try_from(start - self.base).ok()?;
+        let to = usize::try_from(end - self.base).ok()?;
+        self.dense.get_mut(from..to)
+    }
+
+    /// Adds a run of little-endian `u32` counts (`raw`, 4 bytes each) for
+    /// consecutive instructions starting at `address`.
+    pub fn add_run_le(&mut self, address: u64, raw: &[u8]) -> RunTotals {
+        let n = (raw.len() / 4) as u64;
+        let mut totals = RunTotals::default();
+        let words = raw
+            .chunks_exact(4)
+            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+        if let Some(slots) = self.dense_slots(address, n) {
+            for (slot, count) in slots.iter_mut().zip(words) {
+                *slot = slot.saturating_add(count);
+                totals.sum += count;
+                totals.nonzero += u64::from(count != 0);
+            }
+        } else {
+            let mut at = address;
+            for count in words {
+                if count != 0 {
+                    let slot = self.sparse.entry(at).or_insert(0);
+                    *slot = slot.saturating_add(count);
+                    totals.sum += count;
+                    totals.nonzero += 1;
+                }
+                at = at.wrapping_add(self.insn);
+            }
+        }
+        self.stored = self.stored.saturating_add(n);
+        totals
+    }
+
+    /// Adds `count` samples at `address`.
+    pub fn add(&mut self, address: u64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        if let Some(slot) = self.dense_slots(address, 1).and_then(|s| s.first_mut()) {
+            *slot = slot.saturating_add(count);
+        } else {
+            let slot = self.sparse.entry(address).or_insert(0);
+            *slot = slot.saturating_add(count);
+        }
+        self.stored = self.stored.saturating_add(1);
+    }
+
+    /// Calls `f(address, count)` for every address with a non-zero count
+    /// (dense ones in address order, then the sparse ones).
+    pub fn for_each_nonzero(&self, mut f: impl FnMut(u64, u64)) {
+        for (i, &count) in self.dense.iter().enumerate() {
+            if count != 0 {
+                f((self.base + i as u64) * self.insn, count);
+            }
+        }
+        for (&address, &count) in &self.sparse {
+            f(address, count);
+        }
+    }
+
+    /// Sum of all counts.
+    pub fn total(&self) -> u64 {
+        let dense = self.dense.iter().fold(0u64, |a, &c| a.saturating_add(c));
+        self.sparse
+            .values()
+            .fold(dense, |a, &c| a.saturating_add(c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn le(counts: &[u32]) -> Vec<u8> {
+        counts.iter().flat_map(|c| c.to_le_bytes()).collect()
+    }
+
+    fn all(c: &Counts) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        c.for_each_nonzero(|a, n| out.push((a, n)));
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn runs_sum_per_address() {
+        let mut c = Counts::new(4);
+        assert_eq!(
+            c.add_run_le(0x1000, &le(&[1, 0, 2])),
+            RunTotals { sum: 3, nonzero: 2 }
+        );
+        c.add_run_le(0x0ff8, &le(&[5, 0, 7]));
+        c.add(0x1008, 10);
+        assert_eq!(all(&c), vec![(0xff8, 5), (0x1000, 8), (0x1008, 12)]);
+        assert_eq!(c.total(), 25);
+    }
+
+    #[test]
+    fn far_apart_runs_do_not_allocate_the_gap() {
+        let mut c = Counts::new(4);
+        c.add_run_le(0, &le(&[1]));
+        c.add_run_le(0xffff_fff0 * 4, &le(&[2, 3]));
+        c.add_run_le(2, &le(&[4]));
+        assert!(c.dense.len() < 16);
+        assert_eq!(
+            all(&c),
+            vec![
+                (0, 1),
+                (2, 4),
+                (0xffff_fff0 * 4, 2),
+                (0xffff_fff0 * 4 + 4, 3)
+            ]
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! Profile database directories (spec dcpi §3): one subdirectory per epoch,
+//! named by its start time, and below it a layout the public sources do not
+//! describe. So the walk is recursive and picks profile files by content.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::read::{read_head, EpochSelect};
+
+/// How deep a database walk goes below the root.
+const MAX_DEPTH: usize = 16;
+
+/// The profile files of a database, in a stable (sorted) order.
+#[derive(Debug, Default)]
+pub struct Walk {
+    pub files: Vec<PathBuf>,
+    /// Files that are not DCPI profiles (logs, maps…).
+    pub skipped: usize,
+}
+
+/// Entries of a directory, sorted by name.
+fn sorted_entries(dir: &Path) -> Result<Vec<(PathBuf, std::fs::FileType)>> {
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let kind = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
+        entries.push((entry.path(), kind));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
+}
+
+/// An epoch directory's name: the digits of its GMT start time.
+fn is_epoch_name(name: &str) -> bool {
+    (6..=14).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A sort key that orders `YYMMDDHHMM` and `YYYYMMDDHHMM[SS]` names in time.
+fn epoch_key(name: &str) -> String {
+    let full = if name.len() == 10 {
+        let century = if name < "70" { "20" } else { "19" };
+        format!("{century}{name}")
+    } else {
+        name.to_owned()
+    };
+    format!("{full:0<14}")
+}
+
+/// Is this file a DCPI profile, by its first bytes?
+fn is_profile(path: &Path) -> bool {
+    read_head(path).is_ok_and(|(head, len)| super::detect(&head, len))
+}
+
+fn walk(dir: &Path, depth: usize, out: &mut Walk) -> Result<()> {
+    for (path, kind) in sorted_entries(dir)? {
+        // Symbolic links to directories are not followed (no cycles).
+        if kind.is_dir() {
+            if depth < MAX_DEPTH {
+                walk(&path, depth + 1, out)?;
+            }
+        } else if path.is_file() {
+            if is_profile(&path) {
+                out.files.push(path);
+            } else {
+                out.skipped += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The profile files of the database at `root` for the chosen epochs.
+pub fn profile_files(root: &Path, epoch: &EpochSelect) -> Result<Walk> {
+    let epochs: Vec<PathBuf> = sorted_entries(root)?
+        .into_iter()
+        .filter(|(p, kind)| {
+            kind.is_dir()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(is_epoch_name)
+        })
+        .map(|(p, _)| p)
+        .collect();
+    let name_of = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let start = match epoch {
+        EpochSelect::All => root.to_path_buf(),
+        EpochSelect::Latest => match epochs.iter().max_by_key(|p| epoch_key(&name_of(p))) {
+            Some(latest) => latest.clone(),
+            None => root.to_path_buf(),
+        },
+        EpochSelect::Named(wanted) => match epochs.iter().find(|p| name_of(p) == *wanted) {
+            Some(found) => found.clone(),
+            None => {
+                let known: Vec<String> = epochs.iter().map(|p| name_of(p)).collect();
+                return Err(Error::Usage(format!(
+                    "{}: no epoch {wanted}; the database has: {}",
+                    root.display(),
+                    if known.is_empty() {
+                        "no epoch directories".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            }
+        },
+    };
+    let mut out = Walk::default();
+    walk(&start, 0, &mut out)?;
+    if out.files.is_empty() {
+        return Err(Error::unsupported(
+            &start,
+            "no DCPI profile files in this directory (files are recognized by their header, not their name)",
+        ));
+    }
+    Ok(out)
+}
+
+/// Does the directory (a few levels deep) hold a DCPI profile? Bounded, as
+/// detection runs on any directory given as input.
+pub fn holds_profiles(root: &Path) -> bool {
+    fn look(dir: &Path, depth: usize, budget: &mut usize) -> bool {
+        let Ok(entries) = sorted_entries(dir) else {
+            return false;
+        };
+        for (path, kind) in entries {
+            if *budget == 0 {
+                return false;
+            }
+            *budget -= 1;
+            if kind.is_dir() {
+                if depth < 4 && look(&path, depth + 1, budget) {
+                    return true;
+                }
+            } else if path.is_file() && is_profile(&path) {
+                return true;
+            }
+        }
+        false
+    }
+    let mut budget = 500;
+    look(root, 0, &mut budget)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_names_order_in_time_across_widths() {
+        assert!(epoch_key("9912312359") < epoch_key("200001010000"));
+        assert!(epoch_key("0001010000") > epoch_key("9912312359"));
+        assert!(epoch_key("200212042334") < epoch_key("20021204233401"));
+    }
+}

@@ -18,6 +18,8 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use rustc_hash::FxHashMap;
+
 use crate::error::{Error, Result};
 use crate::profile::{basename, Label, Mapping, MappingId, Profile};
 use crate::read::cursor::{Cursor, Endian};
@@ -1081,15 +1083,17 @@ fn expand_inputs(paths: &[PathBuf], options: &ReadOptions) -> Result<Inputs> {
 // ---------------------------------------------------------------------------
 // Counting records and building the profile.
 
-/// Records of one file counted per distinct `[user, pid, tid, event, stack…]`.
+/// Records of one file counted per distinct `[user, pid, tid, event,
+/// stack…]` key, sorted by key.
 struct FileCounts {
-    counts: HashMap<Box<[u32]>, u64>,
+    entries: Vec<(Box<[u32]>, u64)>,
     dropped_idle: u64,
 }
 
 fn count_records(file: &ApsFile, src: &mut Source, drop_idle: bool) -> Result<FileCounts> {
-    let mut counts: HashMap<Box<[u32]>, u64> = HashMap::new();
-    let mut key: Vec<u32> = Vec::with_capacity(5 + 1 + file.layout.call_depth);
+    // FxHash, as the IR's tables: about twice as fast as SipHash on these keys.
+    let mut counts: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
+    let mut key: Vec<u32> = Vec::with_capacity(4 + 1 + file.layout.call_depth);
     let mut dropped_idle = 0u64;
     file.for_each_record(src, |r| {
         if drop_idle && r.pid() == 0 {
@@ -1111,8 +1115,11 @@ fn count_records(file: &ApsFile, src: &mut Source, drop_idle: bool) -> Result<Fi
             }
         }
     })?;
+    let mut entries: Vec<(Box<[u32]>, u64)> = counts.into_iter().collect();
+    // Sorted, so that outputs do not depend on hash order.
+    entries.sort_unstable();
     Ok(FileCounts {
-        counts,
+        entries,
         dropped_idle,
     })
 }
@@ -1346,7 +1353,7 @@ fn build_profile(
     let mut profile = Profile::new(&[("samples", "count")]);
     let events: BTreeSet<u32> = counts
         .iter()
-        .flat_map(|c| c.counts.keys().filter_map(|k| k.get(3).copied()))
+        .flat_map(|c| c.entries.iter().filter_map(|(k, _)| k.get(3).copied()))
         .collect();
     let mut event_type = HashMap::new();
     for &event in &events {
@@ -1438,9 +1445,7 @@ fn build_profile(
     let mut labels: Vec<Label> = Vec::new();
     for (file, file_counts) in files.iter().zip(counts) {
         let mut maps = FileMaps::new(file);
-        let mut entries: Vec<(Box<[u32]>, u64)> = file_counts.counts.into_iter().collect();
-        entries.sort_unstable();
-        for (key, count) in entries {
+        for (key, count) in file_counts.entries {
             let [user, pid, tid, event, frames @ ..] = &*key else {
                 continue;
             };

@@ -1180,6 +1180,8 @@ struct Elf {
     symbols: BTreeMap<String, (u64, u64)>,
     /// (vaddr, offset, filesz) of the PT_LOAD segments.
     segments: Vec<(u64, u64, u64)>,
+    /// Address of the `.text` section.
+    text: u64,
 }
 
 impl Elf {
@@ -1220,7 +1222,7 @@ int main(int argc, char **argv) { (void)argv; return middle(argc) & 1; }
         return None;
     }
     use object::read::elf::{FileHeader, ProgramHeader};
-    use object::{Object, ObjectSymbol};
+    use object::{Object, ObjectSection, ObjectSymbol};
     let data = std::fs::read(&path).unwrap();
     let file = object::File::parse(&*data).unwrap();
     let symbols = file
@@ -1237,10 +1239,12 @@ int main(int argc, char **argv) { (void)argv; return middle(argc) & 1; }
         .filter(|ph| ph.p_type(endian) == object::elf::PT_LOAD)
         .map(|ph| (ph.p_vaddr(endian), ph.p_offset(endian), ph.p_filesz(endian)))
         .collect();
+    let text = file.section_by_name(".text").unwrap().address();
     Some(Elf {
         path,
         symbols,
         segments,
+        text,
     })
 }
 
@@ -1348,6 +1352,59 @@ fn vmlinux_is_symbolized_by_absolute_address() {
         .map(|k| k.split(" | ").nth(1).unwrap().to_owned())
         .collect();
     assert_eq!(stacks, ["leaf;middle"]);
+}
+
+#[test]
+fn sre_images_and_kernel_modules_are_symbolized_from_their_text_section() {
+    let dir = tempdir();
+    let Some(elf) = build_elf(dir.path()) else {
+        return;
+    };
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("opt")).unwrap();
+    std::fs::create_dir_all(root.join("lib/modules/3.10/kernel/fs")).unwrap();
+    std::fs::copy(&elf.path, root.join("opt/sre_app")).unwrap();
+    std::fs::copy(&elf.path, root.join("lib/modules/3.10/kernel/fs/my-fs.ko")).unwrap();
+    // vm_start and the module start stand for the start of .text.
+    let from_text =
+        |base: u32, name: &str, delta: u64| base + (elf.symbol(name).0 + delta - elf.text) as u32;
+    let (sre_start, module_start) = (0x2000_0000u32, 0xbf00_0000u32);
+    let mut a = board();
+    a.vmas = vec![Vma {
+        sre: true,
+        ..vma(9, sre_start, sre_start + 0xf_ffff, "/opt/sre_app")
+    }];
+    // Module names use '_' where the file name may have '-'.
+    a.modules = vec![(module_start, module_start + 0xf_ffff, "my_fs".into())];
+    a.records = vec![
+        user(
+            9,
+            9,
+            CPU_CYCLES,
+            from_text(sre_start, "leaf", 2),
+            &[from_text(sre_start, "middle", 1)],
+        ),
+        kernel(9, 9, CPU_CYCLES, from_text(module_start, "middle", 2), &[]),
+    ];
+    let input = a.write(dir.path(), "text");
+    let p = read_pprof(&convert(
+        &[&input],
+        &dir.path().join("out.pb"),
+        &["--image-root", root.to_str().unwrap()],
+    ));
+    let stacks: BTreeSet<String> = pprof_samples(&p)
+        .keys()
+        .map(|k| k.split(" | ").nth(1).unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        stacks,
+        BTreeSet::from(["leaf;middle".to_owned(), "middle".to_owned()])
+    );
+    let comments: Vec<&str> = p.comment.iter().map(|&c| s(&p, c)).collect();
+    assert!(
+        comments.contains(&"APS: pid 9: /opt/sre_app is an SRE image"),
+        "{comments:?}"
+    );
 }
 
 #[test]

@@ -847,6 +847,12 @@ fn events_are_samples_times_reset_value_named_from_the_armv7_numbers() {
         .collect();
     assert_eq!(totals, [5, 250_000, 500_000, 250_000, 250_000]);
     assert_eq!(p.period, 250_000);
+    let period_type = p.period_type.as_ref().unwrap();
+    assert_eq!(
+        (s(&p, period_type.r#type), s(&p, period_type.unit)),
+        ("L1D_TLB_REFILL", "events"),
+        "the period is in the most sampled event"
+    );
     let text = info(&[input.to_str().unwrap()]);
     assert!(
         text.contains("L1D_TLB_REFILL (event 5): 2 samples"),

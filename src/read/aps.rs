@@ -1351,16 +1351,24 @@ fn build_profile(
     pid_info_path: Option<&Path>,
 ) -> (Profile, Vec<Image>) {
     let mut profile = Profile::new(&[("samples", "count")]);
-    let events: BTreeSet<u32> = counts
-        .iter()
-        .flat_map(|c| c.entries.iter().filter_map(|(k, _)| k.get(3).copied()))
-        .collect();
+    // Samples per event id, to name the sample types and the period.
+    let mut events: BTreeMap<u32, u64> = BTreeMap::new();
+    for (key, n) in counts.iter().flat_map(|c| &c.entries) {
+        if let Some(&event) = key.get(3) {
+            let slot = events.entry(event).or_insert(0);
+            *slot = slot.saturating_add(*n);
+        }
+    }
     let mut event_type = HashMap::new();
-    for &event in &events {
+    for &event in events.keys() {
         event_type.insert(event, profile.add_sample_type(&event_name(event), "events"));
     }
-    let first_event = events.iter().next().map(|&e| event_name(e));
-    if let (Some(name), Some(file)) = (first_event, files.first()) {
+    // pprof has one period: reset_value, in the most sampled event.
+    let main_event = events
+        .iter()
+        .max_by_key(|&(id, n)| (*n, std::cmp::Reverse(*id)))
+        .map(|(&id, _)| event_name(id));
+    if let (Some(name), Some(file)) = (main_event, files.first()) {
         profile.set_period(
             &name,
             "events",

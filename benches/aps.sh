@@ -74,8 +74,8 @@ report() { # label file seconds rss
     local bytes
     bytes=$(stat -c %s "$2")
     awk -v l="$1" -v b="$bytes" -v s="$3" -v r="$4" 'BEGIN {
-        mbs = (s > 0) ? b / 1e6 / s : 0
-        printf "%-34s %8.0f MB  %7.2f s  %8.0f MB/s  peak %7.1f MB\n", l, b / 1e6, s, mbs, r / 1024 }'
+        rate = (s > 0) ? sprintf("%8.0f MB/s", b / 1e6 / s) : "   < 0.01 s "
+        printf "%-44s %6.0f MB  %6.2f s  %s  peak %6.1f MB\n", l, b / 1e6, s, rate, r / 1024 }'
 }
 
 for f in "$BIG" "$LITTLE"; do

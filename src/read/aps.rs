@@ -181,7 +181,7 @@ impl Source {
 
     /// The u32 at `offset` in `endian`, or `None` past the end.
     fn u32_at(&mut self, path: &Path, offset: u64, endian: Endian) -> Result<Option<u32>> {
-        if offset.checked_add(4).map_or(true, |end| end > self.len()) {
+        if offset.checked_add(4).is_none_or(|end| end > self.len()) {
             return Ok(None);
         }
         let mut b = [0u8; 4];
@@ -199,7 +199,7 @@ impl Source {
     ) -> Result<Option<(Endian, u32)>> {
         if offset
             .checked_add(TABLE_HEAD_SIZE)
-            .map_or(true, |end| end > self.len())
+            .is_none_or(|end| end > self.len())
         {
             return Ok(None);
         }
@@ -380,7 +380,7 @@ fn solve_layout(
     let needed = u64::from(head.index)
         .checked_mul(min_record)
         .and_then(|b| b.checked_add(FILE_HEAD_SIZE + 2 * TABLE_HEAD_SIZE));
-    if needed.map_or(true, |n| n > len) {
+    if needed.is_none_or(|n| n > len) {
         return Err(Error::format(
             path,
             4,
@@ -1171,11 +1171,11 @@ impl RangeIndex {
         let mut best: Option<usize> = None;
         while i > 0 {
             i -= 1;
-            if self.max_end.get(i).map_or(true, |&m| m < address) {
+            if self.max_end.get(i).is_none_or(|&m| m < address) {
                 break;
             }
             if let Some(&(_, end, index)) = self.ranges.get(i) {
-                if end >= address && best.map_or(true, |b| index < b) {
+                if end >= address && best.is_none_or(|b| index < b) {
                     best = Some(index);
                 }
             }

@@ -478,32 +478,45 @@ fn solve_layout(
     }
     // No module magic after the records for any D: report what sits where the
     // reporter's D would put it.
-    let depth = options.aps_call_depth.unwrap_or(DEFAULT_CALL_DEPTH);
+    let depth = DEFAULT_CALL_DEPTH;
     let offset = record_size(depth)
         .and_then(|r| r.checked_mul(u64::from(head.index)))
         .and_then(|b| b.checked_add(FILE_HEAD_SIZE))
         .unwrap_or(u64::MAX);
+    Err(magic_error(
+        path,
+        src,
+        offset,
+        "module table",
+        MODULE_HEAD_MAGIC,
+        &format!("{} records of {} bytes (call depth {depth})", head.index, record_size(depth).unwrap_or(0)),
+        &format!(
+            "; no call depth in {}..={} puts it after the records either (give --aps-call-depth if the collector used another)",
+            SEARCHED_CALL_DEPTHS.start(),
+            SEARCHED_CALL_DEPTHS.end()
+        ),
+    )?)
+}
+
+/// The error for a table magic that is not where the layout puts it, with
+/// the word found there.
+fn magic_error(
+    path: &Path,
+    src: &mut Source,
+    offset: u64,
+    table: &str,
+    magic: u32,
+    after: &str,
+    note: &str,
+) -> Result<Error> {
     let found = match src.u32_at(path, offset, Endian::Big)? {
         Some(v) => format!("found {v:#010x} (read big-endian)"),
         None => "found the end of the file".to_owned(),
     };
-    let searched = if options.aps_call_depth.is_some() {
-        String::new()
-    } else {
-        format!(
-            "; no call depth in {}..={} puts it after the records either (give --aps-call-depth if the collector used another)",
-            SEARCHED_CALL_DEPTHS.start(),
-            SEARCHED_CALL_DEPTHS.end()
-        )
-    };
-    Err(Error::format(
+    Ok(Error::format(
         path,
         offset,
-        format!(
-            "expected the module table magic {MODULE_HEAD_MAGIC:#010x} in either byte order after {} records of {} bytes (call depth {depth}), {found}{searched}",
-            head.index,
-            record_size(depth).unwrap_or(0)
-        ),
+        format!("expected the {table} magic {magic:#010x} in either byte order after {after}, {found}{note}"),
     ))
 }
 
@@ -527,19 +540,20 @@ fn try_depth(
         src.table_head(path, module_offset, MODULE_HEAD_MAGIC)?
     else {
         if options.aps_call_depth.is_some() {
-            let found = match src.u32_at(path, module_offset, Endian::Big)? {
-                Some(v) => format!("found {v:#010x} (read big-endian)"),
-                None => "found the end of the file".to_owned(),
-            };
-            return Err(Error::format(
+            let after = format!(
+                "{} records of {} bytes (call depth {depth})",
+                head.index,
+                record_size(depth).unwrap_or(0)
+            );
+            return Err(magic_error(
                 path,
+                src,
                 module_offset,
-                format!(
-                    "expected the module table magic {MODULE_HEAD_MAGIC:#010x} in either byte order after {} records of {} bytes (call depth {depth}), {found}",
-                    head.index,
-                    record_size(depth).unwrap_or(0)
-                ),
-            ));
+                "module table",
+                MODULE_HEAD_MAGIC,
+                &after,
+                "",
+            )?);
         }
         return Ok(None);
     };
@@ -583,18 +597,19 @@ fn try_depth(
             let vma_offset = mnum
                 .saturating_mul(8 + p as u64)
                 .saturating_add(tables_start);
-            let found = match src.u32_at(path, vma_offset, Endian::Big)? {
-                Some(v) => format!("found {v:#010x} (read big-endian)"),
-                None => "found the end of the file".to_owned(),
-            };
-            return Err(Error::format(
+            let after = format!(
+                "{module_count} module entries of {} bytes (path length {p})",
+                8 + p
+            );
+            return Err(magic_error(
                 path,
+                src,
                 vma_offset,
-                format!(
-                    "expected the vma table magic {VMA_HEAD_MAGIC:#010x} in either byte order after {module_count} module entries of {} bytes (path length {p}), {found}",
-                    8 + p
-                ),
-            ));
+                "vma table",
+                VMA_HEAD_MAGIC,
+                &after,
+                "",
+            )?);
         };
         return Ok(Some(if end == len {
             Candidate::Exact(layout(p, Origin::Given, vma_offset, vma_endian, vma_count))

@@ -94,6 +94,24 @@ pub struct Mapping {
     pub has_inline_frames: bool,
 }
 
+impl Mapping {
+    /// A mapping of `[start, limit)` at `file_offset` in the named file, with
+    /// nothing symbolized yet (the `has_*` flags false).
+    pub fn new(start: u64, limit: u64, file_offset: u64, filename: StrId, build_id: StrId) -> Self {
+        Mapping {
+            start,
+            limit,
+            file_offset,
+            filename,
+            build_id,
+            has_functions: false,
+            has_filenames: false,
+            has_line_numbers: false,
+            has_inline_frames: false,
+        }
+    }
+}
+
 /// A function (or procedure) as a symbol table or debug information names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Function {
@@ -239,6 +257,14 @@ impl Profile {
         self.metadata.push((key.into(), value.into()));
     }
 
+    /// Adds a mapping even when an equal one exists: the same image at the
+    /// same range in two processes is two mappings.
+    pub fn add_distinct_mapping(&mut self, mapping: Mapping) -> MappingId {
+        self.mappings.push(mapping);
+        (self.mappings.len() - 1) as MappingId
+    }
+
+    /// Adds a mapping, or finds the equal one already there.
     pub fn add_mapping(&mut self, mapping: Mapping) -> MappingId {
         if let Some(i) = self.mappings.iter().position(|m| *m == mapping) {
             return i as MappingId;
@@ -668,17 +694,7 @@ mod tests {
     fn unsymbolized_frames_name_image_and_offset() {
         let mut p = Profile::default();
         let f = p.intern("/usr/lib/libc.so");
-        let m = p.add_mapping(Mapping {
-            start: 0x1000,
-            limit: 0x2000,
-            file_offset: 0x100,
-            filename: f,
-            build_id: 0,
-            has_functions: false,
-            has_filenames: false,
-            has_line_numbers: false,
-            has_inline_frames: false,
-        });
+        let m = p.add_mapping(Mapping::new(0x1000, 0x2000, 0x100, f, 0));
         let l = p.address_location(Some(m), 0x1010, false);
         assert_eq!(p.location_frames(l)[0].name, "libc.so+0x110");
         let l = p.address_location(None, 0x1010, false);

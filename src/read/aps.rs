@@ -1231,21 +1231,16 @@ impl Mapper {
                 },
             ),
         };
-        // Pushed, not added: equal ranges of two processes stay two mappings
-        // (pprof mappings are global, processes overlap, §10).
+        // Distinct, not shared: equal ranges of two processes stay two
+        // mappings (pprof mappings are global, processes overlap, §10).
         let filename = profile.intern(&filename);
-        profile.mappings.push(Mapping {
-            start: u64::from(start),
-            limit: u64::from(end) + 1,
-            file_offset: 0,
+        let id = profile.add_distinct_mapping(Mapping::new(
+            u64::from(start),
+            u64::from(end) + 1,
+            0,
             filename,
-            build_id: 0,
-            has_functions: false,
-            has_filenames: false,
-            has_line_numbers: false,
-            has_inline_frames: false,
-        });
-        let id = (profile.mappings.len() - 1) as MappingId;
+            0,
+        ));
         self.ids.insert(key, id);
         self.images.push(image);
         id

@@ -370,7 +370,13 @@ fn parse_gnu_records(file: &Path, data: &[u8], endian: Endian, word: usize) -> R
             }
         }
     }
-    out.arcs = arcs
+    out.arcs = sorted_arcs(arcs);
+    Ok(out)
+}
+
+/// Arcs summed per (from_pc, self_pc), as a sorted list.
+fn sorted_arcs(arcs: HashMap<(u64, u64), u64>) -> Vec<CallArc> {
+    let mut out: Vec<CallArc> = arcs
         .into_iter()
         .map(|((from_pc, self_pc), count)| CallArc {
             from_pc,
@@ -378,8 +384,8 @@ fn parse_gnu_records(file: &Path, data: &[u8], endian: Endian, word: usize) -> R
             count,
         })
         .collect();
-    out.arcs.sort();
-    Ok(out)
+    out.sort();
+    out
 }
 
 /// Adds a histogram record: equal ranges are summed bin by bin, others kept
@@ -453,15 +459,7 @@ fn parse_bsd(file: &Path, data: &[u8], l: BsdLayout, rate: Option<u32>) -> Resul
         arc_records += 1;
         *arcs.entry((from_pc, self_pc)).or_insert(0) += count;
     }
-    let mut arcs: Vec<CallArc> = arcs
-        .into_iter()
-        .map(|((from_pc, self_pc), count)| CallArc {
-            from_pc,
-            self_pc,
-            count,
-        })
-        .collect();
-    arcs.sort();
+    let arcs = sorted_arcs(arcs);
     Ok(GmonData {
         variant: l.variant,
         endian: l.endian,
@@ -497,15 +495,7 @@ pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
     for x in b.arcs {
         *arcs.entry((x.from_pc, x.self_pc)).or_insert(0) += x.count;
     }
-    a.arcs = arcs
-        .into_iter()
-        .map(|((from_pc, self_pc), count)| CallArc {
-            from_pc,
-            self_pc,
-            count,
-        })
-        .collect();
-    a.arcs.sort();
+    a.arcs = sorted_arcs(arcs);
     for (addr, n) in b.basic_blocks {
         *a.basic_blocks.entry(addr).or_insert(0) += n;
     }
@@ -947,17 +937,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let build_id = binary.map_or(String::new(), |b| b.build_id.clone());
     let filename = profile.intern(&filename);
     let build_id = profile.intern(&build_id);
-    let mapping = profile.add_mapping(Mapping {
-        start,
-        limit,
-        file_offset: offset,
-        filename,
-        build_id,
-        has_functions: false,
-        has_filenames: false,
-        has_line_numbers: false,
-        has_inline_frames: false,
-    });
+    let mapping = profile.add_mapping(Mapping::new(start, limit, offset, filename, build_id));
 
     let funcs = binary.map(gprof_functions).unwrap_or_default();
     let mut locator = Locator {

@@ -767,17 +767,7 @@ fn binary_mapping(
     let build_id = profile.intern(&binary.build_id);
     let start = start.wrapping_add(bias);
     let limit = limit.wrapping_add(bias);
-    let id = profile.add_mapping(Mapping {
-        start,
-        limit,
-        file_offset: text.offset,
-        filename,
-        build_id,
-        has_functions: false,
-        has_filenames: false,
-        has_line_numbers: false,
-        has_inline_frames: false,
-    });
+    let id = profile.add_mapping(Mapping::new(start, limit, text.offset, filename, build_id));
     Some((id, start, limit))
 }
 

@@ -686,17 +686,7 @@ fn build_profile(collection: &Collection, options: &ReadOptions) -> Result<Profi
         });
         let filename = profile.intern(&image.name);
         let build_id = profile.intern(&image.id);
-        let mapping = profile.add_mapping(Mapping {
-            start: image.tstart,
-            limit,
-            file_offset: 0,
-            filename,
-            build_id,
-            has_functions: false,
-            has_filenames: false,
-            has_line_numbers: false,
-            has_inline_frames: false,
-        });
+        let mapping = profile.add_mapping(Mapping::new(image.tstart, limit, 0, filename, build_id));
         mapped.push((mapping, index));
         let labels = match &image.label {
             Some(l) => vec![profile.label_str("label", l)],

@@ -47,6 +47,48 @@ pub enum Command {
         #[command(flatten)]
         read: ReadArgs,
     },
+    /// Convert a whole archive: every profile below ARCHIVE_DIR, in parallel,
+    /// to OUT_DIR at the same relative paths with the new extensions.
+    Convert(ArchiveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// The directory tree of legacy profiles.
+    pub archive: PathBuf,
+    /// The directory the converted files go to.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Output formats (repeat for several).
+    #[arg(long, value_enum, required = true)]
+    pub to: Vec<OutputFormat>,
+    /// Parallel conversions (default: all cores).
+    #[arg(short, long)]
+    pub jobs: Option<usize>,
+    /// A file of `GLOB BINARY` lines: the binary for inputs whose relative
+    /// path matches GLOB (`*`, `?`, `**`); first match wins.
+    #[arg(long)]
+    pub binary_map: Option<PathBuf>,
+    /// Overwrite existing outputs.
+    #[arg(long)]
+    pub force: bool,
+    /// Convert again only inputs whose outputs are missing or older than them.
+    #[arg(long)]
+    pub resume: bool,
+    /// No progress, no per-file log (the summary and errors still print).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Write the report (one record per input) as JSON to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Sample type for folded and SVG outputs.
+    #[arg(long)]
+    pub sample_type: Option<String>,
+    /// Root frames for folded/SVG/speedscope outputs (see the main command).
+    #[arg(long, value_delimiter = ',')]
+    pub group_by: Option<Vec<String>>,
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -219,6 +261,101 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
     written
 }
 
+/// Runs an archive migration; `Ok(false)` when some input failed.
+pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
+    use std::io::IsTerminal;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if jobs == 0 {
+        return Err(Error::Usage("-j takes 1 or more".into()));
+    }
+    if args.force && args.resume {
+        return Err(Error::Usage(
+            "--force and --resume exclude each other".into(),
+        ));
+    }
+    let binary_map = match &args.binary_map {
+        Some(p) => crate::archive::read_binary_map(p)?,
+        None => Vec::new(),
+    };
+    let mut formats = args.to.clone();
+    formats.dedup();
+    let options = crate::archive::ArchiveOptions {
+        out_dir: args.output.clone(),
+        formats,
+        read: args.read.options(),
+        binary_map,
+        write: WriteOptions {
+            sample_type: args.sample_type.clone(),
+            group_by: args.group_by.as_deref().map(parse_group_by),
+            title: String::new(),
+        },
+        jobs,
+        force: args.force,
+        resume: args.resume,
+    };
+    let terminal = std::io::stderr().is_terminal() && !args.quiet;
+    let bar = indicatif::ProgressBar::hidden();
+    let total = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let on_plan = |units: &[crate::archive::Unit]| {
+        total.store(units.len(), Ordering::Relaxed);
+        if terminal {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            bar.set_length(units.iter().map(|u| u.bytes).sum());
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes} {prefix} files, ETA {eta} {wide_msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+        }
+    };
+    let progress = |unit: &crate::archive::Unit, record: &crate::archive::Record| {
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        let of = total.load(Ordering::Relaxed);
+        if terminal {
+            bar.inc(unit.bytes);
+            bar.set_prefix(format!("{n}/{of}"));
+            bar.set_message(unit.rel.clone());
+            if record.status == crate::archive::Status::Failed {
+                bar.println(format!(
+                    "failed: {}: {}",
+                    record.path,
+                    record.error.as_deref().unwrap_or("")
+                ));
+            }
+        } else if !args.quiet {
+            let status = match record.status {
+                crate::archive::Status::Converted => "converted",
+                crate::archive::Status::Unchanged => "unchanged",
+                crate::archive::Status::Skipped => "skipped",
+                crate::archive::Status::Failed => "failed",
+            };
+            let detail = record
+                .error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default();
+            eprintln!("[{n}/{of}] {status} {}{detail}", record.path);
+        }
+    };
+    let report = crate::archive::run(&args.archive, &options, &progress, &on_plan)?;
+    bar.finish_and_clear();
+    eprint!("{}", crate::archive::summary(&report));
+    if let Some(path) = &args.report {
+        write::write_atomically(path, |out| {
+            serde_json::to_writer_pretty(&mut *out, &report)
+                .map_err(|e| Error::io(path, e.into()))?;
+            out.write_all(b"\n").map_err(|e| Error::io(path, e))
+        })?;
+    }
+    Ok(report.failed == 0)
+}
+
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
@@ -232,6 +369,11 @@ pub fn main() -> i32 {
         Some(Command::Info { inputs, read }) => {
             read::info(inputs, &read.options()).map(|text| print!("{text}"))
         }
+        Some(Command::Convert(args)) => match run_archive(args) {
+            Ok(true) => Ok(()),
+            Ok(false) => return 1,
+            Err(e) => Err(e),
+        },
         None => run_convert(&cli.convert),
     };
     match result {

@@ -5,6 +5,7 @@
 //! `symbolize` turns addresses into functions, files and lines; writers
 //! (`write`) emit the modern formats. Readers never use writers and the reverse.
 
+pub mod archive;
 pub mod cli;
 pub mod error;
 pub mod profile;

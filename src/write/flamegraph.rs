@@ -18,6 +18,10 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
     };
     fg.count_name = unit.to_owned();
     fg.name_type = "Function:".to_owned();
+    // Colours from a hash of the frame name, not random: the same input gives
+    // the same SVG, and a function keeps its colour across graphs.
+    fg.hash = true;
+    fg.deterministic = true;
     if lines.is_empty() {
         // inferno refuses an empty input; draw an explicit empty graph instead.
         fg.subtitle = Some("no samples of this type".to_owned());

@@ -113,6 +113,25 @@ pub fn write_file(
     write_atomically(path, |out| write(profile, format, options, out))
 }
 
+/// Random characters in a temporary file's name (tempfile's default).
+const TEMP_RANDOM_LEN: usize = 6;
+
+/// True for the name of a temporary file [`write_atomically`] makes:
+/// `.NAME.XXXXXX.tmp`. A killed run can leave one; archive runs remove them.
+pub fn is_temporary_name(name: &str) -> bool {
+    let Some(inner) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
+        return false;
+    };
+    match inner.rsplit_once('.') {
+        Some((stem, random)) => {
+            !stem.is_empty()
+                && random.len() == TEMP_RANDOM_LEN
+                && random.chars().all(|c| c.is_ascii_alphanumeric())
+        }
+        None => false,
+    }
+}
+
 /// Runs `fill` on a temporary file next to `path` and renames it to `path`
 /// when `fill` succeeds; on failure the temporary file is removed. The rename
 /// is atomic, so a killed run leaves either the old file or the new one; there
@@ -132,7 +151,10 @@ pub fn write_atomically(
         .unwrap_or_default();
     let prefix = format!(".{name}.");
     let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".tmp");
+    builder
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .rand_bytes(TEMP_RANDOM_LEN);
     // A temporary file is private (0600) by default; the output is an
     // ordinary file, so ask for 0666 and let the umask decide, as any
     // program creating a file does.

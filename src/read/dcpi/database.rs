@@ -121,6 +121,22 @@ pub fn profile_files(root: &Path, epoch: &EpochSelect) -> Result<Walk> {
 
 /// Does the directory (a few levels deep) hold a DCPI profile? Bounded, as
 /// detection runs on any directory given as input.
+/// A profile database proper: epoch directories directly below `root`, and
+/// profiles somewhere below. (A tree of archived files that merely holds a
+/// database further down is not one.)
+pub fn is_database(root: &Path) -> bool {
+    let has_epoch = sorted_entries(root).is_ok_and(|entries| {
+        entries.iter().any(|(path, kind)| {
+            kind.is_dir()
+                && path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(is_epoch_name)
+        })
+    });
+    has_epoch && holds_profiles(root)
+}
+
 pub fn holds_profiles(root: &Path) -> bool {
     fn look(dir: &Path, depth: usize, budget: &mut usize) -> bool {
         let Ok(entries) = sorted_entries(dir) else {

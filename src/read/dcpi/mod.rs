@@ -36,6 +36,12 @@ pub fn detect_dir(path: &Path) -> bool {
     database::holds_profiles(path)
 }
 
+/// A directory with epoch directories of profiles directly below it: one
+/// database, converted as one unit in archive migration.
+pub fn is_database(path: &Path) -> bool {
+    database::is_database(path)
+}
+
 pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
     let collection = collect(paths, options)?;
     for warning in collection.warnings.lines() {

@@ -1,0 +1,535 @@
+//! Archive migration: convert a whole tree of legacy profiles in one run.
+//!
+//! The tree is walked once (sorted, so the plan is the same every time) into
+//! units: a file, or a directory that is one profile (a DCPI database with
+//! its epochs, an APS capture directory). Units are converted in parallel on
+//! a work-stealing pool; each writes its outputs through a temporary file and
+//! a rename, at the unit's relative path under the output directory with the
+//! output format's extension. One bad unit never stops the run.
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::read::{self, Format, ReadOptions};
+use crate::write::{self, OutputFormat, WriteOptions};
+
+/// What an archive run is asked to do.
+#[derive(Debug, Clone)]
+pub struct ArchiveOptions {
+    pub out_dir: PathBuf,
+    pub formats: Vec<OutputFormat>,
+    /// Options for every reader; `binary` applies to every input.
+    pub read: ReadOptions,
+    /// Input glob → binary, first match wins (`--binary-map`).
+    pub binary_map: Vec<(String, PathBuf)>,
+    pub write: WriteOptions,
+    /// Parallel conversions (0 = all cores).
+    pub jobs: usize,
+    /// Overwrite existing outputs.
+    pub force: bool,
+    /// Redo units whose outputs exist but are older than the input.
+    pub resume: bool,
+}
+
+/// One input of the archive: a file, or a directory that is one profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    pub path: PathBuf,
+    /// Path relative to the archive root, with `/` separators.
+    pub rel: String,
+    pub is_dir: bool,
+    pub bytes: u64,
+}
+
+/// What happened to one unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Outputs written.
+    Converted,
+    /// Every output already existed (kept: no `--force`, or fresh with `--resume`).
+    Unchanged,
+    /// Not a profile of a known format, or not followed (symbolic link).
+    Skipped,
+    /// The input is bad: the error says why.
+    Failed,
+}
+
+/// One record of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Record {
+    pub path: String,
+    pub format: Option<&'static str>,
+    pub status: Status,
+    pub outputs: Vec<String>,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub binary: Option<String>,
+    pub error: Option<String>,
+}
+
+/// The report of a run: a summary and one record per unit, in plan order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub archive: String,
+    pub out_dir: String,
+    pub converted: usize,
+    pub unchanged: usize,
+    pub skipped: usize,
+    pub failed: usize,
+    pub seconds: f64,
+    pub inputs: Vec<Record>,
+}
+
+/// How deep the walk goes.
+const MAX_DEPTH: usize = 64;
+
+/// Walks `root` into units, sorted by relative path. The output directory,
+/// when it lies inside the archive, is left out.
+pub fn plan(root: &Path, exclude: Option<&Path>) -> Result<Vec<Unit>> {
+    let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
+    if !meta.is_dir() {
+        return Err(Error::Usage(format!(
+            "{} is not a directory",
+            root.display()
+        )));
+    }
+    let exclude = exclude.and_then(|p| p.canonicalize().ok());
+    let mut units = Vec::new();
+    walk(root, root, 0, exclude.as_deref(), &mut units)?;
+    Ok(units)
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn walk(
+    root: &Path,
+    dir: &Path,
+    depth: usize,
+    exclude: Option<&Path>,
+    out: &mut Vec<Unit>,
+) -> Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .map(|e| e.map(|e| e.path()).map_err(|e| Error::io(dir, e)))
+        .collect::<Result<_>>()?;
+    entries.sort();
+    for path in entries {
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| Error::io(&path, e))?;
+        let rel = relative(root, &path);
+        if meta.file_type().is_symlink() {
+            // Not followed: links can loop or leave the archive. Listed, so
+            // the report says what was passed over.
+            out.push(Unit {
+                path,
+                rel,
+                is_dir: false,
+                bytes: 0,
+            });
+            continue;
+        }
+        if meta.is_dir() {
+            if exclude.is_some_and(|x| path.canonicalize().is_ok_and(|p| p == x)) {
+                continue;
+            }
+            if read::dcpi::is_database(&path) || read::aps::detect_dir(&path) {
+                let bytes = dir_bytes(&path, 0);
+                out.push(Unit {
+                    path,
+                    rel,
+                    is_dir: true,
+                    bytes,
+                });
+            } else if depth < MAX_DEPTH {
+                walk(root, &path, depth + 1, exclude, out)?;
+            }
+        } else if meta.is_file() {
+            out.push(Unit {
+                path,
+                rel,
+                is_dir: false,
+                bytes: meta.len(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn dir_bytes(dir: &Path, depth: usize) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() && depth < MAX_DEPTH => dir_bytes(&e.path(), depth + 1),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The output path of a unit in a format: its relative path (less a `.gz`)
+/// plus the format's extension, under the output directory.
+pub fn output_path(out_dir: &Path, unit: &Unit, format: OutputFormat) -> PathBuf {
+    let rel = unit.rel.strip_suffix(".gz").unwrap_or(&unit.rel);
+    out_dir.join(format!("{rel}.{}", format.extension()))
+}
+
+/// Matches a glob against a `/`-separated relative path: `*` and `?` stay
+/// within one path component, `**` crosses components.
+pub fn glob_match(pattern: &str, path: &str) -> bool {
+    fn go(p: &[u8], s: &[u8]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some(b'*') if p.get(1) == Some(&b'*') => {
+                let rest = &p[2..];
+                let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+                (0..=s.len()).any(|i| go(rest, &s[i..]))
+            }
+            Some(b'*') => {
+                let mut i = 0;
+                loop {
+                    if go(&p[1..], &s[i..]) {
+                        return true;
+                    }
+                    if i == s.len() || s[i] == b'/' {
+                        return false;
+                    }
+                    i += 1;
+                }
+            }
+            Some(b'?') => s.first().is_some_and(|&c| c != b'/') && go(&p[1..], &s[1..]),
+            Some(&c) => s.first() == Some(&c) && go(&p[1..], &s[1..]),
+        }
+    }
+    go(pattern.as_bytes(), path.as_bytes())
+}
+
+/// Reads a `--binary-map` file: `GLOB PATH` per line (blank lines and `#`
+/// comments ignored); relative binary paths are relative to the map file.
+pub fn read_binary_map(path: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut out = Vec::new();
+    let mut offset = 0u64;
+    for line in text.lines() {
+        let here = offset;
+        offset += line.len() as u64 + 1;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((glob, binary)) = line.split_once(char::is_whitespace) else {
+            return Err(Error::format(
+                path,
+                here,
+                "expected `GLOB BINARY` on the line",
+            ));
+        };
+        out.push((glob.to_owned(), base.join(binary.trim())));
+    }
+    Ok(out)
+}
+
+/// True for a regular file with an ELF header and an execute bit.
+fn is_elf_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o111 == 0 {
+            return false;
+        }
+    }
+    let mut magic = [0u8; 4];
+    meta.is_file()
+        && std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+            .is_ok()
+        && magic == *b"\x7fELF"
+}
+
+/// The executable a gmon.out lies next to: `a.out`, else the one ELF
+/// executable in its directory.
+fn neighbour_binary(input: &Path) -> Option<PathBuf> {
+    let dir = input.parent()?;
+    let a_out = dir.join("a.out");
+    if is_elf_executable(&a_out) {
+        return Some(a_out);
+    }
+    let mut found = None;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path != input && is_elf_executable(&path) {
+            if found.is_some() {
+                return None; // several: ambiguous, say nothing
+            }
+            found = Some(path);
+        }
+    }
+    found
+}
+
+/// The binary for a unit: `--binary`, else the first `--binary-map` glob
+/// that matches, else (gprof) an executable next to the input.
+fn binary_for(unit: &Unit, format: Format, options: &ArchiveOptions) -> Option<PathBuf> {
+    if let Some(b) = &options.read.binary {
+        return Some(b.clone());
+    }
+    if let Some((_, b)) = options
+        .binary_map
+        .iter()
+        .find(|(g, _)| glob_match(g, &unit.rel))
+    {
+        return Some(b.clone());
+    }
+    (format == Format::Gprof && !unit.is_dir)
+        .then(|| neighbour_binary(&unit.path))
+        .flatten()
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+fn newest_input_time(unit: &Unit) -> Option<SystemTime> {
+    fn newest(dir: &Path, depth: usize) -> Option<SystemTime> {
+        let mut best = modified(dir);
+        for e in std::fs::read_dir(dir).ok()?.flatten() {
+            let t = match e.file_type() {
+                Ok(t) if t.is_dir() && depth < MAX_DEPTH => newest(&e.path(), depth + 1),
+                _ => modified(&e.path()),
+            };
+            best = best.max(t);
+        }
+        best
+    }
+    if unit.is_dir {
+        newest(&unit.path, 0)
+    } else {
+        modified(&unit.path)
+    }
+}
+
+/// Converts one unit; never fails as a whole: failures are records.
+pub fn convert_unit(unit: &Unit, options: &ArchiveOptions) -> Record {
+    let started = Instant::now();
+    let mut record = Record {
+        path: unit.rel.clone(),
+        format: None,
+        status: Status::Failed,
+        outputs: Vec::new(),
+        bytes: unit.bytes,
+        seconds: 0.0,
+        binary: None,
+        error: None,
+    };
+    let result = (|| -> Result<Status> {
+        if std::fs::symlink_metadata(&unit.path).is_ok_and(|m| m.file_type().is_symlink()) {
+            record.error = Some("symbolic link, not followed".into());
+            return Ok(Status::Skipped);
+        }
+        let format = match options.read.format {
+            Some(f) => Some(f),
+            None => read::detect(&unit.path)?,
+        };
+        let Some(format) = format else {
+            record.error = Some("not a profile of a known format".into());
+            return Ok(Status::Skipped);
+        };
+        record.format = Some(format.name());
+        let targets: Vec<(OutputFormat, PathBuf)> = options
+            .formats
+            .iter()
+            .map(|&f| (f, output_path(&options.out_dir, unit, f)))
+            .collect();
+        record.outputs = targets
+            .iter()
+            .map(|(_, p)| relative(&options.out_dir, p))
+            .collect();
+        let input_time = newest_input_time(unit);
+        let todo: Vec<&(OutputFormat, PathBuf)> = targets
+            .iter()
+            .filter(|(_, out)| {
+                if options.force {
+                    return true;
+                }
+                match modified(out) {
+                    None => true,
+                    // --resume redoes an output older than its input.
+                    Some(t) => options.resume && input_time.is_some_and(|i| i > t),
+                }
+            })
+            .collect();
+        if todo.is_empty() {
+            return Ok(Status::Unchanged);
+        }
+        let mut read_options = options.read.clone();
+        read_options.format = Some(format);
+        read_options.binary = binary_for(unit, format, options);
+        record.binary = read_options
+            .binary
+            .as_ref()
+            .map(|b| b.display().to_string());
+        let profile = read::read(std::slice::from_ref(&unit.path), &read_options)?;
+        let mut write_options = options.write.clone();
+        write_options.title = unit.rel.clone();
+        for (format, out) in todo {
+            if let Some(parent) = out.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+            }
+            write::write_file(&profile, *format, &write_options, out)?;
+        }
+        Ok(Status::Converted)
+    })();
+    match result {
+        Ok(status) => record.status = status,
+        Err(e) => {
+            record.status = Status::Failed;
+            record.error = Some(e.to_string());
+        }
+    }
+    record.seconds = started.elapsed().as_secs_f64();
+    record
+}
+
+/// Removes temporary files a killed earlier run left in the output tree
+/// (`.NAME.XXXXXX.tmp`, as `write::write_atomically` names them).
+pub fn remove_stale_temporaries(dir: &Path) -> usize {
+    fn go(dir: &Path, depth: usize) -> usize {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for e in entries.flatten() {
+            let path = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() && depth < MAX_DEPTH => removed += go(&path, depth + 1),
+                Ok(t) if t.is_file() => {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if write::is_temporary_name(&name) && std::fs::remove_file(&path).is_ok() {
+                        removed += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        removed
+    }
+    go(dir, 0)
+}
+
+/// Runs the whole migration. `progress` is called once per unit as it
+/// finishes (from worker threads), with the unit's record.
+pub fn run(
+    archive: &Path,
+    options: &ArchiveOptions,
+    progress: &(dyn Fn(&Unit, &Record) + Sync),
+    on_plan: &dyn Fn(&[Unit]),
+) -> Result<Report> {
+    let started = Instant::now();
+    std::fs::create_dir_all(&options.out_dir).map_err(|e| Error::io(&options.out_dir, e))?;
+    remove_stale_temporaries(&options.out_dir);
+    let units = plan(archive, Some(&options.out_dir))?;
+    on_plan(&units);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs)
+        .build()
+        .map_err(|e| Error::Usage(format!("cannot start {} worker threads: {e}", options.jobs)))?;
+    let inputs: Vec<Record> = pool.install(|| {
+        units
+            .par_iter()
+            .map(|unit| {
+                let record = convert_unit(unit, options);
+                progress(unit, &record);
+                record
+            })
+            .collect()
+    });
+    let count = |s: Status| inputs.iter().filter(|r| r.status == s).count();
+    Ok(Report {
+        archive: archive.display().to_string(),
+        out_dir: options.out_dir.display().to_string(),
+        converted: count(Status::Converted),
+        unchanged: count(Status::Unchanged),
+        skipped: count(Status::Skipped),
+        failed: count(Status::Failed),
+        seconds: started.elapsed().as_secs_f64(),
+        inputs,
+    })
+}
+
+/// The end-of-run summary for standard error.
+pub fn summary(report: &Report) -> String {
+    let mut out = format!(
+        "profconv convert: {} converted, {} unchanged, {} skipped, {} failed in {:.1} s\n",
+        report.converted, report.unchanged, report.skipped, report.failed, report.seconds
+    );
+    for r in report.inputs.iter().filter(|r| r.status == Status::Failed) {
+        out.push_str(&format!(
+            "  failed:  {}: {}\n",
+            r.path,
+            r.error.as_deref().unwrap_or("")
+        ));
+    }
+    for r in report.inputs.iter().filter(|r| r.status == Status::Skipped) {
+        out.push_str(&format!(
+            "  skipped: {} ({})\n",
+            r.path,
+            r.error.as_deref().unwrap_or("")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_within_and_across_components() {
+        assert!(glob_match("*.gmon", "a.gmon"));
+        assert!(!glob_match("*.gmon", "x/a.gmon"));
+        assert!(glob_match("**/*.gmon", "x/y/a.gmon"));
+        assert!(glob_match("**/*.gmon", "a.gmon"));
+        assert!(glob_match("run?/gmon.out", "run1/gmon.out"));
+        assert!(!glob_match("run?/gmon.out", "run12/gmon.out"));
+        assert!(glob_match("2003/**", "2003/a/b/gmon.out"));
+    }
+
+    #[test]
+    fn output_paths_keep_the_relative_path_and_drop_gz() {
+        let unit = Unit {
+            path: "/a/run1/gmon.out.gz".into(),
+            rel: "run1/gmon.out.gz".into(),
+            is_dir: false,
+            bytes: 0,
+        };
+        assert_eq!(
+            output_path(Path::new("/o"), &unit, OutputFormat::Pprof),
+            Path::new("/o/run1/gmon.out.pb.gz")
+        );
+        assert_eq!(
+            output_path(Path::new("/o"), &unit, OutputFormat::Speedscope),
+            Path::new("/o/run1/gmon.out.speedscope.json")
+        );
+    }
+}

@@ -1,0 +1,494 @@
+//! Archive migration (`profconv convert`): a generated archive of mixed
+//! formats converted in one run, re-runs, parallelism and killed runs.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use common::*;
+
+/// Builds the archive: gprof files (one beside its executable, one
+/// gzip-compressed, one corrupt), an mpatrol file, a dcpicat dump, a DCPI
+/// database nested two levels down (epochs below it), an unknown file.
+fn make_archive(root: &Path) {
+    let fx = |p: &str| fixture(p);
+    let mk = |p: &str| std::fs::create_dir_all(root.join(p)).unwrap();
+    mk("2001/prog");
+    mk("2002/runs");
+    mk("2003/heap");
+    mk("sites/alpha/dcpidb/200212042334");
+    mk("sites/alpha/dcpidb/200212050101");
+    mk("notes");
+    std::fs::copy(
+        fx("gprof/callgraph-nopie.gmon"),
+        root.join("2001/prog/gmon.out"),
+    )
+    .unwrap();
+    std::fs::copy(fx("gprof/callgraph-nopie"), root.join("2001/prog/a.out")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&std::fs::read(fx("gprof/callgraph-pie.gmon")).unwrap())
+        .unwrap();
+    std::fs::write(root.join("2002/runs/gmon.out.gz"), gz.finish().unwrap()).unwrap();
+    let gmon = std::fs::read(fx("gprof/recursion.gmon")).unwrap();
+    std::fs::write(root.join("2002/runs/broken.gmon"), &gmon[..60]).unwrap();
+    std::fs::copy(
+        fx("mpatrol/linux-x86_64/mpatrol.out"),
+        root.join("2003/heap/mpatrol.out"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fx("dcpi/dcpicat-manpage.txt"),
+        root.join("2003/xemacs.dcpicat"),
+    )
+    .unwrap();
+    for epoch in ["200212042334", "200212050101"] {
+        std::fs::copy(
+            fx("dcpi/dcpicat-manpage.txt"),
+            root.join(format!("sites/alpha/dcpidb/{epoch}/xemacs.cycles")),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        root.join("notes/README.txt"),
+        "profiles from the old lab machines\n",
+    )
+    .unwrap();
+}
+
+fn convert(archive: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "convert",
+        archive.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    profconv(&args)
+}
+
+/// Every file below `dir`: relative path → bytes.
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn go(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                go(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    go(dir, dir, &mut out);
+    out
+}
+
+fn report(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn record<'a>(report: &'a serde_json::Value, path: &str) -> &'a serde_json::Value {
+    report["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == path)
+        .unwrap_or_else(|| panic!("no record for {path}: {report:#}"))
+}
+
+#[test]
+fn a_mixed_archive_converts_in_one_run_with_a_truthful_report() {
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    make_archive(&archive);
+    let out = dir.path().join("out");
+    let report_path = dir.path().join("report.json");
+    let r = convert(
+        &archive,
+        &out,
+        &[
+            "--to",
+            "pprof",
+            "--to",
+            "svg",
+            "--to",
+            "speedscope",
+            "-j",
+            "1",
+            "--report",
+            report_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        r.status.code(),
+        Some(1),
+        "a corrupt input makes the exit code 1"
+    );
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        stderr.contains("5 converted, 0 unchanged, 2 skipped, 1 failed"),
+        "{stderr}"
+    );
+
+    let rep = report(&report_path);
+    assert_eq!(
+        (rep["converted"].as_u64(), rep["failed"].as_u64()),
+        (Some(5), Some(1))
+    );
+    let broken = record(&rep, "2002/runs/broken.gmon");
+    assert_eq!(broken["status"], "failed");
+    assert_eq!(broken["format"], "gprof");
+    let error = broken["error"].as_str().unwrap();
+    assert!(
+        error.contains("broken.gmon") && error.contains("at byte"),
+        "{error}"
+    );
+    for unknown in ["notes/README.txt", "2001/prog/a.out"] {
+        assert_eq!(record(&rep, unknown)["status"], "skipped", "{unknown}");
+        assert!(record(&rep, unknown)["format"].is_null());
+    }
+    // The database is one unit, not two files.
+    let db = record(&rep, "sites/alpha/dcpidb");
+    assert_eq!(
+        (db["status"].as_str(), db["format"].as_str()),
+        (Some("converted"), Some("dcpi"))
+    );
+    assert!(rep["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| !r["path"].as_str().unwrap().contains("200212")));
+
+    // Every expected output exists and decodes.
+    let expected = [
+        ("2001/prog/gmon.out", "leaf_heavy"),
+        ("2002/runs/gmon.out", "0x"),
+        ("2003/heap/mpatrol.out", "main"),
+        ("2003/xemacs.dcpicat", "xemacs"),
+        ("sites/alpha/dcpidb", "xemacs"),
+    ];
+    for (stem, frame) in expected {
+        let p = decode_pprof(&out.join(format!("{stem}.pb.gz")));
+        check_pprof_invariants(&p);
+        check_svg(&out.join(format!("{stem}.svg")), &[frame]);
+        let doc: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(format!("{stem}.speedscope.json"))).unwrap(),
+        )
+        .unwrap();
+        validate_speedscope(&doc);
+    }
+    // The gmon.out beside a.out was symbolized with it; the database sums its two epochs.
+    assert!(record(&rep, "2001/prog/gmon.out")["binary"]
+        .as_str()
+        .unwrap()
+        .ends_with("a.out"));
+    let gprof = decode_pprof(&out.join("2001/prog/gmon.out.pb.gz"));
+    assert!(gprof.string_table.iter().any(|s| s == "leaf_heavy"));
+    let single = decode_pprof(&out.join("2003/xemacs.dcpicat.pb.gz"));
+    let summed = decode_pprof(&out.join("sites/alpha/dcpidb.pb.gz"));
+    let total = |p: &pb::Profile| p.sample.iter().map(|s| s.value[0]).sum::<i64>();
+    assert_eq!(total(&summed), 2 * total(&single), "two epochs summed");
+    assert!(!out.join("2002/runs/broken.gmon.pb.gz").exists());
+    assert!(
+        !out.join("notes").exists(),
+        "nothing written for skipped inputs"
+    );
+    // The input is untouched.
+    let fresh = dir.path().join("fresh");
+    std::fs::create_dir_all(&fresh).unwrap();
+    make_archive(&fresh);
+    assert_eq!(tree(&archive), tree(&fresh));
+}
+
+#[test]
+fn outputs_are_byte_identical_whatever_the_parallelism() {
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    make_archive(&archive);
+    let formats = [
+        "--to",
+        "pprof",
+        "--to",
+        "folded",
+        "--to",
+        "svg",
+        "--to",
+        "speedscope",
+    ];
+    let one = dir.path().join("j1");
+    let four = dir.path().join("j4");
+    convert(
+        &archive,
+        &one,
+        &[&formats[..], &["-j", "1", "--quiet"]].concat(),
+    );
+    convert(
+        &archive,
+        &four,
+        &[&formats[..], &["-j", "4", "--quiet"]].concat(),
+    );
+    let (a, b) = (tree(&one), tree(&four));
+    assert_eq!(
+        a.len(),
+        20,
+        "5 units × 4 formats: {:?}",
+        a.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    let differ: Vec<&String> = a.keys().filter(|k| a[*k] != b[*k]).collect();
+    assert!(differ.is_empty(), "-j 1 and -j 4 differ in {differ:?}");
+}
+
+#[test]
+fn re_runs_keep_outputs_unless_forced_and_resume_redoes_stale_ones() {
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    make_archive(&archive);
+    let out = dir.path().join("out");
+    let rep = dir.path().join("r.json");
+    let rep_arg = rep.to_str().unwrap();
+    convert(&archive, &out, &["--to", "pprof", "--quiet"]);
+    let before = tree(&out);
+    let times: Vec<SystemTime> = before
+        .keys()
+        .map(|k| std::fs::metadata(out.join(k)).unwrap().modified().unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(20));
+
+    convert(
+        &archive,
+        &out,
+        &["--to", "pprof", "--quiet", "--report", rep_arg],
+    );
+    let r = report(&rep);
+    assert_eq!(
+        (r["converted"].as_u64(), r["unchanged"].as_u64()),
+        (Some(0), Some(5))
+    );
+    assert_eq!(tree(&out), before);
+    let after: Vec<SystemTime> = before
+        .keys()
+        .map(|k| std::fs::metadata(out.join(k)).unwrap().modified().unwrap())
+        .collect();
+    assert_eq!(times, after, "nothing rewritten");
+
+    // An input newer than its output is redone by --resume, and only it.
+    std::thread::sleep(Duration::from_millis(20));
+    let gmon = archive.join("2001/prog/gmon.out");
+    let data = std::fs::read(&gmon).unwrap();
+    std::fs::write(&gmon, data).unwrap();
+    convert(
+        &archive,
+        &out,
+        &["--to", "pprof", "--quiet", "--resume", "--report", rep_arg],
+    );
+    let r = report(&rep);
+    assert_eq!(
+        (r["converted"].as_u64(), r["unchanged"].as_u64()),
+        (Some(1), Some(4))
+    );
+    assert_eq!(record(&r, "2001/prog/gmon.out")["status"], "converted");
+
+    convert(
+        &archive,
+        &out,
+        &["--to", "pprof", "--quiet", "--force", "--report", rep_arg],
+    );
+    assert_eq!(report(&rep)["converted"].as_u64(), Some(5));
+}
+
+#[test]
+fn a_binary_map_names_the_executable_per_input() {
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    make_archive(&archive);
+    let map = dir.path().join("binaries.txt");
+    std::fs::write(
+        &map,
+        format!(
+            "# glob binary\n2002/**/*.gz {}\n",
+            fixture("gprof/callgraph-pie").display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let rep = dir.path().join("r.json");
+    convert(
+        &archive,
+        &out,
+        &[
+            "--to",
+            "pprof",
+            "--quiet",
+            "--binary-map",
+            map.to_str().unwrap(),
+            "--report",
+            rep.to_str().unwrap(),
+        ],
+    );
+    let r = report(&rep);
+    assert!(record(&r, "2002/runs/gmon.out.gz")["binary"]
+        .as_str()
+        .unwrap()
+        .ends_with("callgraph-pie"));
+    let p = decode_pprof(&out.join("2002/runs/gmon.out.pb.gz"));
+    assert!(
+        p.string_table.iter().any(|s| s == "leaf_heavy"),
+        "symbolized through the map"
+    );
+}
+
+/// A larger archive: many copies of the fixture, so that a run takes a while.
+fn make_big_archive(root: &Path, n: usize) {
+    let gmon = std::fs::read(fixture("gprof/callgraph-nopie.gmon")).unwrap();
+    for i in 0..n {
+        let d = root.join(format!("d{:02}", i % 20));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(format!("gmon.{i:04}.out")), &gmon).unwrap();
+    }
+}
+
+fn outputs_all_decode(out: &Path) -> usize {
+    let mut n = 0;
+    for (name, bytes) in tree(out) {
+        assert!(
+            !profconv::write::is_temporary_name(
+                Path::new(&name).file_name().unwrap().to_str().unwrap()
+            ),
+            "temporary file left: {name}"
+        );
+        if name.ends_with(".pb.gz") {
+            profconv::write::pprof::decode(&bytes)
+                .unwrap_or_else(|e| panic!("{name} is half-written: {e}"));
+        } else if name.ends_with(".svg") {
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(
+                text.trim_end().ends_with("</svg>"),
+                "{name} is half-written"
+            );
+        }
+        n += 1;
+    }
+    n
+}
+
+fn killed_run_leaves_no_partial_output(signal: &str) {
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    make_big_archive(&archive, 600);
+    let out = dir.path().join("out");
+    let binary = fixture("gprof/callgraph-nopie");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "convert",
+            archive.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(
+            [
+                "--to", "pprof", "--to", "svg", "--quiet", "-j", "2", "--binary",
+            ]
+            .map(String::from),
+        );
+        v.push(binary.display().to_string());
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let mut child = Command::new(profconv_bin())
+        .args(args(&[]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until some outputs exist, then kill it mid-run.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while tree_len(&out) < 40 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if signal == "KILL" {
+        child.kill().unwrap();
+    } else {
+        Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+    }
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the run was stopped before it finished");
+    // Whatever is at an output path is complete; temporary files may remain…
+    for (name, bytes) in tree(&out) {
+        let file = Path::new(&name)
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        if profconv::write::is_temporary_name(&file) {
+            continue;
+        }
+        if name.ends_with(".pb.gz") {
+            profconv::write::pprof::decode(&bytes)
+                .unwrap_or_else(|e| panic!("{name} is half-written: {e}"));
+        } else {
+            assert!(
+                String::from_utf8(bytes)
+                    .unwrap()
+                    .trim_end()
+                    .ends_with("</svg>"),
+                "{name}"
+            );
+        }
+    }
+    // …and the next run removes them and finishes the job.
+    let finish = Command::new(profconv_bin())
+        .args(args(&[]))
+        .output()
+        .unwrap();
+    assert!(
+        finish.status.success(),
+        "{}",
+        String::from_utf8_lossy(&finish.stderr)
+    );
+    assert_eq!(outputs_all_decode(&out), 1200);
+}
+
+fn tree_len(dir: &Path) -> usize {
+    fn go(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| if e.path().is_dir() { go(&e.path()) } else { 1 })
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+    go(dir)
+}
+
+#[test]
+fn a_run_killed_with_sigkill_leaves_no_partial_output() {
+    killed_run_leaves_no_partial_output("KILL");
+}
+
+#[test]
+fn a_run_interrupted_with_sigint_leaves_no_partial_output() {
+    killed_run_leaves_no_partial_output("INT");
+}
+
+#[test]
+fn an_archive_path_that_is_not_a_directory_is_a_usage_error() {
+    let dir = tempdir();
+    let file = dir.path().join("gmon.out");
+    std::fs::copy(fixture("gprof/callgraph-nopie.gmon"), &file).unwrap();
+    let r = convert(&file, &dir.path().join("o"), &["--to", "pprof"]);
+    assert_eq!(r.status.code(), Some(2));
+}

@@ -263,9 +263,21 @@ fn is_elf_executable(path: &Path) -> bool {
 }
 
 /// The executable a gmon.out lies next to: `a.out`, else the one ELF
-/// executable in its directory.
-fn neighbour_binary(input: &Path) -> Option<PathBuf> {
+/// executable in its directory. Looked up once per directory: an archive
+/// directory holds many gmon files and one program.
+fn neighbour_binary(input: &Path, cache: &Neighbours) -> Option<PathBuf> {
     let dir = input.parent()?;
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .entry(dir.to_path_buf())
+        .or_insert_with(|| find_neighbour_binary(dir))
+        .clone()
+}
+
+/// Directory → the executable found in it.
+type Neighbours = std::sync::Mutex<std::collections::HashMap<PathBuf, Option<PathBuf>>>;
+
+fn find_neighbour_binary(dir: &Path) -> Option<PathBuf> {
     let a_out = dir.join("a.out");
     if is_elf_executable(&a_out) {
         return Some(a_out);
@@ -278,7 +290,7 @@ fn neighbour_binary(input: &Path) -> Option<PathBuf> {
         .collect();
     entries.sort();
     for path in entries {
-        if path != input && is_elf_executable(&path) {
+        if is_elf_executable(&path) {
             if found.is_some() {
                 return None; // several: ambiguous, say nothing
             }
@@ -290,7 +302,12 @@ fn neighbour_binary(input: &Path) -> Option<PathBuf> {
 
 /// The binary for a unit: `--binary`, else the first `--binary-map` glob
 /// that matches, else (gprof) an executable next to the input.
-fn binary_for(unit: &Unit, format: Format, options: &ArchiveOptions) -> Option<PathBuf> {
+fn binary_for(
+    unit: &Unit,
+    format: Format,
+    options: &ArchiveOptions,
+    cache: &Neighbours,
+) -> Option<PathBuf> {
     if let Some(b) = &options.read.binary {
         return Some(b.clone());
     }
@@ -302,7 +319,7 @@ fn binary_for(unit: &Unit, format: Format, options: &ArchiveOptions) -> Option<P
         return Some(b.clone());
     }
     (format == Format::Gprof && !unit.is_dir)
-        .then(|| neighbour_binary(&unit.path))
+        .then(|| neighbour_binary(&unit.path, cache))
         .flatten()
 }
 
@@ -331,6 +348,10 @@ fn newest_input_time(unit: &Unit) -> Option<SystemTime> {
 
 /// Converts one unit; never fails as a whole: failures are records.
 pub fn convert_unit(unit: &Unit, options: &ArchiveOptions) -> Record {
+    convert_unit_with(unit, options, &Neighbours::default())
+}
+
+fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbours) -> Record {
     let started = Instant::now();
     let mut record = Record {
         path: unit.rel.clone(),
@@ -384,7 +405,7 @@ pub fn convert_unit(unit: &Unit, options: &ArchiveOptions) -> Record {
         }
         let mut read_options = options.read.clone();
         read_options.format = Some(format);
-        read_options.binary = binary_for(unit, format, options);
+        read_options.binary = binary_for(unit, format, options, neighbours);
         record.binary = read_options
             .binary
             .as_ref()
@@ -454,11 +475,12 @@ pub fn run(
         .num_threads(options.jobs)
         .build()
         .map_err(|e| Error::Usage(format!("cannot start {} worker threads: {e}", options.jobs)))?;
+    let neighbours = Neighbours::default();
     let inputs: Vec<Record> = pool.install(|| {
         units
             .par_iter()
             .map(|unit| {
-                let record = convert_unit(unit, options);
+                let record = convert_unit_with(unit, options, &neighbours);
                 progress(unit, &record);
                 record
             })

@@ -180,7 +180,49 @@ fn debug_file_candidates(path: &Path, build_id: &str, debuglink: Option<&str>) -
     out
 }
 
+/// How many opened binaries each thread keeps for [`Binary::open_cached`].
+const CACHED_BINARIES: usize = 8;
+
+/// An opened binary with the path, modification time and size it was opened at.
+type CachedBinary = (
+    PathBuf,
+    Option<std::time::SystemTime>,
+    u64,
+    std::rc::Rc<Binary>,
+);
+
+thread_local! {
+    static OPENED: std::cell::RefCell<Vec<CachedBinary>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl Binary {
+    /// Like [`Binary::open`], but a binary this thread opened before (same
+    /// path, size and modification time) is reused: an archive run converts
+    /// many profiles of one program, and opening it (symbols, DWARF index) is
+    /// most of the cost of a small conversion.
+    pub fn open_cached(path: &Path) -> Result<std::rc::Rc<Binary>> {
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        let (mtime, len) = (meta.modified().ok(), meta.len());
+        let hit = OPENED.with(|c| {
+            c.borrow()
+                .iter()
+                .find(|(p, t, l, _)| p == path && *t == mtime && *l == len)
+                .map(|e| e.3.clone())
+        });
+        if let Some(b) = hit {
+            return Ok(b);
+        }
+        let binary = std::rc::Rc::new(Binary::open(path)?);
+        OPENED.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() >= CACHED_BINARIES {
+                c.remove(0);
+            }
+            c.push((path.to_path_buf(), mtime, len, binary.clone()));
+        });
+        Ok(binary)
+    }
+
     /// Opens an executable, its symbol table, and its DWARF (in the file or a
     /// separate debug file).
     pub fn open(path: &Path) -> Result<Binary> {

@@ -522,9 +522,13 @@ fn load(paths: &[PathBuf], options: &ReadOptions, binary: Option<&Binary>) -> Re
 }
 
 pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
-    let binary = options.binary.as_deref().map(Binary::open).transpose()?;
-    let data = load(paths, options, binary.as_ref())?;
-    let mut profile = to_profile(&data, binary.as_ref(), options.gprof_stacks);
+    let binary = options
+        .binary
+        .as_deref()
+        .map(Binary::open_cached)
+        .transpose()?;
+    let data = load(paths, options, binary.as_deref())?;
+    let mut profile = to_profile(&data, binary.as_deref(), options.gprof_stacks);
     if let Ok(meta) = paths
         .first()
         .map_or(Err(()), |p| std::fs::metadata(p).map_err(|_| ()))

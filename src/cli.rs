@@ -17,7 +17,9 @@ Examples:
   profconv gmon.out --binary ./a.out -o calls.folded --sample-type calls
   profconv mpatrol.out -o allocs.svg --sample-type alloc_space
   profconv dcpidb/ -o out.speedscope.json
+  profconv capture/ --group-by pid,tid -o flame.svg   APS capture, a frame per process/thread
   profconv info gmon.out                               what the file holds
+  profconv convert archive/ -o converted/ --to pprof --to svg --report report.json
 Output format follows the extension (.pb.gz .pb .folded .txt .svg .json) or --to.
 Exit codes: 0 ok, 1 bad input, 2 usage.";
 
@@ -81,12 +83,8 @@ pub struct ArchiveArgs {
     /// Write the report (one record per input) as JSON to this file.
     #[arg(long)]
     pub report: Option<PathBuf>,
-    /// Sample type for folded and SVG outputs.
-    #[arg(long)]
-    pub sample_type: Option<String>,
-    /// Root frames for folded/SVG/speedscope outputs (see the main command).
-    #[arg(long, value_delimiter = ',')]
-    pub group_by: Option<Vec<String>>,
+    #[command(flatten)]
+    pub write: WriteArgs,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -103,6 +101,15 @@ pub struct ConvertArgs {
     /// Output format, overriding the output files' extensions.
     #[arg(long, value_enum)]
     pub to: Option<OutputFormat>,
+    #[command(flatten)]
+    pub write: WriteArgs,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// What the writers are told, for single conversions and archives alike.
+#[derive(Debug, Args, Clone, Default)]
+pub struct WriteArgs {
     /// Sample type for folded and SVG output (e.g. cpu, samples, calls, alloc_space).
     #[arg(long)]
     pub sample_type: Option<String>,
@@ -110,8 +117,16 @@ pub struct ConvertArgs {
     /// `pid`, `tid`, any label key, or `none`.
     #[arg(long, value_delimiter = ',')]
     pub group_by: Option<Vec<String>>,
-    #[command(flatten)]
-    pub read: ReadArgs,
+}
+
+impl WriteArgs {
+    pub fn options(&self, title: String) -> WriteOptions {
+        WriteOptions {
+            sample_type: self.sample_type.clone(),
+            group_by: self.group_by.as_deref().map(parse_group_by),
+            title,
+        }
+    }
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -243,11 +258,7 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
         outputs.push((output, format));
     }
     let profile = read::read(&args.inputs, &args.read.options())?;
-    let options = WriteOptions {
-        sample_type: args.sample_type.clone(),
-        group_by: args.group_by.as_deref().map(parse_group_by),
-        title: title_of(&args.inputs),
-    };
+    let options = args.write.options(title_of(&args.inputs));
     let mut written = Ok(());
     for (output, format) in outputs {
         written = write::write_file(&profile, format, &options, output);
@@ -288,11 +299,7 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
         formats,
         read: args.read.options(),
         binary_map,
-        write: WriteOptions {
-            sample_type: args.sample_type.clone(),
-            group_by: args.group_by.as_deref().map(parse_group_by),
-            title: String::new(),
-        },
+        write: args.write.options(String::new()),
         jobs,
         force: args.force,
         resume: args.resume,

@@ -20,7 +20,7 @@ Examples:
   profconv capture/ --group-by pid,tid -o flame.svg   APS capture, a frame per process/thread
   profconv info gmon.out                               what the file holds
   profconv convert archive/ -o converted/ --to pprof --to svg --report report.json
-Output format follows the extension (.pb.gz .pb .folded .txt .svg .json) or --to.
+Output format follows the extension (.pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*) or --to.
 Exit codes: 0 ok, 1 bad input, 2 usage.";
 
 #[derive(Debug, Parser)]
@@ -250,7 +250,7 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
             }
             None => {
                 return Err(Error::Usage(format!(
-                    "cannot tell the output format from {}: use an extension (.pb.gz .pb .folded .txt .svg .json) or --to",
+                    "cannot tell the output format from {}: use an extension (.pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*) or --to",
                     output.display()
                 )))
             }

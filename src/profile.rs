@@ -170,6 +170,13 @@ pub struct Profile {
     pub sample_types: Vec<ValueType>,
     /// Index into `sample_types` of the type to show by default.
     pub default_sample_type: Option<usize>,
+    /// Index into `sample_types` of a type that counts calls (gprof's arcs):
+    /// each sample with a value of this type is one call arc, stack
+    /// `[callee, caller]` (leaf first), and the value is how many times the
+    /// caller called the callee from that site. Writers that carry call
+    /// counts (callgrind) read them from here; for the others it is an
+    /// ordinary sample type.
+    pub call_count_type: Option<usize>,
     pub period_type: Option<ValueType>,
     pub period: i64,
     /// Start of the collection, nanoseconds since the Unix epoch (0 = unknown).
@@ -429,6 +436,9 @@ impl Profile {
         }
         if self.default_sample_type.is_none() {
             self.default_sample_type = other.default_sample_type.map(|i| type_map[i]);
+        }
+        if self.call_count_type.is_none() {
+            self.call_count_type = other.call_count_type.map(|i| type_map[i]);
         }
         if other.time_nanos != 0 {
             if self.time_nanos == 0 {

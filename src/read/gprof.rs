@@ -892,6 +892,8 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         ("calls", "count"),
     ]);
     profile.default_sample_type = Some(1);
+    // The arcs below are `calls` samples [callee, caller]: exact counts.
+    profile.call_count_type = Some(2);
     let rate = data
         .histograms
         .first()

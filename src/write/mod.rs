@@ -2,6 +2,7 @@
 //! format from a file name, picking a sample type, turning samples into
 //! root-first frame stacks, and writing a file atomically.
 
+pub mod callgrind;
 pub mod flamegraph;
 pub mod folded;
 pub mod pprof;
@@ -27,13 +28,18 @@ pub enum OutputFormat {
     Svg,
     /// speedscope JSON (`.speedscope.json`, `.json`).
     Speedscope,
+    /// callgrind profile for KCachegrind/QCachegrind and callgrind_annotate
+    /// (`.callgrind`, `callgrind.out*`).
+    Callgrind,
 }
 
 impl OutputFormat {
     /// The format a file name asks for by its extension.
     pub fn from_path(path: &Path) -> Option<OutputFormat> {
         let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
-        let format = if name.ends_with(".pb.gz")
+        let format = if callgrind::is_callgrind_name(&name) {
+            OutputFormat::Callgrind
+        } else if name.ends_with(".pb.gz")
             || name.ends_with(".pprof")
             || name.ends_with(".pprof.gz")
         {
@@ -63,6 +69,7 @@ impl OutputFormat {
             OutputFormat::Folded => "folded",
             OutputFormat::Svg => "svg",
             OutputFormat::Speedscope => "speedscope.json",
+            OutputFormat::Callgrind => "callgrind",
         }
     }
 }
@@ -92,6 +99,7 @@ pub fn write(
         OutputFormat::Folded => folded::write(profile, options, out),
         OutputFormat::Svg => flamegraph::write(profile, options, out),
         OutputFormat::Speedscope => speedscope::write(profile, options, out),
+        OutputFormat::Callgrind => callgrind::write(profile, options, out),
     }
 }
 

@@ -342,3 +342,75 @@ pub fn check_svg(path: &Path, names: &[&str]) {
         assert!(text.contains(name), "SVG lacks frame {name:?}");
     }
 }
+
+/// Runs valgrind's `callgrind_annotate ARGS`; returns its stdout, and checks
+/// that it warned about no line. `None` when it is not installed outside CI
+/// (in CI a missing one fails: .ci/run installs valgrind).
+pub fn callgrind_annotate(args: &[&str]) -> Option<String> {
+    let out = match Command::new("callgrind_annotate").args(args).output() {
+        Ok(out) => out,
+        Err(e) => {
+            assert!(
+                !in_ci(),
+                "callgrind_annotate cannot run ({e}): .ci/run must install valgrind"
+            );
+            eprintln!("skipping callgrind_annotate check: {e} (apt-get install valgrind)");
+            return None;
+        }
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !stderr.contains("WARNING"),
+        "callgrind_annotate {args:?} rejected the file:\n{stderr}"
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A small APS sample file (spec aps.md §3): little-endian, call depth 5,
+/// paths of 256 bytes; `/usr/bin/app` in pid 100 and vmlinux. The user
+/// samples are at `app+0x10` (4, called from `app+0x200`) and `app+0x20` (1);
+/// the kernel ones (2) at vmlinux's start.
+pub fn small_aps_file() -> Vec<u8> {
+    fn rec(out: &mut Vec<u8>, user: bool, pid: u32, pc: u32, cs: &[u32]) {
+        let head = [u32::from(user), pid, pid, 3, 1, cs.len() as u32, 17, 0, pc];
+        for v in head
+            .into_iter()
+            .chain((0..5).map(|i| cs.get(i).copied().unwrap_or(0)))
+        {
+            out.extend(v.to_le_bytes());
+        }
+    }
+    fn path(out: &mut Vec<u8>, name: &str) {
+        let mut b = name.as_bytes().to_vec();
+        b.resize(256, 0);
+        out.extend(b);
+    }
+    let mut out = Vec::new();
+    for v in [0x1234_4321u32, 7, 1_437_051_740, 0, 1_437_051_752, 0] {
+        out.extend(v.to_le_bytes());
+    }
+    for v in [0x1_0000_0001u64, 0x2_0000_0002, 1000] {
+        out.extend(v.to_le_bytes());
+    }
+    out.extend(7u32.to_le_bytes()); // cputype
+    out.extend(0xdead_beefu32.to_le_bytes());
+    for _ in 0..4 {
+        rec(&mut out, true, 100, 0x8010, &[0x8200]);
+    }
+    rec(&mut out, true, 100, 0x8020, &[]);
+    for _ in 0..2 {
+        rec(&mut out, false, 0, 0xc000_8000, &[]);
+    }
+    out.extend(0x8746_abcdu32.to_le_bytes());
+    out.extend(1u32.to_le_bytes());
+    out.extend(0xc000_8000u32.to_le_bytes());
+    out.extend(0xc03f_ffffu32.to_le_bytes());
+    path(&mut out, "vmlinux");
+    out.extend(0xbcdf_9283u32.to_le_bytes());
+    out.extend(1u32.to_le_bytes());
+    for v in [100u32, 0, 0x8000, 0x17fff] {
+        out.extend(v.to_le_bytes());
+    }
+    path(&mut out, "/usr/bin/app");
+    out
+}

@@ -167,11 +167,17 @@ fn calls_are_gprofs_arc_counts() {
             *arcs.entry((caller, callee)).or_insert(0) += sample.value[t] as u64;
         }
         let calls = calls_of(&std::fs::read_to_string(&cg).unwrap());
-        let known: BTreeMap<_, _> = calls
-            .into_iter()
-            .filter(|(k, _)| arcs.contains_key(k))
-            .collect();
-        assert_eq!(known, arcs, "{gmon}: calls= against the arcs");
+        for (arc, count) in &arcs {
+            assert_eq!(calls.get(arc), Some(count), "{gmon}: calls= of {arc:?}");
+        }
+        // The other edges go into inlined frames, which gprof does not
+        // count: callgrind needs a count, 1 per call site says "called".
+        for (edge, count) in &calls {
+            assert!(
+                arcs.contains_key(edge) || *count >= 1,
+                "{gmon}: {edge:?} {count}"
+            );
+        }
     }
 }
 

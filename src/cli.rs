@@ -1,5 +1,6 @@
 //! Command-line definitions (clap) and the run functions behind them.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
@@ -20,6 +21,8 @@ Examples:
   profconv capture/ --group-by pid,tid -o flame.svg   APS capture, a frame per process/thread
   profconv info gmon.out                               what the file holds
   profconv convert archive/ -o converted/ --to pprof --to svg --report report.json
+  profconv gmon.out --binary ./a.out -o callgrind.out.a  then: kcachegrind callgrind.out.a
+  profconv completions bash; profconv man              shell completions, man page
 Output format follows the extension (.pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*) or --to.
 Exit codes: 0 ok, 1 bad input, 2 usage.";
 
@@ -27,7 +30,7 @@ Exit codes: 0 ok, 1 bad input, 2 usage.";
 #[command(
     name = "profconv",
     version,
-    about = "Convert legacy profiles (gprof gmon.out, mpatrol, DCPI, APS) to pprof, folded stacks, flamegraph SVG and speedscope",
+    about = "Convert legacy profiles (gprof gmon.out, mpatrol, DCPI, APS) to pprof, folded stacks, flamegraph SVG, speedscope and callgrind",
     after_help = EXAMPLES,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true
@@ -52,6 +55,49 @@ pub enum Command {
     /// Convert a whole archive: every profile below ARCHIVE_DIR, in parallel,
     /// to OUT_DIR at the same relative paths with the new extensions.
     Convert(ArchiveArgs),
+    /// Print a shell completion script to standard output, e.g.
+    /// `profconv completions bash > ~/.local/share/bash-completion/completions/profconv`.
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to standard output, e.g.
+    /// `profconv man > ~/.local/share/man/man1/profconv.1`.
+    Man,
+}
+
+/// Writes the completion script for `shell` (`profconv completions SHELL`).
+pub fn write_completions(shell: clap_complete::Shell, out: &mut dyn Write) {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut command, "profconv", out);
+}
+
+/// Writes the man page, profconv(1), in roff (`profconv man`): clap_mangen's
+/// sections, with the `--help` examples as an EXAMPLES section kept line by
+/// line (clap_mangen would fill them into one paragraph).
+pub fn write_man_page(out: &mut dyn Write) -> std::io::Result<()> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let man = clap_mangen::Man::new(command);
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    man.render_subcommands_section(out)?;
+    writeln!(out, ".SH EXAMPLES\n.nf")?;
+    for line in EXAMPLES.lines().skip(1) {
+        // roff: a backslash is `\e`, a leading dot or quote starts a request.
+        let line = line.replace('\\', "\\e").replace('-', "\\-");
+        let guard = if line.starts_with(['.', '\'']) {
+            "\\&"
+        } else {
+            ""
+        };
+        writeln!(out, "{guard}{line}")?;
+    }
+    writeln!(out, ".fi")?;
+    man.render_version_section(out)
 }
 
 #[derive(Debug, Args)]
@@ -376,6 +422,12 @@ pub fn main() -> i32 {
         Some(Command::Info { inputs, read }) => {
             read::info(inputs, &read.options()).map(|text| print!("{text}"))
         }
+        Some(Command::Completions { shell }) => {
+            write_completions(*shell, &mut std::io::stdout().lock());
+            Ok(())
+        }
+        Some(Command::Man) => write_man_page(&mut std::io::stdout().lock())
+            .map_err(|e| Error::io(Path::new("<stdout>"), e)),
         Some(Command::Convert(args)) => match run_archive(args) {
             Ok(true) => Ok(()),
             Ok(false) => return 1,

@@ -147,6 +147,10 @@ pub struct ConvertArgs {
     /// Output format, overriding the output files' extensions.
     #[arg(long, value_enum)]
     pub to: Option<OutputFormat>,
+    /// No progress bar (one appears on a terminal when a conversion takes
+    /// more than a second).
+    #[arg(short, long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub write: WriteArgs,
     #[command(flatten)]
@@ -242,6 +246,7 @@ impl ReadArgs {
             image_root: self.image_root.clone(),
             pid_info: self.pid_info.clone(),
             drop_idle: self.drop_idle,
+            progress: None,
         }
     }
 }
@@ -303,7 +308,20 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
         };
         outputs.push((output, format));
     }
-    let profile = read::read(&args.inputs, &args.read.options())?;
+    let mut read_options = args.read.options();
+    let progress = {
+        use std::io::IsTerminal;
+        (std::io::stderr().is_terminal() && !args.quiet).then(|| {
+            let watched = std::sync::Arc::new(read::Progress::default());
+            read_options.progress = Some(watched.clone());
+            ProgressBar::start(watched, read::input_size(&args.inputs))
+        })
+    };
+    // On an error the bar is dropped (cleared) before main prints it.
+    let profile = read::read(&args.inputs, &read_options)?;
+    if let Some(p) = &progress {
+        p.set_message("writing");
+    }
     let options = args.write.options(title_of(&args.inputs));
     let mut written = Ok(());
     for (output, format) in outputs {
@@ -312,10 +330,83 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
             break;
         }
     }
+    drop(progress);
     // The process ends right after: freeing a large profile piece by piece
     // would only cost time.
     std::mem::forget(profile);
     written
+}
+
+/// The progress bar of a single conversion: drawn on stderr (a terminal)
+/// once the conversion has run for [`ProgressBar::DELAY`], showing the bytes
+/// read of the inputs' total; cleared when dropped.
+struct ProgressBar {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    message: std::sync::Arc<std::sync::Mutex<&'static str>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ProgressBar {
+    /// Quick conversions show nothing.
+    const DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+    fn start(watched: std::sync::Arc<read::Progress>, total: u64) -> Self {
+        use std::sync::atomic::Ordering;
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let message = std::sync::Arc::new(std::sync::Mutex::new("reading"));
+        // Tests shorten the delay to see the bar without a large input.
+        let delay = std::env::var("PROFCONV_PROGRESS_AFTER_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(Self::DELAY, std::time::Duration::from_millis);
+        let (stop, text) = (done.clone(), message.clone());
+        let thread = std::thread::spawn(move || {
+            let tick = std::time::Duration::from_millis(50);
+            let start = std::time::Instant::now();
+            while start.elapsed() < delay {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(tick);
+            }
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(total),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes} {wide_msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_message(*text.lock().unwrap_or_else(|e| e.into_inner()));
+            while !stop.load(Ordering::Relaxed) {
+                bar.set_position(watched.read().min(total));
+                bar.set_message(*text.lock().unwrap_or_else(|e| e.into_inner()));
+                bar.tick();
+                std::thread::sleep(tick);
+            }
+            bar.finish_and_clear();
+        });
+        ProgressBar {
+            done,
+            message,
+            thread: Some(thread),
+        }
+    }
+
+    fn set_message(&self, message: &'static str) {
+        *self.message.lock().unwrap_or_else(|e| e.into_inner()) = message;
+    }
+}
+
+impl Drop for ProgressBar {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Runs an archive migration; `Ok(false)` when some input failed.

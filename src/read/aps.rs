@@ -962,7 +962,13 @@ impl ApsFile {
     }
 
     /// Calls `visit` on every record, reading a few megabytes at a time.
-    fn for_each_record(&self, src: &mut Source, mut visit: impl FnMut(Record<'_>)) -> Result<()> {
+    /// Reports each chunk to `options`' progress.
+    fn for_each_record(
+        &self,
+        src: &mut Source,
+        options: &ReadOptions,
+        mut visit: impl FnMut(Record<'_>),
+    ) -> Result<()> {
         let size = self.layout.record_size();
         let total = u64::from(self.head.index);
         let per_chunk = (CHUNK_BYTES / size).clamp(1, total.max(1));
@@ -973,6 +979,7 @@ impl ApsFile {
             let n = per_chunk.min(total - done);
             let bytes = &mut buf[..(n * size) as usize];
             src.read_at(&self.path, FILE_HEAD_SIZE + done * size, bytes)?;
+            options.advance(bytes.len() as u64);
             for record in bytes.chunks_exact(size as usize) {
                 visit(Record {
                     bytes: record,
@@ -1105,12 +1112,13 @@ struct FileCounts {
     dropped_idle: u64,
 }
 
-fn count_records(file: &ApsFile, src: &mut Source, drop_idle: bool) -> Result<FileCounts> {
+fn count_records(file: &ApsFile, src: &mut Source, options: &ReadOptions) -> Result<FileCounts> {
+    let drop_idle = options.drop_idle;
     // FxHash, as the IR's tables: about twice as fast as SipHash on these keys.
     let mut counts: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
     let mut key: Vec<u32> = Vec::with_capacity(4 + 1 + file.layout.call_depth);
     let mut dropped_idle = 0u64;
-    file.for_each_record(src, |r| {
+    file.for_each_record(src, options, |r| {
         if drop_idle && r.pid() == 0 {
             dropped_idle += 1;
             return;
@@ -1338,7 +1346,7 @@ pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
     let mut counts = Vec::with_capacity(inputs.files.len());
     for path in &inputs.files {
         let (file, mut src) = ApsFile::open(path, options)?;
-        counts.push(count_records(&file, &mut src, options.drop_idle)?);
+        counts.push(count_records(&file, &mut src, options)?);
         files.push(file);
     }
     let (mut profile, images) = build_profile(
@@ -1730,7 +1738,7 @@ pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
         let mut idle = 0u64;
         let mut per_event: BTreeMap<u32, u64> = BTreeMap::new();
         let depth = l.call_depth;
-        file.for_each_record(&mut src, |r| {
+        file.for_each_record(&mut src, options, |r| {
             user += u64::from(r.user());
             idle += u64::from(r.pid() == 0);
             clamped += u64::from(r.cs_layer() < 0 || r.cs_layer() as u64 > depth as u64);

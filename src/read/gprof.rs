@@ -512,6 +512,7 @@ fn load(paths: &[PathBuf], options: &ReadOptions, binary: Option<&Binary>) -> Re
     let mut total: Option<GmonData> = None;
     for path in paths {
         let data = read_input(path)?;
+        options.advance(data.len() as u64);
         let parsed = parse(path, &data, options, binary.map(|b| b.pointer_size))?;
         total = Some(match total {
             None => parsed,

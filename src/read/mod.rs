@@ -72,6 +72,46 @@ pub enum EpochSelect {
     Named(String),
 }
 
+/// How far reading has got, for a progress display: bytes of input read so
+/// far. Readers add whole files as they finish them and streamed files
+/// chunk by chunk; another thread may poll it meanwhile.
+#[derive(Debug, Default)]
+pub struct Progress {
+    read: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    /// Bytes read so far.
+    pub fn read(&self) -> u64 {
+        self.read.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn add(&self, bytes: u64) {
+        self.read
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The bytes a progress display can expect to be read from `paths`: the
+/// sizes of the files, and of every file below the directories.
+pub fn input_size(paths: &[PathBuf]) -> u64 {
+    fn size(path: &Path, depth: usize) -> u64 {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return 0;
+        };
+        if !meta.is_dir() {
+            return meta.len();
+        }
+        if depth > 8 {
+            return 0;
+        }
+        std::fs::read_dir(path).map_or(0, |entries| {
+            entries.flatten().map(|e| size(&e.path(), depth + 1)).sum()
+        })
+    }
+    paths.iter().map(|p| size(p, 0)).sum()
+}
+
 /// Options of every reader. Each reader uses the fields that concern it.
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
@@ -103,6 +143,17 @@ pub struct ReadOptions {
     pub pid_info: Option<PathBuf>,
     /// APS: leave pid 0 (idle) out.
     pub drop_idle: bool,
+    /// Where readers report the bytes they have read, if anyone watches.
+    pub progress: Option<std::sync::Arc<Progress>>,
+}
+
+impl ReadOptions {
+    /// Reports `bytes` more of input read.
+    pub fn advance(&self, bytes: u64) {
+        if let Some(p) = &self.progress {
+            p.add(bytes);
+        }
+    }
 }
 
 /// Reads a whole input file, decompressing it when it is gzip-compressed.

@@ -931,6 +931,7 @@ pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
     let mut out: Option<Profile> = None;
     for path in paths {
         let data = read_input(path)?;
+        options.advance(data.len() as u64);
         let file = parse(path, &data)?;
         let profile = to_profile(path, &data, &file, options)?;
         match &mut out {

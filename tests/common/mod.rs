@@ -371,6 +371,11 @@ pub fn callgrind_annotate(args: &[&str]) -> Option<String> {
 /// samples are at `app+0x10` (4, called from `app+0x200`) and `app+0x20` (1);
 /// the kernel ones (2) at vmlinux's start.
 pub fn small_aps_file() -> Vec<u8> {
+    aps_file(4)
+}
+
+/// [`small_aps_file`] with `hot` samples at `app+0x10` (56 bytes each).
+pub fn aps_file(hot: usize) -> Vec<u8> {
     fn rec(out: &mut Vec<u8>, user: bool, pid: u32, pc: u32, cs: &[u32]) {
         let head = [u32::from(user), pid, pid, 3, 1, cs.len() as u32, 17, 0, pc];
         for v in head
@@ -386,7 +391,8 @@ pub fn small_aps_file() -> Vec<u8> {
         out.extend(b);
     }
     let mut out = Vec::new();
-    for v in [0x1234_4321u32, 7, 1_437_051_740, 0, 1_437_051_752, 0] {
+    let records = hot as u32 + 3;
+    for v in [0x1234_4321u32, records, 1_437_051_740, 0, 1_437_051_752, 0] {
         out.extend(v.to_le_bytes());
     }
     for v in [0x1_0000_0001u64, 0x2_0000_0002, 1000] {
@@ -394,7 +400,7 @@ pub fn small_aps_file() -> Vec<u8> {
     }
     out.extend(7u32.to_le_bytes()); // cputype
     out.extend(0xdead_beefu32.to_le_bytes());
-    for _ in 0..4 {
+    for _ in 0..hot {
         rec(&mut out, true, 100, 0x8010, &[0x8200]);
     }
     rec(&mut out, true, 100, 0x8020, &[]);

@@ -460,6 +460,7 @@ fn collect(paths: &[PathBuf], options: &ReadOptions) -> Result<Collection> {
     let mut buffer = Vec::new();
     for path in &files {
         load(path, &mut buffer)?;
+        options.advance(buffer.len() as u64);
         read_file(&mut collection, path, &buffer)?;
     }
     Ok(collection)

@@ -1,0 +1,190 @@
+//! profconv's outputs in a real browser: writes speedscope JSON, flamegraph
+//! SVG and pprof from inputs of all four formats, then runs
+//! `tests/browser/run.mjs` (node + puppeteer-core + Debian's Chromium) on
+//! them: speedscope's own app, inferno's SVG search, `go tool pprof -http`.
+//!
+//! Needs node, `npm ci` done in tests/browser, and /usr/bin/chromium (or
+//! `PROFCONV_CHROMIUM`); `.ci/run` installs them. Outside CI a missing one
+//! skips with the reason printed; in CI it fails. `PROFCONV_BROWSER_SHOTS=DIR`
+//! keeps a screenshot of every page.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use common::*;
+
+/// Why the browser run cannot happen here, if it cannot.
+fn missing_tool() -> Option<String> {
+    let node = Command::new("node").arg("--version").output();
+    if !node.is_ok_and(|o| o.status.success()) {
+        return Some("node is not installed (apt-get install nodejs npm)".into());
+    }
+    let modules = manifest_dir().join("tests/browser/node_modules");
+    for package in ["puppeteer-core", "speedscope"] {
+        if !modules.join(package).is_dir() {
+            return Some(format!(
+                "{package} is not installed: run `npm ci` in tests/browser"
+            ));
+        }
+    }
+    if !chromium().is_file() {
+        return Some(format!(
+            "{} is missing (apt-get install chromium)",
+            chromium().display()
+        ));
+    }
+    None
+}
+
+fn chromium() -> PathBuf {
+    std::env::var_os("PROFCONV_CHROMIUM").map_or_else(|| "/usr/bin/chromium".into(), PathBuf::from)
+}
+
+/// Converts `input` (with `extra` arguments) to `NAME.speedscope.json`,
+/// `NAME.svg` and `NAME.pb.gz` in `dir`; returns the sample type names
+/// (`type (unit)`) and the default one, read from the pprof output.
+fn convert(dir: &Path, name: &str, input: &Path, extra: &[&str]) -> (Vec<String>, String) {
+    let out = |ext: &str| {
+        dir.join(format!("{name}.{ext}"))
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
+    let mut args = vec![input.to_str().unwrap().to_owned()];
+    for ext in ["speedscope.json", "svg", "pb.gz"] {
+        args.push("-o".into());
+        args.push(out(ext));
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    profconv_ok(&args);
+    let p = decode_pprof(Path::new(&out("pb.gz")));
+    let names: Vec<String> = p
+        .sample_type
+        .iter()
+        .map(|t| format!("{} ({})", s(&p, t.r#type), s(&p, t.unit)))
+        .collect();
+    let default = p
+        .sample_type
+        .iter()
+        .position(|t| t.r#type == p.default_sample_type)
+        .unwrap_or(names.len() - 1);
+    let active = names[default].clone();
+    (names, active)
+}
+
+/// What the browser must see for one input: a known frame for speedscope's
+/// table, frames the SVG must have, and a function its search must find.
+struct Case {
+    name: &'static str,
+    input: PathBuf,
+    extra: Vec<String>,
+    frame: &'static str,
+    svg_frames: &'static [&'static str],
+    search: &'static str,
+}
+
+fn cases(dir: &Path) -> Vec<Case> {
+    let aps = dir.join("sample_cpu_0_20150716_130220");
+    std::fs::write(&aps, small_aps_file()).unwrap();
+    let gprof_binary = fixture("gprof/callgraph-nopie")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    vec![
+        Case {
+            name: "gprof",
+            input: fixture("gprof/callgraph-nopie.gmon"),
+            extra: vec!["--binary".into(), gprof_binary],
+            frame: "main",
+            svg_frames: &["main", "a", "leaf_heavy"],
+            search: "leaf_heavy",
+        },
+        Case {
+            name: "mpatrol",
+            input: fixture("mpatrol/linux-x86_64/mpatrol.out"),
+            extra: vec![],
+            frame: "main",
+            svg_frames: &["main", "push"],
+            search: "copy_name",
+        },
+        Case {
+            name: "dcpi",
+            input: fixture("dcpi/dcpicat-manpage.txt"),
+            extra: vec![],
+            frame: "xemacs+0x6cbb8",
+            svg_frames: &["xemacs+0x6cbb8"],
+            search: "xemacs",
+        },
+        Case {
+            name: "aps",
+            input: aps,
+            extra: vec![],
+            frame: "app+0x10",
+            svg_frames: &["app+0x10", "app+0x200"],
+            search: "app",
+        },
+    ]
+}
+
+#[test]
+fn outputs_of_every_format_open_in_speedscope_chromium_and_pprofs_web_ui() {
+    if let Some(reason) = missing_tool() {
+        assert!(!in_ci(), "browser tests cannot run in CI: {reason}");
+        eprintln!("skipping the browser tests: {reason}");
+        return;
+    }
+    let Some(go) = go_command() else {
+        return;
+    };
+    let dir = tempdir();
+    let mut speedscope = Vec::new();
+    let mut svg = Vec::new();
+    for case in cases(dir.path()) {
+        let extra: Vec<&str> = case.extra.iter().map(String::as_str).collect();
+        let (profiles, active) = convert(dir.path(), case.name, &case.input, &extra);
+        speedscope.push(json!({
+            "file": format!("{}.speedscope.json", case.name),
+            "profiles": profiles,
+            "active": active,
+            "frame": case.frame,
+        }));
+        svg.push(json!({
+            "file": format!("{}.svg", case.name),
+            "frames": case.svg_frames,
+            "search": case.search,
+        }));
+    }
+    let shots = std::env::var_os("PROFCONV_BROWSER_SHOTS").map(PathBuf::from);
+    if let Some(d) = &shots {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let manifest: Value = json!({
+        "dir": dir.path(),
+        "chromium": chromium(),
+        "go": go,
+        "screenshots": shots,
+        "speedscope": speedscope,
+        "svg": svg,
+        "pprof": [{ "file": "gprof.pb.gz", "frame": "main" }],
+    });
+    let manifest_path = dir.path().join("manifest.json");
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let out = Command::new("node")
+        .arg(manifest_dir().join("tests/browser/run.mjs"))
+        .arg(&manifest_path)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "browser checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+}

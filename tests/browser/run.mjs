@@ -1,0 +1,295 @@
+// profconv's outputs opened in their real viewers, in Debian's Chromium
+// driven headless by puppeteer-core:
+//  - speedscope's own app (the npm package's release build, served here on
+//    127.0.0.1) imports each .speedscope.json: the profile names, the known
+//    frame in its Sandwich table, no error dialog or page error;
+//  - each flamegraph .svg: its frames, and inferno's search (the Search
+//    button, the prompt answered) highlights the known function;
+//  - `go tool pprof -http` serves each .pb.gz, and its flame graph view
+//    (/ui/flamegraph) draws the known frame.
+//
+// Usage: node run.mjs MANIFEST.json — the manifest (written by
+// tests/browser.rs) names the files and what each must show:
+//   { "dir": "/abs/outputs", "chromium": "/usr/bin/chromium", "go": "go",
+//     "screenshots": "/abs/dir" | null,
+//     "speedscope": [{ "file": "x.speedscope.json", "profiles": ["cpu (nanoseconds)", ...],
+//                      "active": "cpu (nanoseconds)", "frame": "main" }],
+//     "svg": [{ "file": "x.svg", "frames": ["main", ...], "search": "leaf_heavy" }],
+//     "pprof": [{ "file": "x.pb.gz", "frame": "main" }] }
+// Prints one line per check and closes with "N passed, M failed"; exits 1
+// when a check failed.
+
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const manifest = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const speedscopeDir = path.join(here, 'node_modules/speedscope/dist/release');
+const TIMEOUT = 30_000;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const TYPES = {
+  '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css',
+  '.json': 'application/json', '.svg': 'image/svg+xml', '.wasm': 'application/wasm',
+  '.png': 'image/png', '.woff2': 'font/woff2',
+};
+
+/// Serves speedscope's build at / and the outputs at /files/, on 127.0.0.1.
+function serve() {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://127.0.0.1');
+    let pathname = decodeURIComponent(url.pathname);
+    let root = speedscopeDir;
+    if (pathname.startsWith('/files/')) {
+      root = manifest.dir;
+      pathname = pathname.slice('/files'.length);
+    }
+    if (pathname === '/') pathname = '/index.html';
+    const file = path.join(root, path.normalize(pathname));
+    if (!file.startsWith(root + path.sep)) {
+      res.writeHead(403).end();
+      return;
+    }
+    fs.readFile(file, (err, data) => {
+      if (err) {
+        res.writeHead(404).end();
+        return;
+      }
+      const type = TYPES[path.extname(file)] || 'application/octet-stream';
+      res.writeHead(200, { 'content-type': type }).end(data);
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+/// A free port on 127.0.0.1 (for go tool pprof).
+function freePort() {
+  return new Promise((resolve) => {
+    const s = http.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+let passed = 0;
+let failed = 0;
+async function check(name, body) {
+  try {
+    await body();
+    passed++;
+    console.log(`ok - ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`not ok - ${name}: ${e && e.message ? e.message : e}`);
+  }
+}
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+async function shot(page, name) {
+  if (manifest.screenshots) {
+    await page.screenshot({ path: path.join(manifest.screenshots, `${name}.png`) });
+  }
+}
+
+/// A page that records dialogs (answering prompts with `answer`) and page errors.
+async function newPage(browser, answer) {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1200, height: 700 });
+  page.problems = [];
+  page.console = [];
+  page.on('pageerror', (e) => page.problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => page.console.push(m.text()));
+  page.on('dialog', async (d) => {
+    if (d.type() === 'prompt' && answer !== undefined) {
+      await d.accept(answer);
+    } else {
+      page.problems.push(`${d.type()} dialog: ${d.message()}`);
+      await d.dismiss();
+    }
+  });
+  return page;
+}
+
+/// In the page: whether an element's own text (not its children's) is `text`
+/// and it is drawn.
+function shows(text) {
+  return [...document.querySelectorAll('body *')].some((e) => {
+    const own = [...e.childNodes]
+      .filter((n) => n.nodeType === Node.TEXT_NODE)
+      .map((n) => n.textContent)
+      .join('')
+      .trim();
+    const box = e.getBoundingClientRect();
+    return own === text && box.width > 0 && box.height > 0;
+  });
+}
+
+/// The toolbar title of speedscope: `name (i/n)`, or `name` alone.
+async function speedscopeTitle(page) {
+  return page.evaluate(() => {
+    const lines = document.body.innerText.split('\n').map((l) => l.trim());
+    return lines.find((l) => /\(\d+\/\d+\)$/.test(l)) || null;
+  });
+}
+
+async function checkSpeedscope(browser, base, item) {
+  const page = await newPage(browser);
+  const profileURL = `${base}/files/${encodeURIComponent(item.file)}`;
+  await page.goto(`${base}/index.html#profileURL=${encodeURIComponent(profileURL)}`);
+  const multi = item.profiles.length > 1;
+  const active = multi
+    ? `${item.active} (${item.profiles.indexOf(item.active) + 1}/${item.profiles.length})`
+    : item.active;
+  await page
+    .waitForFunction((t) => document.body.innerText.includes(t), { timeout: TIMEOUT }, active)
+    .catch(() => {});
+  const stem = item.file.replace(/[^A-Za-z0-9]+/g, '_');
+  await shot(page, `speedscope_${stem}`);
+  assert(page.problems.length === 0, page.problems.join('; '));
+  assert(
+    page.console.some((m) => m.includes('Importing as speedscope json file')),
+    `speedscope did not import it as its own format (console: ${page.console.join(' | ')})`,
+  );
+  const body = await page.evaluate(() => document.body.innerText);
+  assert(!body.includes('Something went wrong'), `speedscope's error screen: ${body.slice(0, 300)}`);
+  assert(body.includes(active), `toolbar lacks "${active}": ${body.slice(0, 300)}`);
+  // Every profile, in order: speedscope's "p" key (previous profile) back to
+  // the first, then "n" (next) through all; neither wraps around.
+  if (multi) {
+    for (let i = 0; i < item.profiles.length; i++) {
+      await page.keyboard.press('p');
+      await sleep(100);
+    }
+    const seen = [];
+    for (let i = 0; i < item.profiles.length; i++) {
+      seen.push((await speedscopeTitle(page)).replace(/ \(\d+\/\d+\)$/, ''));
+      await page.keyboard.press('n');
+      await sleep(150);
+    }
+    assert(
+      JSON.stringify(seen) === JSON.stringify(item.profiles),
+      `profiles shown ${JSON.stringify(seen)}, expected ${JSON.stringify(item.profiles)}`,
+    );
+  }
+  // The Sandwich view lists functions in a DOM table.
+  await page.keyboard.press('3');
+  await page.waitForFunction(shows, { timeout: TIMEOUT }, item.frame).catch(() => {});
+  await shot(page, `speedscope_${stem}_sandwich`);
+  const has = await page.evaluate(shows, item.frame);
+  assert(has, `the Sandwich table lacks ${item.frame}`);
+  assert(page.problems.length === 0, page.problems.join('; '));
+  await page.close();
+}
+
+async function checkSvg(browser, base, item) {
+  const page = await newPage(browser, item.search);
+  await page.goto(`${base}/files/${encodeURIComponent(item.file)}`);
+  await page.waitForSelector('#frames', { timeout: TIMEOUT });
+  const titles = await page.evaluate(() =>
+    [...document.querySelectorAll('#frames > g > title')].map((t) => t.textContent));
+  assert(titles.length > 0, 'no frames');
+  for (const f of item.frames) {
+    assert(titles.some((t) => t.startsWith(`${f} (`)), `no frame ${f} among ${titles.length}`);
+  }
+  // inferno's own search: the Search button opens a prompt (answered by newPage).
+  await page.click('#search');
+  await sleep(300);
+  const result = await page.evaluate(() => {
+    const color = window.searchcolor;
+    const hits = [...document.querySelectorAll('#frames > g')]
+      .filter((g) => g.querySelector('rect').getAttribute('fill') === color)
+      .map((g) => g.querySelector('title').textContent);
+    return { hits, matched: document.getElementById('matched').textContent, color };
+  });
+  const stem = item.file.replace(/[^A-Za-z0-9]+/g, '_');
+  await shot(page, `svg_${stem}_search`);
+  assert(result.hits.length > 0, `searching ${item.search} highlighted nothing`);
+  assert(
+    result.hits.every((t) => new RegExp(item.search).test(t)),
+    `highlighted frames that do not match: ${result.hits.join(', ')}`,
+  );
+  assert(/Matched: [\d.]+%/.test(result.matched), `no "Matched:" line: ${result.matched}`);
+  assert(page.problems.length === 0, page.problems.join('; '));
+  await page.close();
+}
+
+async function waitForHttp(url, child) {
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`go tool pprof exited with ${child.exitCode}`);
+    try {
+      const r = await fetch(url);
+      if (r.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(200);
+  }
+  throw new Error(`${url} did not answer`);
+}
+
+async function checkPprof(browser, item) {
+  const port = await freePort();
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'profconv-pprof-home-'));
+  const child = spawn(
+    manifest.go,
+    ['tool', 'pprof', `-http=127.0.0.1:${port}`, '-no_browser', path.join(manifest.dir, item.file)],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, HOME: home, PPROF_TMPDIR: home } },
+  );
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${base}/ui/flamegraph`, child).catch((e) => {
+      throw new Error(`${e.message}: ${stderr}`);
+    });
+    const page = await newPage(browser);
+    await page.goto(`${base}/ui/flamegraph`);
+    await page.waitForFunction(shows, { timeout: TIMEOUT }, item.frame).catch(() => {});
+    await shot(page, `pprof_${item.file.replace(/[^A-Za-z0-9]+/g, '_')}_flamegraph`);
+    assert(await page.evaluate(shows, item.frame), `/ui/flamegraph does not draw ${item.frame}`);
+    assert(page.problems.length === 0, page.problems.join('; '));
+    await page.close();
+  } finally {
+    child.kill();
+  }
+}
+
+const server = await serve();
+const base = `http://127.0.0.1:${server.address().port}`;
+const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'profconv-chromium-'));
+const browser = await puppeteer.launch({
+  executablePath: manifest.chromium,
+  headless: true,
+  userDataDir,
+  args: [
+    '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+    '--disable-component-update', '--no-first-run', '--disable-sync',
+  ],
+});
+try {
+  for (const item of manifest.speedscope || []) {
+    await check(`speedscope app imports ${item.file}`, () => checkSpeedscope(browser, base, item));
+  }
+  for (const item of manifest.svg || []) {
+    await check(`${item.file} opens and its search finds ${item.search}`, () => checkSvg(browser, base, item));
+  }
+  for (const item of manifest.pprof || []) {
+    await check(`go tool pprof -http flame graph of ${item.file} shows ${item.frame}`, () => checkPprof(browser, item));
+  }
+} finally {
+  await browser.close();
+  server.close();
+  fs.rmSync(userDataDir, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);

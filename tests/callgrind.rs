@@ -40,39 +40,6 @@ fn convert_gprof(dir: &Path, gmon: &str, binary: &str) -> (String, String) {
     )
 }
 
-/// callgrind_annotate's table for one event: (program total, function → cost).
-/// Functions are printed as `file:function [object]`.
-fn annotate(file: &str, event: &str, inclusive: bool) -> Option<(i64, BTreeMap<String, i64>)> {
-    let show = format!("--show={event}");
-    let inclusive = format!("--inclusive={}", if inclusive { "yes" } else { "no" });
-    let text = callgrind_annotate(&[&inclusive, "--threshold=100", &show, file])?;
-    let mut total = None;
-    let mut per_function = BTreeMap::new();
-    for line in text.lines() {
-        let Some((number, rest)) = line.trim_start().split_once(" (") else {
-            continue;
-        };
-        let Ok(value) = number.replace(',', "").parse::<i64>() else {
-            continue;
-        };
-        let Some((_, name)) = rest.split_once(")  ") else {
-            continue;
-        };
-        if name.trim() == "PROGRAM TOTALS" {
-            total = Some(value);
-            continue;
-        }
-        let name = name.rsplit_once(" [").map_or(name, |(n, _)| n);
-        let function = name.split_once(':').map_or(name, |(_, f)| f);
-        *per_function.entry(function.to_owned()).or_insert(0) += value;
-    }
-    per_function.retain(|_, v| *v != 0);
-    Some((
-        total.expect("callgrind_annotate prints PROGRAM TOTALS"),
-        per_function,
-    ))
-}
-
 #[test]
 fn gprof_profiles_load_in_callgrind_annotate_with_pprofs_self_costs_and_main_inclusive() {
     let dir = tempdir();

@@ -409,3 +409,37 @@ fn speedscope_samples_come_in_flame_chart_order() {
         }
     }
 }
+
+#[test]
+fn callgrind_annotate_shows_mains_inclusive_time_as_gprof_does() {
+    let Some(run) = run() else { return };
+    let dir = run.pb_path.parent().unwrap();
+    let cg = dir.join("callgrind.out.prog");
+    let (g, e) = (dir.join("gmon.out"), dir.join("prog"));
+    profconv_ok(&[
+        g.to_str().unwrap(),
+        "--binary",
+        e.to_str().unwrap(),
+        "-o",
+        cg.to_str().unwrap(),
+    ]);
+    let Some((total, inclusive)) = annotate(cg.to_str().unwrap(), "cpu", true) else {
+        return;
+    };
+    let main_ns = inclusive["main"];
+    assert!(
+        main_ns as f64 >= 0.99 * total as f64 && main_ns <= total,
+        "callgrind_annotate: main {main_ns} of {total} ns"
+    );
+    let main = &run.graph["main"];
+    assert!(
+        close(main_ns as f64 / 1e9, main.self_s + main.children_s),
+        "callgrind_annotate: main {main_ns} ns; gprof {} s",
+        main.self_s + main.children_s
+    );
+    // Self time per function as in the pprof output.
+    let Some((_, own)) = annotate(cg.to_str().unwrap(), "cpu", false) else {
+        return;
+    };
+    assert_eq!(own, pprof_flat(&run.pprof, "cpu"));
+}

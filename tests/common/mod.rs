@@ -368,6 +368,39 @@ pub fn callgrind_annotate(args: &[&str]) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// callgrind_annotate's table for one event: (program total, function → cost).
+/// Functions are printed as `file:function [object]`.
+pub fn annotate(file: &str, event: &str, inclusive: bool) -> Option<(i64, BTreeMap<String, i64>)> {
+    let show = format!("--show={event}");
+    let inclusive = format!("--inclusive={}", if inclusive { "yes" } else { "no" });
+    let text = callgrind_annotate(&[&inclusive, "--auto=no", "--threshold=100", &show, file])?;
+    let mut total = None;
+    let mut per_function = BTreeMap::new();
+    for line in text.lines() {
+        let Some((number, rest)) = line.trim_start().split_once(" (") else {
+            continue;
+        };
+        let Ok(value) = number.replace(',', "").parse::<i64>() else {
+            continue;
+        };
+        let Some((_, name)) = rest.split_once(")  ") else {
+            continue;
+        };
+        if name.trim() == "PROGRAM TOTALS" {
+            total = Some(value);
+            continue;
+        }
+        let name = name.rsplit_once(" [").map_or(name, |(n, _)| n);
+        let function = name.split_once(':').map_or(name, |(_, f)| f);
+        *per_function.entry(function.to_owned()).or_insert(0) += value;
+    }
+    per_function.retain(|_, v| *v != 0);
+    Some((
+        total.expect("callgrind_annotate prints PROGRAM TOTALS"),
+        per_function,
+    ))
+}
+
 /// A small APS sample file (spec aps.md §3): little-endian, call depth 5,
 /// paths of 256 bytes; `/usr/bin/app` in pid 100 and vmlinux. The user
 /// samples are at `app+0x10` (4, called from `app+0x200`) and `app+0x20` (1);

@@ -73,14 +73,25 @@ struct Callgrind {
     has_addresses: bool,
 }
 
-/// Event names: one per sample type, the default first; `(name, long name, type index)`.
-fn events(profile: &Profile) -> Vec<(String, String, usize)> {
+/// A callgrind event: one sample type.
+#[derive(Debug, Clone)]
+struct Event {
+    /// The name in `events:` (letters, digits and `_`).
+    name: String,
+    /// `type (unit)`, for the `event:` line.
+    long_name: String,
+    /// Index into the profile's sample types.
+    sample_type: usize,
+}
+
+/// The events: one per sample type, the default first.
+fn events(profile: &Profile) -> Vec<Event> {
     let mut order: Vec<usize> = (0..profile.sample_types.len()).collect();
     if let Some(d) = profile.default_sample_type.filter(|&d| d < order.len()) {
         order.retain(|&i| i != d);
         order.insert(0, d);
     }
-    let mut out: Vec<(String, String, usize)> = Vec::new();
+    let mut out: Vec<Event> = Vec::new();
     for i in order {
         let (kind, unit) = profile.sample_type_name(i);
         let mut name: String = kind
@@ -91,10 +102,14 @@ fn events(profile: &Profile) -> Vec<(String, String, usize)> {
             name.insert(0, 'e');
         }
         // Two types of one kind in different units stay two events.
-        if out.iter().any(|(n, _, _)| *n == name) {
+        if out.iter().any(|e| e.name == name) {
             name = format!("{name}_{i}");
         }
-        out.push((name, one_line(&format!("{kind} ({unit})")), i));
+        out.push(Event {
+            name,
+            long_name: one_line(&format!("{kind} ({unit})")),
+            sample_type: i,
+        });
     }
     out
 }
@@ -105,7 +120,7 @@ fn one_line(s: &str) -> String {
 }
 
 impl Callgrind {
-    fn new(profile: &Profile, events: &[(String, String, usize)]) -> Self {
+    fn new(profile: &Profile, events: &[Event]) -> Self {
         let mut cg = Callgrind {
             functions: Vec::new(),
             own: BTreeMap::new(),
@@ -134,8 +149,13 @@ impl Callgrind {
                     stack.extend_from_slice(sites);
                 }
             }
-            for (c, (_, _, t)) in costs.iter_mut().zip(events) {
-                *c = sample.values.get(*t).copied().unwrap_or(0).max(0) as u64;
+            for (c, e) in costs.iter_mut().zip(events) {
+                *c = sample
+                    .values
+                    .get(e.sample_type)
+                    .copied()
+                    .unwrap_or(0)
+                    .max(0) as u64;
             }
             let calls = profile
                 .call_count_type
@@ -280,9 +300,9 @@ fn add(acc: &mut Vec<u64>, costs: &[u64]) {
     }
 }
 
-/// Names written as `(id) name` the first time and `(id)` after (§ name
-/// compression); one table per kind (`ob`, `fl`, `fn`), shared by the
-/// `c`-prefixed keys as the specification requires.
+/// Names written as `(id) name` the first time and `(id)` after (the
+/// specification's "Name Compression"); one table per kind (`ob`, `fl`, `fn`),
+/// shared by the `c`-prefixed keys as the specification requires.
 #[derive(Default)]
 struct Names {
     ids: HashMap<(&'static str, String), usize>,
@@ -333,7 +353,7 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
 fn write_header(
     profile: &Profile,
     options: &WriteOptions,
-    events: &[(String, String, usize)],
+    events: &[Event],
     cg: &Callgrind,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
@@ -350,10 +370,10 @@ fn write_header(
         writeln!(out, "# {}", one_line(comment))?;
     }
     writeln!(out, "positions: {}", cg.positions())?;
-    for (name, long, _) in events {
-        writeln!(out, "event: {name} : {long}")?;
+    for e in events {
+        writeln!(out, "event: {} : {}", e.name, e.long_name)?;
     }
-    let names: Vec<&str> = events.iter().map(|(n, _, _)| n.as_str()).collect();
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
     // callgrind_annotate takes `events:` as the end of the header.
     writeln!(out, "events: {}", names.join(" "))
 }

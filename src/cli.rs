@@ -140,8 +140,9 @@ pub struct ReadArgs {
     /// gprof: address size in bytes (4 or 8) when detection is ambiguous.
     #[arg(long, value_parser = parse_pointer_size)]
     pub gmon_pointer_size: Option<usize>,
-    /// gprof: clock rate (ticks per second) of 4.3BSD files, which do not record it.
-    #[arg(long)]
+    /// gprof: clock rate (ticks per second) of 4.3BSD files, which do not record it
+    /// (and of 4.4BSD files whose header says 0).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub gmon_rate: Option<u32>,
     /// gprof: stacks synthesized from the call graph, or one frame each.
     #[arg(long, value_enum, default_value_t = GprofStacks::Synthesized)]

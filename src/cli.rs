@@ -190,8 +190,9 @@ pub struct ReadArgs {
     /// gprof: address size in bytes (4 or 8) when detection is ambiguous.
     #[arg(long, value_parser = parse_pointer_size)]
     pub gmon_pointer_size: Option<usize>,
-    /// gprof: clock rate (ticks per second) of 4.3BSD files, which do not record it.
-    #[arg(long)]
+    /// gprof: clock rate (ticks per second) of 4.3BSD files, which do not record it
+    /// (and of 4.4BSD files whose header says 0).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub gmon_rate: Option<u32>,
     /// gprof: stacks synthesized from the call graph, or one frame each.
     #[arg(long, value_enum, default_value_t = GprofStacks::Synthesized)]
@@ -309,6 +310,13 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
         outputs.push((output, format));
     }
     let mut read_options = args.read.options();
+    // Inputs are never written, whatever links lead to them.
+    let mut read_paths: Vec<&Path> = args.inputs.iter().map(PathBuf::as_path).collect();
+    read_paths.extend(read_options.binary.as_deref());
+    read_paths.extend(read_options.pid_info.as_deref());
+    for (output, _) in &outputs {
+        write::target::refuse_input_as_output(output, &read_paths)?;
+    }
     let progress = {
         use std::io::IsTerminal;
         (std::io::stderr().is_terminal() && !args.quiet).then(|| {

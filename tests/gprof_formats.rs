@@ -627,3 +627,39 @@ fn outputs_are_ordinary_files_not_private_temporaries() {
         "group/other can read the output (mode {mode:o})"
     );
 }
+
+#[test]
+fn a_bsd44_header_with_rate_0_asks_for_the_rate_instead_of_reading_as_bsd43() {
+    for word in [4, 8] {
+        let l = Layout { big: false, word };
+        let mut h = sample_hist();
+        h.rate = 0;
+        let data = bsd44(l, &h, &[(0x1010, 0x1004, 6)]);
+        let e = parse(Path::new("t"), &data, &opts(), None).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("--gmon-rate"), "{text}");
+        assert!(
+            text.contains(&format!("at byte {}", 2 * word + 8)),
+            "{text}"
+        );
+        let options = ReadOptions {
+            gmon_rate: Some(60),
+            ..ReadOptions::default()
+        };
+        let d = parse(Path::new("t"), &data, &options, None).unwrap();
+        assert_eq!(d.variant, Variant::Bsd44, "not reinterpreted as 4.3BSD");
+        assert_eq!(d.histograms[0].prof_rate, 60);
+        assert!(d.rate_assumed);
+        assert_eq!(d.histograms[0].bins, vec![0, 3, 0, 0, 7, 0, 1, 65535]);
+    }
+    let out = profconv(&[
+        fixture("gprof/recursion.gmon").to_str().unwrap(),
+        "--gmon-rate",
+        "0",
+        "-o",
+        "/dev/null",
+        "--to",
+        "pprof",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "--gmon-rate 0 is a usage error");
+}

@@ -148,7 +148,10 @@ fn bsd_layout(head: &[u8], file_len: u64, pointer_size: Option<usize>) -> Option
                     else {
                         continue;
                     };
-                    if version != BSD44_VERSION || rate == 0 {
+                    // A rate of 0 is still 4.4BSD (the version says so);
+                    // parse_bsd asks for --gmon-rate rather than reading the
+                    // file as 4.3BSD at other offsets.
+                    if version != BSD44_VERSION {
                         continue;
                     }
                     // FreeBSD's histcounter_type: counter width in bits, negative = signed.
@@ -293,6 +296,7 @@ fn parse_gnu_records(file: &Path, data: &[u8], endian: Endian, word: usize) -> R
         bb_records: 0,
     };
     let mut arcs: HashMap<(u64, u64), u64> = HashMap::default();
+    let mut ranges = HashMap::default();
     while !c.at_end() {
         let tag_at = c.offset();
         match c.u8("a record tag")? {
@@ -332,6 +336,7 @@ fn parse_gnu_records(file: &Path, data: &[u8], endian: Endian, word: usize) -> R
                     file,
                     tag_at,
                     &mut out.histograms,
+                    &mut ranges,
                     Histogram {
                         low_pc,
                         high_pc,
@@ -386,11 +391,13 @@ fn sorted_arcs(arcs: HashMap<(u64, u64), u64>) -> Vec<CallArc> {
 }
 
 /// Adds a histogram record: equal ranges are summed bin by bin, others kept
-/// apart; a different rate or dimension cannot be combined (§1).
+/// apart; a different rate or dimension cannot be combined (§1). `index`
+/// finds a range among `hists` (filled from them when empty).
 fn add_histogram(
     file: &Path,
     offset: usize,
     hists: &mut Vec<Histogram>,
+    index: &mut HashMap<(u64, u64, usize), usize>,
     h: Histogram,
 ) -> Result<()> {
     if let Some(first) = hists.first() {
@@ -405,14 +412,21 @@ fn add_histogram(
             ));
         }
     }
-    if let Some(same) = hists
-        .iter_mut()
-        .find(|o| o.low_pc == h.low_pc && o.high_pc == h.high_pc && o.bins.len() == h.bins.len())
-    {
+    let key = (h.low_pc, h.high_pc, h.bins.len());
+    if index.is_empty() && !hists.is_empty() {
+        index.extend(
+            hists
+                .iter()
+                .enumerate()
+                .map(|(i, o)| ((o.low_pc, o.high_pc, o.bins.len()), i)),
+        );
+    }
+    if let Some(same) = index.get(&key).and_then(|&i| hists.get_mut(i)) {
         for (a, b) in same.bins.iter_mut().zip(&h.bins) {
             *a += b;
         }
     } else {
+        index.insert(key, hists.len());
         hists.push(h);
     }
     Ok(())
@@ -441,11 +455,18 @@ fn parse_bsd(file: &Path, data: &[u8], l: BsdLayout, rate: Option<u32>) -> Resul
         }
         bins.push(v);
     }
-    let rate_assumed = l.variant == Variant::Bsd43;
-    let prof_rate = if rate_assumed {
-        rate.unwrap_or(DEFAULT_RATE)
-    } else {
-        l.rate
+    let rate_assumed = l.variant == Variant::Bsd43 || l.rate == 0;
+    let prof_rate = match (l.variant, l.rate, rate) {
+        (Variant::Bsd43, _, given) => given.unwrap_or(DEFAULT_RATE),
+        (_, 0, Some(given)) => given,
+        (_, 0, None) => {
+            return Err(Error::format(
+                file,
+                2 * l.word as u64 + 8,
+                "the 4.4BSD header's clock rate (profrate) is 0: give the rate the program ran at with --gmon-rate HZ",
+            ))
+        }
+        (_, recorded, _) => recorded,
     };
     let mut arcs: HashMap<(u64, u64), u64> = HashMap::default();
     let mut arc_records = 0;
@@ -481,8 +502,9 @@ fn parse_bsd(file: &Path, data: &[u8], l: BsdLayout, rate: Option<u32>) -> Resul
 
 /// Sums the data of several files of one program (like `gprof -s`).
 pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
+    let mut ranges = HashMap::default();
     for h in b.histograms {
-        add_histogram(file, 0, &mut a.histograms, h)?;
+        add_histogram(file, 0, &mut a.histograms, &mut ranges, h)?;
     }
     let mut arcs: HashMap<(u64, u64), u64> = a
         .arcs
@@ -643,8 +665,14 @@ struct Tick {
 /// Splits every non-empty bin over the functions it overlaps, in proportion
 /// to the overlap, as gprof's `hist_assign_samples` does (§3). The integer
 /// parts are apportioned so that every bin's total is kept exactly.
+///
+/// A bin that covers many whole functions (never in files `gcc -pg` writes,
+/// whose bins are a few bytes wide, but possible in a crafted file) hands
+/// those functions their share through [`Spread`], so the work stays linear
+/// in bins + functions instead of bins × functions.
 fn assign_ticks(data: &GmonData, funcs: &[Func<'_>], period_ns: f64) -> Vec<Tick> {
     let mut out = Vec::new();
+    let mut spread = Spread::new(funcs.len());
     for h in &data.histograms {
         let scale = h.scale();
         for (i, &count) in h.bins.iter().enumerate() {
@@ -653,48 +681,170 @@ fn assign_ticks(data: &GmonData, funcs: &[Func<'_>], period_ns: f64) -> Vec<Tick
             }
             let lo = h.low_pc + (scale * i as f64) as u64;
             let hi = (h.low_pc + (scale * (i + 1) as f64) as u64).max(lo + 1);
-            // (function or None for a gap, start, overlap)
-            let mut pieces: Vec<(Option<usize>, u64, u64)> = Vec::new();
-            let mut at = lo;
-            while at < hi {
-                match function_at(funcs, at) {
-                    Some(f) => {
-                        let end = funcs[f].end.min(hi);
-                        pieces.push((Some(f), at, end - at));
-                        at = end;
-                    }
-                    None => {
-                        let next = funcs
-                            .get(funcs.partition_point(|f| f.start <= at))
-                            .map_or(hi, |f| f.start.min(hi));
-                        pieces.push((None, at, next - at));
-                        at = next;
-                    }
-                }
-            }
-            let weights: Vec<f64> = pieces.iter().map(|p| p.2 as f64).collect();
+            let pieces = bin_pieces(funcs, lo, hi);
+            let weights: Vec<f64> = pieces.iter().map(|p| p.len() as f64).collect();
             // Whole ticks are apportioned; time is gprof's credit,
             // overlap × count / scale, which need not add up to the count
             // when the bin width is not a whole number of bytes.
             let samples = apportion(count as i64, &weights);
-            let nanos: Vec<i64> = weights
-                .iter()
-                .map(|w| (w * count as f64 / scale * period_ns).round() as i64)
-                .collect();
-            for (k, (func, start, _)) in pieces.into_iter().enumerate() {
-                if samples[k] == 0 && nanos[k] == 0 {
-                    continue;
+            for (k, piece) in pieces.iter().enumerate() {
+                let nanos = (weights[k] * count as f64 / scale * period_ns).round() as i64;
+                match *piece {
+                    Piece::Span { func, start, .. } if samples[k] != 0 || nanos != 0 => {
+                        out.push(Tick {
+                            func,
+                            address: start,
+                            samples: samples[k],
+                            nanos,
+                        })
+                    }
+                    Piece::Span { .. } => {}
+                    Piece::Whole { first, end, len } => spread.add(
+                        first,
+                        end,
+                        samples[k],
+                        weights[k] * count as f64 / scale / len as f64 * period_ns,
+                        len,
+                    ),
                 }
-                out.push(Tick {
-                    func,
-                    address: start,
-                    samples: samples[k],
-                    nanos: nanos[k],
-                });
             }
         }
     }
+    out.extend(spread.ticks(funcs));
     out
+}
+
+/// A part of a histogram bin: a stretch of one function (or of no function:
+/// a gap), or many whole functions `first..end` in one piece.
+#[derive(Debug, Clone, Copy)]
+enum Piece {
+    Span {
+        func: Option<usize>,
+        start: u64,
+        len: u64,
+    },
+    Whole {
+        first: usize,
+        end: usize,
+        len: u64,
+    },
+}
+
+impl Piece {
+    fn len(&self) -> u64 {
+        match *self {
+            Piece::Span { len, .. } | Piece::Whole { len, .. } => len,
+        }
+    }
+}
+
+/// How many whole functions a bin may cover before they become one piece.
+const WHOLE_FUNCTIONS_APART: usize = 16;
+
+/// The pieces of the bin `[lo, hi)`.
+fn bin_pieces(funcs: &[Func<'_>], lo: u64, hi: u64) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    // Functions starting inside the bin: a..b.
+    let a = funcs.partition_point(|f| f.start <= lo);
+    let b = funcs.partition_point(|f| f.start < hi);
+    let mut end = b;
+    while end > a && funcs[end - 1].end > hi {
+        end -= 1;
+    }
+    // Functions run to the next symbol (gprof_functions), so a..end tile
+    // funcs[a].start..funcs[end - 1].end.
+    if end > a && end - a > WHOLE_FUNCTIONS_APART {
+        let (s, e) = (funcs[a].start, funcs[end - 1].end);
+        spans(funcs, lo, s, &mut pieces);
+        pieces.push(Piece::Whole {
+            first: a,
+            end,
+            len: e - s,
+        });
+        spans(funcs, e, hi, &mut pieces);
+    } else {
+        spans(funcs, lo, hi, &mut pieces);
+    }
+    pieces
+}
+
+/// The function (or gap) stretches of `[lo, hi)`, one by one.
+fn spans(funcs: &[Func<'_>], lo: u64, hi: u64, pieces: &mut Vec<Piece>) {
+    let mut at = lo;
+    while at < hi {
+        let (func, next) = match function_at(funcs, at) {
+            Some(f) => (Some(f), funcs[f].end.min(hi)),
+            None => {
+                let next = funcs
+                    .get(funcs.partition_point(|f| f.start <= at))
+                    .map_or(hi, |f| f.start.min(hi));
+                (None, next)
+            }
+        };
+        pieces.push(Piece::Span {
+            func,
+            start: at,
+            len: next - at,
+        });
+        at = next;
+    }
+}
+
+/// Time spread evenly over runs of whole functions, kept as per-byte
+/// densities in difference arrays over the function index and turned into
+/// one tick per function at the end (at the function's start address).
+struct Spread {
+    /// Whole ticks given to all runs together: apportioned at the end.
+    samples: i64,
+    sample_density: Vec<f64>,
+    nanos_density: Vec<f64>,
+}
+
+impl Spread {
+    fn new(n: usize) -> Spread {
+        Spread {
+            samples: 0,
+            sample_density: vec![0.0; n + 1],
+            nanos_density: vec![0.0; n + 1],
+        }
+    }
+
+    /// `samples` ticks and `nanos_per_byte` over the functions `first..end`,
+    /// which are `len` bytes long together.
+    fn add(&mut self, first: usize, end: usize, samples: i64, nanos_per_byte: f64, len: u64) {
+        let per_byte = samples as f64 / len as f64;
+        self.samples += samples;
+        self.sample_density[first] += per_byte;
+        self.sample_density[end] -= per_byte;
+        self.nanos_density[first] += nanos_per_byte;
+        self.nanos_density[end] -= nanos_per_byte;
+    }
+
+    fn ticks(&self, funcs: &[Func<'_>]) -> Vec<Tick> {
+        if self.samples == 0 && self.nanos_density.iter().all(|&d| d == 0.0) {
+            return Vec::new();
+        }
+        let (mut s, mut n) = (0.0, 0.0);
+        let mut weights = Vec::with_capacity(funcs.len());
+        let mut nanos = Vec::with_capacity(funcs.len());
+        for (f, func) in funcs.iter().enumerate() {
+            s += self.sample_density[f];
+            n += self.nanos_density[f];
+            let len = func.end.saturating_sub(func.start) as f64;
+            weights.push((s * len).max(0.0));
+            nanos.push((n * len).max(0.0).round() as i64);
+        }
+        let samples = apportion(self.samples, &weights);
+        (0..funcs.len())
+            .filter(|&f| samples[f] != 0 || nanos[f] != 0)
+            .map(|f| Tick {
+                func: Some(f),
+                address: funcs[f].start,
+                samples: samples[f],
+                nanos: nanos[f],
+            })
+            .collect()
+    }
 }
 
 /// A caller of a function: the calling function and the call site.
@@ -1273,6 +1423,63 @@ pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn data_with_bins(low_pc: u64, high_pc: u64, bins: Vec<u64>) -> GmonData {
+        GmonData {
+            variant: Variant::Gnu,
+            endian: Endian::Little,
+            pointer_size: 8,
+            histograms: vec![Histogram {
+                low_pc,
+                high_pc,
+                prof_rate: 100,
+                dimension: "seconds".into(),
+                dimension_abbrev: 's',
+                bins,
+            }],
+            arcs: Vec::new(),
+            basic_blocks: BTreeMap::new(),
+            saturated_bins: 0,
+            rate_assumed: false,
+            histogram_records: 1,
+            arc_records: 0,
+            bb_records: 0,
+        }
+    }
+
+    #[test]
+    fn a_bin_over_many_whole_functions_shares_its_time_by_size_in_one_pass() {
+        // 100 functions of 16 bytes from 0x1000 (and a 64-byte one after),
+        // one bin over 0x1008..0x1648: half of the first, all of 2..99,
+        // part of the last.
+        let names: Vec<String> = (0..101).map(|i| format!("f{i}")).collect();
+        let funcs: Vec<Func<'_>> = (0..101)
+            .map(|i| Func {
+                start: 0x1000 + 16 * i as u64,
+                end: 0x1000 + 16 * i as u64 + if i == 100 { 64 } else { 16 },
+                name: &names[i],
+                system_name: &names[i],
+            })
+            .collect();
+        let (lo, hi) = (0x1008, 0x1648);
+        let pieces = bin_pieces(&funcs, lo, hi);
+        assert!(pieces.len() <= 3, "{pieces:?}");
+        let count = 3001;
+        let data = data_with_bins(lo, hi, vec![count]);
+        let ticks = assign_ticks(&data, &funcs, 1e7);
+        let samples: i64 = ticks.iter().map(|t| t.samples).sum();
+        assert_eq!(samples, count as i64, "every tick kept");
+        let width = (hi - lo) as f64;
+        for f in 0..101 {
+            let overlap = (funcs[f].end.min(hi)).saturating_sub(funcs[f].start.max(lo)) as f64;
+            let want_ns = overlap * count as f64 / width * 1e7;
+            let got: Vec<&Tick> = ticks.iter().filter(|t| t.func == Some(f)).collect();
+            let ns: i64 = got.iter().map(|t| t.nanos).sum();
+            let n: i64 = got.iter().map(|t| t.samples).sum();
+            assert!((ns as f64 - want_ns).abs() <= 1.0, "f{f}: {ns} ns, want {want_ns}");
+            assert!((n as f64 - overlap * count as f64 / width).abs() < 1.0, "f{f}: {n} ticks");
+        }
+    }
 
     fn site(parent: usize, child: usize) -> u64 {
         ((parent as u64) << 20) | child as u64

@@ -1470,8 +1470,8 @@ mod tests {
         let samples: i64 = ticks.iter().map(|t| t.samples).sum();
         assert_eq!(samples, count as i64, "every tick kept");
         let width = (hi - lo) as f64;
-        for f in 0..101 {
-            let overlap = (funcs[f].end.min(hi)).saturating_sub(funcs[f].start.max(lo)) as f64;
+        for (f, func) in funcs.iter().enumerate() {
+            let overlap = (func.end.min(hi)).saturating_sub(func.start.max(lo)) as f64;
             let want_ns = overlap * count as f64 / width * 1e7;
             let got: Vec<&Tick> = ticks.iter().filter(|t| t.func == Some(f)).collect();
             let ns: i64 = got.iter().map(|t| t.nanos).sum();

@@ -1473,8 +1473,14 @@ mod tests {
             let got: Vec<&Tick> = ticks.iter().filter(|t| t.func == Some(f)).collect();
             let ns: i64 = got.iter().map(|t| t.nanos).sum();
             let n: i64 = got.iter().map(|t| t.samples).sum();
-            assert!((ns as f64 - want_ns).abs() <= 1.0, "f{f}: {ns} ns, want {want_ns}");
-            assert!((n as f64 - overlap * count as f64 / width).abs() < 1.0, "f{f}: {n} ticks");
+            assert!(
+                (ns as f64 - want_ns).abs() <= 1.0,
+                "f{f}: {ns} ns, want {want_ns}"
+            );
+            assert!(
+                (n as f64 - overlap * count as f64 / width).abs() < 1.0,
+                "f{f}: {n} ticks"
+            );
         }
     }
 

@@ -850,6 +850,9 @@ impl Spread {
 /// (about 30 MB).
 const MAX_KEPT_TREE_NODES: usize = 1 << 20;
 
+/// Member → (its caller on a shortest chain from an entry member, call site).
+type InnerTree = HashMap<usize, (usize, u64)>;
+
 /// A caller of a function: the calling function and the call site.
 #[derive(Debug, Clone, Copy)]
 struct Caller {
@@ -888,7 +891,7 @@ struct CallGraph {
     /// call site).
     inner_callees: Vec<Vec<(usize, u64)>>,
     /// [`CallGraph::search_down`] of each entry member asked for so far.
-    inner_trees: std::cell::RefCell<HashMap<usize, HashMap<usize, (usize, u64)>>>,
+    inner_trees: std::cell::RefCell<HashMap<usize, InnerTree>>,
 }
 
 impl CallGraph {
@@ -963,7 +966,7 @@ impl CallGraph {
 
     /// For every member of `entry`'s component reachable from it inside the
     /// component, its caller on a shortest chain of calls and the call site.
-    fn search_down(&self, entry: usize) -> HashMap<usize, (usize, u64)> {
+    fn search_down(&self, entry: usize) -> InnerTree {
         let mut via: HashMap<usize, (usize, u64)> = HashMap::default();
         let mut queue = std::collections::VecDeque::from([entry]);
         while let Some(f) = queue.pop_front() {

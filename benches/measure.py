@@ -47,7 +47,15 @@ def run_timed(argv):
     code = proc.returncode
     if code < 0:
         code = "killed by signal %d" % -code
-    return seconds, code, (lines[-1] if lines else "")
+    return seconds, code, first_message(lines)
+
+
+def first_message(lines):
+    """The line of a failed run's stderr worth showing (Rust's abort adds lines after it)."""
+    for line in lines:
+        if "memory allocation" in line or "error" in line.lower():
+            return line
+    return lines[-1] if lines else ""
 
 
 def run_rss(argv):
@@ -68,7 +76,7 @@ def run_rss(argv):
             code = "killed by signal %s" % line.rsplit(" ", 1)[1]
         elif line.startswith("Exit status:") and code == 0:
             code = int(line.rsplit(":", 1)[1])
-    return seconds, rss, code, (lines[-1] if lines else "")
+    return seconds, rss, code, first_message(lines)
 
 
 def measure(commands, runs, warmup):

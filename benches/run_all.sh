@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# run_all.sh - every input of issue 12's table, each measured against its reference in the
+# same run, then one table of the results with the machine's core count.
+#
+#   benches/run_all.sh            # about 15-25 minutes on 2 cores, ~1 GB of disk at a time
+#   ONLY="aps dcpi" benches/run_all.sh
+#
+# Cases (ONLY picks some: gprof3k gprof20k aps dcpi):
+#   gprof3k   gmon.out of a 3000-function gcc -pg program + its binary → .pb.gz vs gprof -b
+#   gprof20k  the same with 20 000 functions
+#             (both with GPROF_GEN_ARGS, default "--cycles 10 --recursive 10")
+#   aps       308 MB APS sample file, 5.5 M records, 20 000 stacks → .pb.gz vs cat
+#   dcpi      383 MiB databases of 200 images x 500 000 instructions, 10 % and 57 % sampled
+#             → .pb.gz vs cat (under prlimit --as, CAP_MB), and profconv info
+# Generated data lives under target/bench/ (gitignored); the big APS and DCPI files are
+# deleted after their case (KEEP=1 keeps them), the gprof programs are kept and reused.
+#
+# Needs: python3, gcc, GNU gprof, GNU time (Debian `time`), prlimit, cargo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+ONLY=${ONLY:-gprof3k gprof20k aps dcpi}
+export GEN_ARGS=${GPROF_GEN_ARGS:---cycles 10 --recursive 10}
+mkdir -p target/bench
+export RESULTS=$ROOT/target/bench/results.tsv
+: > "$RESULTS"
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+
+cargo build --release --quiet
+want gprof3k && N=3000 RUNS=${GPROF_RUNS:-10} benches/gprof.sh
+want gprof20k && N=20000 RUNS=${GPROF_RUNS:-5} benches/gprof.sh
+want aps && benches/aps.sh
+want dcpi && benches/dcpi.sh
+
+echo
+python3 - "$RESULTS" "$(nproc)" "$(git rev-parse --short HEAD)" <<'EOF'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+head = ["input", "MB", "profconv s", "MB/s", "peak RSS MiB", "reference (median, peak RSS MiB)",
+        "ratio ref/profconv", "goal", "result"]
+print("issue 12 benchmarks: %s cores, profconv %s (release)" % (sys.argv[2], sys.argv[3]))
+print("| " + " | ".join(head) + " |")
+print("|" + "---|" * len(head))
+for r in rows:
+    print("| " + " | ".join(r) + " |")
+EOF

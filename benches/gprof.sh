@@ -7,7 +7,7 @@
 # 1. Generates a C program with N functions in a deep, wide call graph (benches/gprof_gen.py,
 #    seeded: the same program every time; GEN_ARGS can add cycles and recursion), builds it
 #    with gcc -O1 -g -pg (non-PIE) and runs it once (a few seconds) to get gmon.out.
-#    Everything goes to $WORK (default target/bench/gprof-N).  A program built from the same
+#    Everything goes to $WORK (default target/bench/gprof-N-GEN-ARGS).  A program built from the same
 #    generator arguments is reused (delete $WORK to force a rebuild).
 # 2. Builds profconv (cargo build --release) unless --gprof-only.
 # 3. Measures in the same run with benches/measure.py (RUNS interleaved runs each, after a
@@ -39,7 +39,9 @@ done
 N=${N:-3000}
 RUNS=${RUNS:-10}
 JOBS=${JOBS:-2}
-WORK=$(realpath -m "${WORK:-$ROOT/target/bench/gprof-$N}")
+# One directory per program shape, e.g. target/bench/gprof-20000-cycles-10-recursive-10.
+SHAPE=$(printf '%s' "${GEN_ARGS:-}" | tr -cs 'a-z0-9' '-' | sed 's/-*$//')
+WORK=$(realpath -m "${WORK:-$ROOT/target/bench/gprof-$N$SHAPE}")
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 PROG=$WORK/prog
 PROFCONV=$TARGET/release/profconv

@@ -5,10 +5,11 @@
 #   benches/run_all.sh            # about 15-25 minutes on 2 cores, ~1 GB of disk at a time
 #   ONLY="aps dcpi" benches/run_all.sh
 #
-# Cases (ONLY picks some: gprof3k gprof20k aps dcpi):
+# Cases (ONLY picks some: gprof3k gprof20k gprof20k-cycles aps dcpi):
 #   gprof3k   gmon.out of a 3000-function gcc -pg program + its binary → .pb.gz vs gprof -b
-#   gprof20k  the same with 20 000 functions
-#             (both with GPROF_GEN_ARGS, default "--cycles 10 --recursive 10")
+#   gprof20k  the same with 20 000 functions (both acyclic: benches/gprof_gen.py's shape)
+#   gprof20k-cycles  20 000 functions with --cycles 10 --recursive 10: back edges that fold
+#             thousands of functions into one gprof cycle (a stress case for stack synthesis)
 #   aps       308 MB APS sample file, 5.5 M records, 20 000 stacks → .pb.gz vs cat
 #   dcpi      383 MiB databases of 200 images x 500 000 instructions, 10 % and 57 % sampled
 #             → .pb.gz vs cat (under prlimit --as, CAP_MB), and profconv info
@@ -19,8 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-ONLY=${ONLY:-gprof3k gprof20k aps dcpi}
-export GEN_ARGS=${GPROF_GEN_ARGS:---cycles 10 --recursive 10}
+ONLY=${ONLY:-gprof3k gprof20k gprof20k-cycles aps dcpi}
 mkdir -p target/bench
 export RESULTS=$ROOT/target/bench/results.tsv
 : > "$RESULTS"
@@ -28,10 +28,13 @@ export RESULTS=$ROOT/target/bench/results.tsv
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 
 cargo build --release --quiet
-want gprof3k && N=3000 RUNS=${GPROF_RUNS:-10} benches/gprof.sh
-want gprof20k && N=20000 RUNS=${GPROF_RUNS:-5} benches/gprof.sh
-want aps && benches/aps.sh
-want dcpi && benches/dcpi.sh
+if want gprof3k; then N=3000 RUNS=${GPROF_RUNS:-10} benches/gprof.sh; fi
+if want gprof20k; then N=20000 RUNS=${GPROF_RUNS:-5} benches/gprof.sh; fi
+if want gprof20k-cycles; then
+    N=20000 RUNS=${GPROF_RUNS:-3} GEN_ARGS="--cycles 10 --recursive 10" benches/gprof.sh
+fi
+if want aps; then benches/aps.sh; fi
+if want dcpi; then benches/dcpi.sh; fi
 
 echo
 python3 - "$RESULTS" "$(nproc)" "$(git rev-parse --short HEAD)" <<'EOF'

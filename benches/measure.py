@@ -16,7 +16,8 @@ own peak, which Linux keeps across exec, so the RSS must come from small GNU tim
 may start with `prlimit --as=N` to run under an address-space cap: prlimit execs the tool in
 the same process, so the numbers are the tool's.
 
-Prints the median wall time, throughput (--bytes / median time) and the highest peak RSS of
+Prints the median wall time (and CPU time, user + sys from wait4, steadier than wall time
+on a shared machine), throughput (--bytes / median time) and the highest peak RSS of
 each command, the ratio reference/profconv (> 1: profconv is faster) and whether the goals
 hold.  A failed run (non-zero exit or signal) is reported with its status and stderr's last
 line, and counts as a missed goal.  With --results, appends one tab-separated row for
@@ -37,17 +38,19 @@ GNU_TIME = "/usr/bin/time"
 
 
 def run_timed(argv):
-    """Runs argv; returns (seconds, status, last line of its stderr)."""
+    """Runs argv; returns (seconds, cpu seconds, status, the telling line of its stderr)."""
     with tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
-        proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.monotonic() - t0
+        proc.returncode = 0  # reaped here; keeps Popen from waiting again
         err.seek(0)
         lines = err.read().decode(errors="replace").strip().splitlines()
-    code = proc.returncode
+    code = os.waitstatus_to_exitcode(status)
     if code < 0:
         code = "killed by signal %d" % -code
-    return seconds, code, first_message(lines)
+    return seconds, usage.ru_utime + usage.ru_stime, code, first_message(lines)
 
 
 def first_message(lines):
@@ -81,7 +84,7 @@ def run_rss(argv):
 
 def measure(commands, runs, warmup):
     """{name: {"times": [...], "rss": max KB, "failed": (status, message) or None}}"""
-    out = {name: {"times": [], "rss": 0, "failed": None} for name, _ in commands}
+    out = {name: {"times": [], "cpu": [], "rss": 0, "failed": None} for name, _ in commands}
     for i in range(max(1, warmup) + runs):
         for name, argv in commands:
             r = out[name]
@@ -91,7 +94,8 @@ def measure(commands, runs, warmup):
                 seconds, rss, code, message = run_rss(argv)
                 r["rss"] = max(r["rss"], rss)
             else:
-                seconds, code, message = run_timed(argv)
+                seconds, cpu, code, message = run_timed(argv)
+                r["cpu"].append(cpu)
             if code != 0:
                 r["failed"] = (code, message)
                 r["times"].append(seconds)
@@ -130,26 +134,30 @@ def main():
     def summary(name):
         r = res[name]
         t = statistics.median(r["times"]) if r["times"] else float("nan")
+        cpu = statistics.median(r["cpu"]) if r["cpu"] else float("nan")
         rate = mb / t if mb and t > 0 else float("nan")
-        return t, rate, r["rss"] / 1024
+        return t, rate, r["rss"] / 1024, cpu
 
     print("== %s%s, %d runs each (median wall time; peak RSS of the warm-up runs under GNU time)"
           % (args.case, " (%.0f MB)" % mb if mb else "", args.runs))
     rows = {}
     for name, argv in commands:
-        t, rate, rss = summary(name)
-        rows[name] = (t, rate, rss)
+        t, rate, rss, cpu = summary(name)
+        rows[name] = (t, rate, rss, cpu)
         failed = res[name]["failed"]
         note = "  FAILED: %s: %s" % failed if failed else ""
-        print("   %-9s %9.4f s  %9.1f MB/s  peak RSS %8.1f MB%s" % (name, t, rate, rss, note))
+        print("   %-9s %9.4f s (CPU %7.4f s)  %9.1f MB/s  peak RSS %8.1f MiB%s"
+              % (name, t, cpu, rate, rss, note))
 
-    pt, prate, prss = rows[args.name]
-    ratio = float("nan")
+    pt, prate, prss, pcpu = rows[args.name]
+    ratio = cpu_ratio = float("nan")
     if ref_name:
-        rt, _, rrss = rows[ref_name]
+        rt, _, rrss, rcpu = rows[ref_name]
         ratio = rt / pt if pt > 0 else float("nan")
-        print("   ratio %s/%s: %.2fx (time), %s RSS / %s RSS: %.2f"
-              % (ref_name, args.name, ratio, args.name, ref_name, prss / rrss if rrss else float("nan")))
+        cpu_ratio = rcpu / pcpu if pcpu > 0 else float("nan")
+        print("   ratio %s/%s: %.2fx (wall), %.2fx (CPU); %s RSS / %s RSS: %.2f"
+              % (ref_name, args.name, ratio, cpu_ratio, args.name, ref_name,
+                 prss / rrss if rrss else float("nan")))
     goals, met = [], True
     if res[args.name]["failed"]:
         met = False
@@ -176,12 +184,13 @@ def main():
         status = "FAILED (%s)" % failed[0] if failed else "ok"
         ref = "-"
         if ref_name:
-            rt, _, rrss = rows[ref_name]
-            ref = "%s %.3f s, %.0f MB" % (ref_name, rt, rrss)
+            rt, _, rrss, rcpu = rows[ref_name]
+            ref = "%s %.3f s (CPU %.3f), %.0f MiB" % (ref_name, rt, rcpu, rrss)
         with open(args.results, "a") as f:
             f.write("\t".join([
-                args.case, "%.0f" % mb if mb else "-", "%.3f" % pt, "%.0f" % prate if mb else "-",
-                "%.0f" % prss, ref, "%.2f" % ratio if ref_name else "-", goal,
+                args.case, "%.0f" % mb if mb else "-", "%.3f (CPU %.3f)" % (pt, pcpu),
+                "%.0f" % prate if mb else "-", "%.0f" % prss, ref,
+                "%.2fx (CPU %.2fx)" % (ratio, cpu_ratio) if ref_name else "-", goal,
                 ("met" if met else "not met") + ("" if status == "ok" else "; " + status),
             ]) + "\n")
     return 0

@@ -40,8 +40,8 @@ echo
 python3 - "$RESULTS" "$(nproc)" "$(git rev-parse --short HEAD)" <<'EOF'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-head = ["input", "MB", "profconv s", "MB/s", "peak RSS MiB", "reference (median, peak RSS MiB)",
-        "ratio ref/profconv", "goal", "result"]
+head = ["input", "MB", "profconv s (median wall, CPU)", "MB/s", "peak RSS MiB", "reference (median wall, CPU, peak RSS)",
+        "ratio ref/profconv (wall, CPU)", "goal", "result"]
 print("issue 12 benchmarks: %s cores, profconv %s (release)" % (sys.argv[2], sys.argv[3]))
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))

@@ -62,7 +62,8 @@ def first_message(lines):
 
 
 def run_rss(argv):
-    """Runs argv under GNU time; returns (seconds, max_rss_kb, status, last line of its stderr)."""
+    """Runs argv under GNU time; returns (seconds, cpu seconds, max_rss_kb, status, the telling
+    line of its stderr)."""
     with tempfile.NamedTemporaryFile() as log, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         subprocess.run([GNU_TIME, "-v", "-o", log.name] + argv, stdout=subprocess.DEVNULL, stderr=err)
@@ -70,16 +71,18 @@ def run_rss(argv):
         report = open(log.name).read()
         err.seek(0)
         lines = err.read().decode(errors="replace").strip().splitlines()
-    rss, code = 0, 0
+    rss, code, cpu = 0, 0, 0.0
     for line in report.splitlines():
         line = line.strip()
-        if line.startswith("Maximum resident set size (kbytes):"):
+        if line.startswith(("User time (seconds):", "System time (seconds):")):
+            cpu += float(line.rsplit(":", 1)[1])
+        elif line.startswith("Maximum resident set size (kbytes):"):
             rss = int(line.rsplit(":", 1)[1])
         elif line.startswith("Command terminated by signal"):
             code = "killed by signal %s" % line.rsplit(" ", 1)[1]
         elif line.startswith("Exit status:") and code == 0:
             code = int(line.rsplit(":", 1)[1])
-    return seconds, rss, code, first_message(lines)
+    return seconds, cpu, rss, code, first_message(lines)
 
 
 def measure(commands, runs, warmup):
@@ -91,14 +94,17 @@ def measure(commands, runs, warmup):
             if r["failed"]:
                 continue
             if i < max(1, warmup):
-                seconds, rss, code, message = run_rss(argv)
+                seconds, cpu, rss, code, message = run_rss(argv)
                 r["rss"] = max(r["rss"], rss)
             else:
                 seconds, cpu, code, message = run_timed(argv)
                 r["cpu"].append(cpu)
             if code != 0:
+                # The failed run is the one measured: how long and how big until it failed.
                 r["failed"] = (code, message)
                 r["times"].append(seconds)
+                if i < max(1, warmup):
+                    r["cpu"].append(cpu)
             elif i >= max(1, warmup):
                 r["times"].append(seconds)
     return out
@@ -138,8 +144,9 @@ def main():
         rate = mb / t if mb and t > 0 else float("nan")
         return t, rate, r["rss"] / 1024, cpu
 
+    size = "" if not mb else " (%.0f MB)" % mb if mb >= 10 else " (%.2f MB)" % mb
     print("== %s%s, %d runs each (median wall time; peak RSS of the warm-up runs under GNU time)"
-          % (args.case, " (%.0f MB)" % mb if mb else "", args.runs))
+          % (args.case, size, args.runs))
     rows = {}
     for name, argv in commands:
         t, rate, rss, cpu = summary(name)
@@ -188,7 +195,7 @@ def main():
             ref = "%s %.3f s (CPU %.3f), %.0f MiB" % (ref_name, rt, rcpu, rrss)
         with open(args.results, "a") as f:
             f.write("\t".join([
-                args.case, "%.0f" % mb if mb else "-", "%.3f (CPU %.3f)" % (pt, pcpu),
+                args.case, ("%.0f" % mb if mb >= 10 else "%.2f" % mb) if mb else "-", "%.3f (CPU %.3f)" % (pt, pcpu),
                 "%.0f" % prate if mb else "-", "%.0f" % prss, ref,
                 "%.2fx (CPU %.2fx)" % (ratio, cpu_ratio) if ref_name else "-", goal,
                 ("met" if met else "not met") + ("" if status == "ok" else "; " + status),

@@ -14,7 +14,7 @@
 #      profconv DB -o out.pb.gz   against   cat of every file (> /dev/null)
 #        goal: >= 500 MB/s, peak RSS <= the database's size
 #      profconv info DB
-#        goal: <= 0.4 s, peak RSS <= 64 MiB
+#        goal: <= 0.4 s, peak RSS <= 64 MiB (RSS in MiB throughout)
 #    profconv runs under `prlimit --as=CAP_MB MiB` (default 8192): a run that would need
 #    more memory fails (allocation failure, abort) instead of taking the shared machine's
 #    memory; the failure is reported as such.

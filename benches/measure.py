@@ -124,7 +124,7 @@ def main():
     ap.add_argument("--goal-rss-vs-ref", action="store_true")
     ap.add_argument("--goal-mbps", type=float)
     ap.add_argument("--goal-seconds", type=float)
-    ap.add_argument("--goal-rss-mb", type=float)
+    ap.add_argument("--goal-rss-mb", type=float, help="peak RSS bound, MiB (as all RSS here)")
     args = ap.parse_args()
     if not os.access(GNU_TIME, os.X_OK):
         sys.exit("measure.py: GNU time is missing: apt-get install time")
@@ -181,7 +181,7 @@ def main():
         goals.append("≤ %g s" % args.goal_seconds)
         met &= pt <= args.goal_seconds
     if args.goal_rss_mb is not None:
-        goals.append("RSS ≤ %g MB" % args.goal_rss_mb)
+        goals.append("RSS ≤ %g MiB" % args.goal_rss_mb)
         met &= prss <= args.goal_rss_mb
     goal = ", ".join(goals) or "-"
     print("   goal: %s: %s" % (goal, "met" if met else "NOT met"))

@@ -2,7 +2,8 @@
 # run_all.sh - every input of issue 12's table, each measured against its reference in the
 # same run, then one table of the results with the machine's core count.
 #
-#   benches/run_all.sh            # about 15-25 minutes on 2 cores, ~1 GB of disk at a time
+#   benches/run_all.sh            # ~10 min on 2 cores (+ ~5 min the first time, to build the
+#                                 # gcc programs), ~1 GB of disk at a time
 #   ONLY="aps dcpi" benches/run_all.sh
 #
 # Cases (ONLY picks some: gprof3k gprof20k gprof20k-cycles aps dcpi):

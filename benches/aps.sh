@@ -1,40 +1,38 @@
 #!/usr/bin/env bash
-# aps.sh - benchmark profconv's APS conversion against `cat` of the same file.
+# aps.sh - benchmark profconv's APS conversion against `cat` of the same file (issue 12).
 #
-#   benches/aps.sh
+#   benches/aps.sh                       # 5.5 M records from 20 000 stacks: 308 MB
+#   RECORDS=19e6 DISTINCT=50000 benches/aps.sh
 #
-# 1. Generates (benches/aps_gen.py) an APS sample file of $RECORDS records (default 19e6,
-#    about 1 GB with the reporter's call depth 5) drawn from $DISTINCT distinct stacks
-#    (default 50000), and a small one of $SMALL records (default 1e6) from the same stacks,
-#    under $WORK (default /tmp/aps-bench). Existing files of the right size are reused.
+# 1. Generates (benches/aps_gen.py, seeded) an APS sample file of $RECORDS records (default
+#    5.5e6, 308 MB with the reporter's call depth 5) drawn from $DISTINCT distinct stacks
+#    (default 20000) under $WORK (default target/bench/aps); with SMALL set (e.g. 1e6), also
+#    a small file from the same stacks.  A file of the right size is reused.
 # 2. Builds profconv (cargo build --release).
-# 3. Reads each file once to warm the page cache, then measures with /usr/bin/time -v:
-#      cat FILE > /dev/null
-#      profconv FILE -o out.pb.gz
-#    and prints wall time, throughput and peak resident memory of each. Peak memory of
-#    profconv should be about the same for both files: it follows the distinct stacks,
-#    not the records.
+# 3. Reads each file once to warm the page cache, then measures with benches/measure.py, in
+#    one run:  profconv FILE -o out.pb.gz  against  cat FILE > /dev/null
+#    time, MB/s and peak RSS of both; goal >= 2000 MB/s.  Peak memory of profconv should be
+#    about the same for both files: it follows the distinct stacks, not the records.
+# 4. Deletes the files unless KEEP=1.
 #
-# Environment: RECORDS, SMALL, DISTINCT, WORK, CARGO_TARGET_DIR.
-# Needs: python3, GNU time (/usr/bin/time, Debian package `time`), cargo.
+# Environment: RECORDS, DISTINCT, SMALL, RUNS (default 3), WORK, KEEP, RESULTS (rows for
+# run_all.sh), CARGO_TARGET_DIR.  Needs: python3, GNU time (Debian `time`), cargo.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 export LC_ALL=C
 
-RECORDS=${RECORDS:-19e6}
-SMALL=${SMALL:-1e6}
-DISTINCT=${DISTINCT:-50000}
-WORK=${WORK:-/tmp/aps-bench}
+RECORDS=${RECORDS:-5.5e6}
+SMALL=${SMALL:-}
+DISTINCT=${DISTINCT:-20000}
+RUNS=${RUNS:-3}
+KEEP=${KEEP:-0}
+WORK=$(realpath -m "${WORK:-$ROOT/target/bench/aps}")
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 PROFCONV=$TARGET/release/profconv
-TIME=/usr/bin/time
 
-if [ ! -x "$TIME" ]; then
-    echo "GNU time is missing: apt-get install time" >&2
-    exit 2
-fi
+command -v /usr/bin/time > /dev/null || { echo "GNU time is missing: apt-get install time" >&2; exit 2; }
 mkdir -p "$WORK"
 
 # Record count → file size (head 56, records of 56 bytes, tables of the generator).
@@ -46,43 +44,34 @@ generate() { # records file
     local want
     want=$(size_of "$1")
     if [ -f "$2" ] && [ "$(stat -c %s "$2")" = "$want" ]; then
-        echo "reusing $2"
+        echo "== reusing $2"
     else
+        echo "== generating $2"
         python3 "$ROOT/benches/aps_gen.py" "$2" --records "$1" --distinct "$DISTINCT"
     fi
 }
 
-BIG=$WORK/sample_cpu_0_20150716_130220
+BIG=$WORK/big/sample_cpu_0_20150716_130220
 LITTLE=$WORK/small/sample_cpu_0_20150716_130220
-mkdir -p "$WORK/small"
+mkdir -p "$WORK/big"
 generate "$RECORDS" "$BIG"
-generate "$SMALL" "$LITTLE"
+files=("$BIG") counts=("$RECORDS")
+if [ -n "$SMALL" ]; then
+    mkdir -p "$WORK/small"
+    generate "$SMALL" "$LITTLE"
+    files+=("$LITTLE") counts+=("$SMALL")
+fi
 
 cargo build --release --quiet
 
-# Runs a command under /usr/bin/time -v; prints "seconds max_rss_kb".
-measure() {
-    local log=$WORK/time.log
-    "$TIME" -v "$@" > /dev/null 2> "$log"
-    awk -F': ' '
-        /Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i] }
-        /Maximum resident set size/ { rss = $2 }
-        END { printf "%.2f %d\n", s, rss }' "$log"
-}
-
-report() { # label file seconds rss
-    local bytes
-    bytes=$(stat -c %s "$2")
-    awk -v l="$1" -v b="$bytes" -v s="$3" -v r="$4" 'BEGIN {
-        rate = (s > 0) ? sprintf("%8.0f MB/s", b / 1e6 / s) : "   < 0.01 s "
-        printf "%-44s %6.0f MB  %6.2f s  %s  peak %6.1f MB\n", l, b / 1e6, s, rate, r / 1024 }'
-}
-
-for f in "$BIG" "$LITTLE"; do
-    cat "$f" > /dev/null
-    read -r s rss < <(measure cat "$f")
-    report "cat $(basename "$(dirname "$f")")/$(basename "$f")" "$f" "$s" "$rss"
-    read -r s rss < <(measure "$PROFCONV" "$f" -o "$WORK/out.pb.gz")
-    report "profconv -o out.pb.gz" "$f" "$s" "$rss"
+for i in "${!files[@]}"; do
+    f=${files[$i]}
+    cat "$f" > /dev/null # warm the page cache
+    records=$(python3 -c "print('%g M' % (float('${counts[$i]}') / 1e6))")
+    python3 "$ROOT/benches/measure.py" --runs "$RUNS" ${RESULTS:+--results "$RESULTS"} \
+        --case "APS, $records records, $DISTINCT stacks → .pb.gz" --bytes "$(stat -c %s "$f")" \
+        --goal-mbps 2000 \
+        --profconv "$PROFCONV $f -o $WORK/out.pb.gz" --reference cat "cat $f"
+    "$PROFCONV" info "$f" | sed -n '/records:/p;/samples:/p' | sed 's/^/   /'
 done
-"$PROFCONV" info "$BIG" | sed -n '/records:/p;/samples:/p'
+[ "$KEEP" = 1 ] || rm -rf "$WORK"

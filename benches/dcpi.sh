@@ -1,49 +1,93 @@
-#!/bin/sh
-# Throughput of the DCPI reader on a generated ~1 GB profile database,
-# against `cat` of the same files.
+#!/usr/bin/env bash
+# dcpi.sh - benchmark the DCPI reader on generated profile databases, against `cat` of the
+# same files, with time, throughput and peak RSS of both (issue 12).
 #
-#   benches/dcpi.sh            # 1024 MB in /tmp/profconv-dcpi-bench
-#   SIZE_MB=64 benches/dcpi.sh # smaller
+#   benches/dcpi.sh                      # issue 12: sparse (10 %) and dense (57 %) databases
+#   SAMPLED=0.10 benches/dcpi.sh         # only the sparse one
+#   SIZE_MB=1024 benches/dcpi.sh         # instead: a many-epoch database of 1 GiB
 #
-# Builds profconv in release mode (CARGO_TARGET_DIR is respected), generates
-# the database once (kept between runs), warms the page cache with one `cat`,
-# then times `cat`, `profconv info` (reading only) and a conversion to pprof.
-set -eu
+# 1. Generates each database once with benches/dcpi_gen.py (seeded; reused while complete):
+#    by default IMAGES=200 images of INSNS=500000 instructions, one epoch, the whole text
+#    covered by chunks (383 MiB), a fraction SAMPLED of the instructions with samples:
+#    0.10 (about 10 M distinct addresses) and 0.57 (about 57 M).
+# 2. Warms the page cache with one `cat`, then measures with benches/measure.py, in one run:
+#      profconv DB -o out.pb.gz   against   cat of every file (> /dev/null)
+#        goal: >= 500 MB/s, peak RSS <= the database's size
+#      profconv info DB
+#        goal: <= 0.4 s, peak RSS <= 64 MiB (RSS in MiB throughout)
+#    profconv runs under `prlimit --as=CAP_MB MiB` (default 8192): a run that would need
+#    more memory fails (allocation failure, abort) instead of taking the shared machine's
+#    memory; the failure is reported as such.
+# 3. Deletes each database afterwards unless KEEP=1.
+#
+# Environment: IMAGES, INSNS, SAMPLED (space-separated list), SIZE_MB, CAP_MB, RUNS
+# (default 1), WORK (default target/bench/dcpi), KEEP, RESULTS (rows for run_all.sh),
+# CARGO_TARGET_DIR.  Needs: python3, GNU time (Debian `time`), prlimit (util-linux), cargo.
+set -euo pipefail
 cd "$(dirname "$0")/.."
-SIZE_MB=${SIZE_MB:-1024}
-WORK=${WORK:-/tmp/profconv-dcpi-bench}
-DB=$WORK/db-$SIZE_MB
-TARGET=${CARGO_TARGET_DIR:-target}
+ROOT=$PWD
+export LC_ALL=C
 
-cargo build --release --quiet
+IMAGES=${IMAGES:-200}
+INSNS=${INSNS:-500000}
+SAMPLED=${SAMPLED:-0.10 0.57}
+CAP_MB=${CAP_MB:-8192}
+RUNS=${RUNS:-1}
+KEEP=${KEEP:-0}
+WORK=$(realpath -m "${WORK:-$ROOT/target/bench/dcpi}")
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 PROFCONV=$TARGET/release/profconv
+MEASURE=(python3 "$ROOT/benches/measure.py" --runs "$RUNS" ${RESULTS:+--results "$RESULTS"})
 
-if [ ! -f "$DB/.complete" ]; then
-    rm -rf "$DB"
-    mkdir -p "$DB"
-    python3 benches/dcpi_gen.py "$DB" "$SIZE_MB"
-    touch "$DB/.complete"
+for tool in python3 /usr/bin/time prlimit; do
+    command -v "$tool" > /dev/null || { echo "error: $tool not found" >&2; exit 1; }
+done
+cargo build --release --quiet
+mkdir -p "$WORK"
+
+# generate DB LABEL GEN-ARGS...: the database, unless a complete one made alike is there.
+generate() {
+    local db=$1; shift
+    local stamp="$* $(md5sum < benches/dcpi_gen.py)"
+    if [ "$(cat "$db/.complete" 2>/dev/null)" = "$stamp" ]; then
+        echo "== reusing $db"
+        return
+    fi
+    rm -rf "$db"
+    mkdir -p "$db"
+    echo "== generating $db"
+    python3 benches/dcpi_gen.py "$db" "$@" | sed 's/^/   /'
+    echo "$stamp" > "$db/.complete"
+}
+
+bench() { # DB LABEL
+    local db=$1 label=$2 bytes files
+    bytes=$(find "$db" -type f ! -name .complete -printf '%s\n' | awk '{s += $1} END {print s}')
+    files=$(find "$db" -type f ! -name .complete | wc -l)
+    echo "   $files files, $bytes bytes ($((bytes / 1048576)) MiB), df: $(df -h --output=avail "$WORK" | tail -1)"
+    local cat_all="sh -c \"find '$db' -type f ! -name .complete -print0 | xargs -0 cat\""
+    sh -c "find '$db' -type f ! -name .complete -print0 | xargs -0 cat > /dev/null" # warm the cache
+    "${MEASURE[@]}" --case "DCPI $label → .pb.gz" --bytes "$bytes" \
+        --goal-mbps 500 --goal-rss-mb "$((bytes / 1048576))" \
+        --profconv "prlimit --as=$((CAP_MB * 1048576)) $PROFCONV $db -o $WORK/out.pb.gz" \
+        --reference cat "$cat_all"
+    [ -f "$WORK/out.pb.gz" ] && echo "   output: $(stat -c %s "$WORK/out.pb.gz") bytes" && rm -f "$WORK/out.pb.gz"
+    "${MEASURE[@]}" --case "DCPI $label: profconv info" --bytes "$bytes" \
+        --goal-seconds 0.4 --goal-rss-mb 64 \
+        --profconv "prlimit --as=$((CAP_MB * 1048576)) $PROFCONV info $db"
+}
+
+if [ -n "${SIZE_MB:-}" ]; then
+    db=$WORK/epochs-$SIZE_MB
+    generate "$db" "$SIZE_MB"
+    bench "$db" "$SIZE_MB MiB, many epochs"
+    [ "$KEEP" = 1 ] || rm -rf "$db"
+    exit 0
 fi
-
-BYTES=$(find "$DB" -type f ! -name .complete -printf '%s\n' | awk '{s += $1} END {print s}')
-FILES=$(find "$DB" -type f ! -name .complete | wc -l)
-
-now() { date +%s.%N; }
-catall() { find "$DB" -type f ! -name .complete -print0 | xargs -0 cat > /dev/null; }
-
-catall # warm the page cache
-t0=$(now); catall; t1=$(now)
-"$PROFCONV" info "$DB" > "$WORK/info.txt"
-t2=$(now); "$PROFCONV" info "$DB" > "$WORK/info.txt"; t3=$(now)
-t4=$(now); /usr/bin/time -f "%M" -o "$WORK/rss.txt" "$PROFCONV" "$DB" -o "$WORK/out.pb.gz"; t5=$(now)
-
-awk -v b="$BYTES" -v f="$FILES" -v c="$t0 $t1" -v i="$t2 $t3" -v p="$t4 $t5" -v rss="$(tail -1 "$WORK/rss.txt")" 'BEGIN {
-    split(c, C, " "); split(i, I, " "); split(p, P, " ")
-    mb = b / 1048576
-    tc = C[2] - C[1]; ti = I[2] - I[1]; tp = P[2] - P[1]
-    printf "database: %.0f MB in %d files\n", mb, f
-    printf "cat:               %6.2f s  %8.1f MB/s\n", tc, mb / tc
-    printf "profconv info:     %6.2f s  %8.1f MB/s  (%.2fx the time of cat)\n", ti, mb / ti, ti / tc
-    printf "profconv -> pprof: %6.2f s  %8.1f MB/s  (%.2fx the time of cat), peak RSS %.0f MB\n", tp, mb / tp, tp / tc, rss / 1024
-}'
-ls -l "$WORK/out.pb.gz" | awk '{printf "pprof output: %d bytes\n", $5}'
+for s in $SAMPLED; do
+    db=$WORK/db-$IMAGES-$INSNS-$s
+    generate "$db" --images "$IMAGES" --insns "$INSNS" --sampled "$s"
+    pct=$(python3 -c "print('%g %%' % (100 * $s))")
+    bench "$db" "$IMAGES images x $INSNS insns, $pct sampled"
+    [ "$KEEP" = 1 ] || rm -rf "$db"
+done

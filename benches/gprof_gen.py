@@ -3,6 +3,7 @@
 
     python3 benches/gprof_gen.py OUTDIR [--functions 3000] [--files 12] [--seed 1]
                                         [--iterations 2500000000] [--main-calls 200]
+                                        [--cycles 0] [--recursive 0]
 
 Writes OUTDIR/gen.h and OUTDIR/gen_NN.c (functions split evenly across --files files so
 gcc compiles them quickly and in parallel).
@@ -22,6 +23,12 @@ Shape of the program
   exact call counts so the whole run does about --iterations loop iterations (default: a few
   seconds at -O1), with self time spread unevenly (log-normal weights) over all functions.
 
+- --cycles K adds K back edges: fn_i calls one of its tree ancestors (1-4 levels up), which
+  makes a cycle of the call graph (gprof's <cycle N>); --recursive K makes K functions call
+  themselves.  Each such site fires 2-5 times over the whole run and is guarded by a flag so
+  that it is never re-entered while active: recursion stays one level deep and the run stays
+  short.  These few extra traversals are not counted into the loop sizing above.
+
 Deterministic for a given seed and parameters.  Prints a one-line summary to stderr.
 """
 import argparse
@@ -32,7 +39,9 @@ import sys
 
 
 def build_graph(n, rng):
+    """Forward call sites of each function (larger indices only) and each one's tree parent."""
     children = [[] for _ in range(n)]
+    parent = [None] * n
     for j in range(1, n):
         if rng.random() < 0.75:
             lo = max(0, j - 8)  # chain-like: deep
@@ -48,6 +57,7 @@ def build_graph(n, rng):
             if p is None:
                 raise SystemExit("cannot place function %d" % j)
         children[p].append(j)
+        parent[j] = p
     for i in range(n - 1):
         # every function but the last calls at least one function
         if not children[i]:
@@ -57,7 +67,22 @@ def build_graph(n, rng):
             j = rng.randint(i + 1, n - 1)
             if j not in children[i]:
                 children[i].append(j)
-    return children
+    return children, parent
+
+
+def back_edges(n, parent, cycles, recursive, rng):
+    """{caller: [callees]} of the back edges: to a tree ancestor (a cycle) or to itself."""
+    back = {}
+    for i in rng.sample(range(1, n), min(cycles, n - 1)):
+        a = i
+        for _ in range(rng.randint(1, 4)):
+            if parent[a] is None:
+                break
+            a = parent[a]
+        back.setdefault(i, []).append(a)
+    for i in rng.sample(range(n), min(recursive, n)):
+        back.setdefault(i, []).append(i)
+    return back
 
 
 def main():
@@ -69,6 +94,10 @@ def main():
     ap.add_argument("--iterations", type=float, default=2.5e9,
                     help="total loop iterations over the whole run (default 2.5e9)")
     ap.add_argument("--main-calls", type=int, default=200)
+    ap.add_argument("--cycles", type=int, default=0,
+                    help="back edges to a tree ancestor, each making a call-graph cycle")
+    ap.add_argument("--recursive", type=int, default=0,
+                    help="functions that call themselves (direct recursion)")
     args = ap.parse_args()
     n = args.functions
     if n < 2:
@@ -76,7 +105,10 @@ def main():
     nfiles = max(1, min(args.files, n))
     rng = random.Random(args.seed)
 
-    children = build_graph(n, rng)
+    children, parent = build_graph(n, rng)
+    # Drawn from their own generator so that the forward graph and loop sizes stay those of
+    # the same seed without --cycles/--recursive.
+    back = back_edges(n, parent, args.cycles, args.recursive, random.Random(args.seed + 7919))
 
     # Exact call counts, in index order (a topological order: edges go to larger indices).
     calls = [0] * n
@@ -127,6 +159,8 @@ def main():
                 for k in range(len(children[i])):
                     if period[(i, k)] > 1:
                         out.write("    static unsigned long site%d;\n" % k)
+                for k in range(len(back.get(i, []))):
+                    out.write("    static unsigned long back%d;\n    static int active%d;\n" % (k, k))
                 out.write("    long i;\n")
                 out.write("    for (i = 0; i < %dL; i++)\n" % spins[i])
                 out.write("        gen_sink += (unsigned long)i ^ %du;\n" % (i * 2654435761 % 4294967291))
@@ -136,15 +170,21 @@ def main():
                         out.write("    if (++site%d %% %dul == 0)\n        fn_%05d();\n" % (k, p, j))
                     else:
                         out.write("    fn_%05d();\n" % j)
+                for k, j in enumerate(back.get(i, [])):
+                    p = max(1, calls[i] // (2 + (i + j) % 4))
+                    out.write("    if (!active%d && ++back%d %% %dul == 0) {\n" % (k, k, p))
+                    out.write("        active%d = 1;\n        fn_%05d();\n        active%d = 0;\n    }\n"
+                              % (k, j, k))
                 out.write("}\n\n")
 
     # depth of the call graph (longest path from fn_00000), for the summary
     depth = [0] * n
     for i in range(n - 1, -1, -1):
         depth[i] = 1 + max((depth[j] for j in children[i]), default=0)
-    print("gprof_gen: %d functions in %d files, %d arcs (call sites), %d calls in total, "
-          "max %d calls of one function, longest call chain %d, %.3g loop iterations"
-          % (n, nfiles, narcs, total_calls, max(calls), depth[0], total_iters),
+    nback = sum(len(v) for v in back.values())
+    print("gprof_gen: %d functions in %d files, %d arcs (call sites) + %d back edges, %d calls in "
+          "total, max %d calls of one function, longest call chain %d, %.3g loop iterations"
+          % (n, nfiles, narcs, nback, total_calls, max(calls), depth[0], total_iters),
           file=sys.stderr)
 
 

@@ -43,6 +43,40 @@ pub struct LoadSegment {
     pub executable: bool,
 }
 
+/// Maps an executable or debug file, after checking that it is a regular
+/// file whose first bytes are an object file's magic: `--binary /dev/zero` or
+/// a multi-gigabyte non-ELF file is refused before anything is read.
+fn map_object(path: &Path) -> Result<memmap2::Mmap> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::unsupported(
+            path,
+            "not a regular file: --binary needs the program's executable (ELF)",
+        ));
+    }
+    let mut head = Vec::with_capacity(64);
+    (&file)
+        .take(64)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::io(path, e))?;
+    if object::FileKind::parse(&*head).is_err() {
+        let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        return Err(Error::unsupported(
+            path,
+            format!(
+                "not an executable profconv can read: it starts with {}, not an object file's magic (ELF: 7f 45 4c 46)",
+                shown.join(" ")
+            ),
+        ));
+    }
+    // SAFETY: the map is read-only and private to this process; like every
+    // tool that maps its inputs (addr2line's own loader does), profconv
+    // assumes the file is not truncated while it runs.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))
+}
+
 /// An executable opened for symbolization.
 pub struct Binary {
     pub path: PathBuf,
@@ -226,7 +260,7 @@ impl Binary {
     /// Opens an executable, its symbol table, and its DWARF (in the file or a
     /// separate debug file).
     pub fn open(path: &Path) -> Result<Binary> {
-        let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let data = map_object(path)?;
         let file = object::File::parse(&*data).map_err(|e| {
             Error::unsupported(path, format!("not an executable profconv can read: {e}"))
         })?;
@@ -269,7 +303,7 @@ impl Binary {
                 .flatten()
                 .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned());
             for candidate in debug_file_candidates(path, &build_id, link.as_deref()) {
-                let Ok(bytes) = std::fs::read(&candidate) else {
+                let Ok(bytes) = map_object(&candidate) else {
                     continue;
                 };
                 let Ok(dbg) = object::File::parse(&*bytes) else {

@@ -1724,3 +1724,21 @@ fn an_archive_folder_with_one_sample_file_still_converts_what_lies_beside_it() {
     assert!(out.join("runs.folded").is_file());
     assert!(out.join("runs/gmon.out.folded").is_file());
 }
+
+#[test]
+fn a_pid_info_that_never_ends_is_refused() {
+    let dir = tempdir();
+    let input = board().write(dir.path(), BOARD_FILE);
+    let out = profconv(&[
+        input.to_str().unwrap(),
+        "--pid-info",
+        "/dev/zero",
+        "-o",
+        "/dev/null",
+        "--to",
+        "pprof",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("pid_info") && err.contains("MiB"), "{err}");
+}

@@ -241,16 +241,18 @@ impl Program {
     fn raw(&self, word: usize) -> Raw {
         // (address, parent index) -> index
         let mut sites: Vec<(u64, u64, Option<usize>)> = Vec::new(); // address, parent, func
+        let mut site_index: std::collections::HashMap<(u64, u64), usize> = Default::default();
         let mut site_record: Vec<u64> = Vec::new();
         let mut records = Vec::new();
         for a in &self.allocs {
             let mut parent = 0u64;
             for &fr in a.frames.iter().rev() {
                 let addr = self.address(word, fr);
-                let found = sites.iter().position(|s| s.0 == addr && s.1 == parent);
+                let found = site_index.get(&(addr, parent)).copied();
                 parent = match found {
                     Some(i) => i as u64 + 1,
                     None => {
+                        site_index.insert((addr, parent), sites.len());
                         sites.push((addr, parent, Some(fr.0)));
                         site_record.push(0);
                         sites.len() as u64
@@ -1604,4 +1606,76 @@ fn stack_depths_are_counted_for_the_frame_limit() {
     let file = mpatrol::parse(Path::new("x"), &encode(&raw, 8, false)).unwrap();
     let frames: usize = example().allocs.iter().map(|a| a.frames.len()).sum();
     assert_eq!(file.stack_frames, frames as u64);
+}
+
+/// A call chain thousands of frames deep with an allocation at every depth:
+/// the stacks add up to millions of frames (quadratic in the file), which
+/// the writers must walk by frame id instead of copying (issue 13).
+#[test]
+fn a_deep_call_chain_converts_to_every_format_in_bounded_memory() {
+    let depth = 3000;
+    let funcs: Vec<Func> = (0..depth)
+        .map(|i| Func {
+            name: Some(Box::leak(format!("level_{i}").into_boxed_str())),
+            start: 0x100 * (i as u64 + 1),
+        })
+        .collect();
+    let allocs: Vec<Alloc> = (0..depth)
+        .map(|i| Alloc {
+            frames: (0..=i).rev().map(|f| (f, 0x10)).collect(),
+            classes: [[1, 16, 0, 0], [0; 4], [0; 4], [0; 4]],
+        })
+        .collect();
+    let prog = Program {
+        funcs,
+        allocs,
+        bounds: [32, 256, 2048],
+        bin_count: 0,
+    };
+    let dir = tempdir();
+    let input = write_file(dir.path(), "deep.mpatrol", &encode(&prog.raw(8), 8, false));
+    let input_bytes = std::fs::metadata(&input).unwrap().len();
+    // The outputs themselves hold every frame of every stack; the process
+    // may hold them once, not as per-frame objects (the speedscope writer
+    // needed over 4 GB for a chain 5700 deep).
+    let limit = 1_500_000_000u64;
+    let prlimit = std::process::Command::new("prlimit")
+        .arg("--version")
+        .output();
+    if prlimit.is_err() {
+        assert!(!in_ci(), "prlimit (util-linux) is needed");
+        eprintln!("skipping: no prlimit");
+        return;
+    }
+    for ext in ["folded", "speedscope.json", "svg", "pb.gz"] {
+        let out = dir.path().join(format!("out.{ext}"));
+        let run = std::process::Command::new("prlimit")
+            .arg(format!("--as={limit}"))
+            .arg("--")
+            .arg(profconv_bin())
+            .arg(&input)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{ext} under a {limit}-byte address space ({input_bytes}-byte input): {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+    let folded = std::fs::read_to_string(dir.path().join("out.folded")).unwrap();
+    assert_eq!(folded.lines().count(), depth);
+    let deepest = folded.lines().map(|l| l.matches(';').count() + 1).max();
+    assert_eq!(deepest, Some(depth));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out.speedscope.json")).unwrap())
+            .unwrap();
+    let frames: usize = doc["profiles"][0]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_array().unwrap().len())
+        .sum();
+    assert_eq!(frames, depth * (depth + 1) / 2);
 }

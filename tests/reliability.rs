@@ -293,3 +293,29 @@ fn a_glob_that_backtracks_exponentially_matches_in_linear_time() {
     assert!(!profconv::archive::glob_match("**/*_*_*_*_*.outx", &name));
     assert!(profconv::archive::glob_match("**/*_*_*_*_*.out", &name));
 }
+
+#[test]
+fn special_and_non_elf_binaries_are_refused_before_they_are_read() {
+    let dir = tempdir();
+    // A large file of zeros (sparse: no disk used) is not read whole.
+    let big = dir.path().join("big.bin");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(3 << 30).unwrap();
+    for binary in ["/dev/zero", s(&big)] {
+        let out = profconv(&[
+            s(&gmon()),
+            "--binary",
+            binary,
+            "-o",
+            "/dev/null",
+            "--to",
+            "pprof",
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{binary}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("not a regular file") || err.contains("not an executable"),
+            "{binary}: {err}"
+        );
+    }
+}

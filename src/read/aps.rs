@@ -995,6 +995,10 @@ impl ApsFile {
 // ---------------------------------------------------------------------------
 // pid_info (§7).
 
+/// The largest `pid_info` read: a `ps` listing of a million threads is
+/// about 50 MiB.
+pub const PID_INFO_LIMIT: u64 = 64 << 20;
+
 /// Thread and process names from `pid_info` (`pid tid tty time name` lines).
 #[derive(Debug, Default, Clone)]
 pub struct PidInfo {
@@ -1029,8 +1033,25 @@ impl PidInfo {
         info
     }
 
+    /// Reads a `pid_info` file of at most [`PID_INFO_LIMIT`] bytes (a `ps`
+    /// listing; `--pid-info /dev/zero` must not read forever).
     pub fn load(path: &Path) -> Result<PidInfo> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        use std::io::Read;
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut bytes = Vec::new();
+        file.take(PID_INFO_LIMIT + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, e))?;
+        if bytes.len() as u64 > PID_INFO_LIMIT {
+            return Err(Error::format(
+                path,
+                PID_INFO_LIMIT,
+                format!(
+                    "expected a pid_info listing (`pid tid tty time name` lines) of at most {} MiB",
+                    PID_INFO_LIMIT >> 20
+                ),
+            ));
+        }
         Ok(PidInfo::parse(&String::from_utf8_lossy(&bytes)))
     }
 

@@ -847,6 +847,13 @@ impl Spread {
     }
 }
 
+/// How many nodes of [`CallGraph::search_down`] trees are kept at most
+/// (about 30 MB).
+const MAX_KEPT_TREE_NODES: usize = 1 << 20;
+
+/// Member → (its caller on a shortest chain from an entry member, call site).
+type InnerTree = HashMap<usize, (usize, u64)>;
+
 /// A caller of a function: the calling function and the call site.
 #[derive(Debug, Clone, Copy)]
 struct Caller {
@@ -881,8 +888,11 @@ struct CallGraph {
     /// member called from outside the executable (`main` from libc), else
     /// its first member.
     root_entry: Vec<usize>,
-    /// Call sites inside a component from an entry member down to a member.
-    inner_paths: std::cell::RefCell<HashMap<(usize, usize), Vec<u64>>>,
+    /// Arcs from each function to the members of its own component: (callee,
+    /// call site).
+    inner_callees: Vec<Vec<(usize, u64)>>,
+    /// [`CallGraph::search_down`] of each entry member asked for so far.
+    inner_trees: std::cell::RefCell<HashMap<usize, InnerTree>>,
 }
 
 impl CallGraph {
@@ -908,56 +918,67 @@ impl CallGraph {
                 root_entry[comp] = f;
             }
         }
+        let mut inner_callees = vec![Vec::new(); callers.len()];
+        for (f, list) in callers.iter().enumerate() {
+            for c in list {
+                if component[c.func] == component[f] {
+                    inner_callees[c.func].push((f, c.from_pc));
+                }
+            }
+        }
         CallGraph {
             callers,
             component,
             entering,
             root_entry,
-            inner_paths: Default::default(),
+            inner_callees,
+            inner_trees: Default::default(),
         }
     }
 
-    /// The call sites (innermost first) of a shortest chain of calls inside
-    /// one component from `entry` down to `target`.
-    fn inner_path(&self, entry: usize, target: usize) -> Vec<u64> {
+    /// Appends to `sites` the call sites (innermost first) of a shortest
+    /// chain of calls inside one component from `entry` down to `target`.
+    /// One breadth-first search per entry member, over the component's own
+    /// arcs, serves every target (a cycle has few entries, many targets).
+    fn inner_path(&self, entry: usize, target: usize, sites: &mut Vec<u64>) {
         if entry == target {
-            return Vec::new();
+            return;
         }
-        if let Some(p) = self.inner_paths.borrow().get(&(entry, target)) {
-            return p.clone();
-        }
-        // Breadth-first search backwards from the target through callers in
-        // the same component, until the entry is reached.
-        let comp = self.component[target];
-        let mut via: HashMap<usize, (usize, u64)> = HashMap::default();
-        let mut queue = std::collections::VecDeque::from([target]);
-        while let Some(f) = queue.pop_front() {
-            if f == entry {
-                break;
+        let mut trees = self.inner_trees.borrow_mut();
+        if !trees.contains_key(&entry) {
+            // Bounded memory for cycles of thousands of functions entered
+            // in many places: forget the trees kept so far past a limit.
+            let kept: usize = trees.values().map(HashMap::len).sum();
+            if kept > MAX_KEPT_TREE_NODES {
+                trees.clear();
             }
-            for c in &self.callers[f] {
-                if self.component[c.func] == comp && c.func != target && !via.contains_key(&c.func)
-                {
-                    via.insert(c.func, (f, c.from_pc));
-                    queue.push_back(c.func);
-                }
-            }
+            trees.insert(entry, self.search_down(entry));
         }
-        // Walk from the entry down to the target, then reverse to innermost first.
-        let mut sites = Vec::new();
-        let mut at = entry;
-        while at != target {
-            let Some(&(callee, from_pc)) = via.get(&at) else {
+        let tree = &trees[&entry];
+        let mut at = target;
+        while at != entry {
+            let Some(&(caller, from_pc)) = tree.get(&at) else {
                 break;
             };
             sites.push(from_pc);
-            at = callee;
+            at = caller;
         }
-        sites.reverse();
-        self.inner_paths
-            .borrow_mut()
-            .insert((entry, target), sites.clone());
-        sites
+    }
+
+    /// For every member of `entry`'s component reachable from it inside the
+    /// component, its caller on a shortest chain of calls and the call site.
+    fn search_down(&self, entry: usize) -> InnerTree {
+        let mut via: HashMap<usize, (usize, u64)> = HashMap::default();
+        let mut queue = std::collections::VecDeque::from([entry]);
+        while let Some(f) = queue.pop_front() {
+            for &(callee, from_pc) in &self.inner_callees[f] {
+                if callee != entry && !via.contains_key(&callee) {
+                    via.insert(callee, (f, from_pc));
+                    queue.push_back(callee);
+                }
+            }
+        }
+        via
     }
 
     /// gprof's propagation (§4): every component's inclusive time (its
@@ -1044,11 +1065,11 @@ impl CallGraph {
                 // A root. (Flow is conserved, so a component with callers
                 // always has an arc with flow left when a path reaches it.)
                 debug_assert!(self.entering[comp].is_empty(), "flow not conserved");
-                sites.extend(self.inner_path(self.root_entry[comp], at));
+                self.inner_path(self.root_entry[comp], at, &mut sites);
                 break;
             };
             let (entry, caller) = self.entering[comp][i];
-            sites.extend(self.inner_path(entry, at));
+            self.inner_path(entry, at, &mut sites);
             sites.push(caller.from_pc);
             nanos = nanos.min(carried);
             used.push((comp, i));

@@ -5,7 +5,8 @@ use std::io::Write;
 
 use crate::error::{Error, Result};
 use crate::profile::Profile;
-use crate::write::{chosen_sample_type, effective_group_by, named_stacks, WriteOptions};
+use crate::write::frames::Frames;
+use crate::write::{chosen_sample_type, effective_group_by, WriteOptions};
 
 /// A frame name made safe for the folded format: no `;`, no line breaks.
 pub fn clean_frame(name: &str) -> String {
@@ -20,36 +21,75 @@ pub fn clean_frame(name: &str) -> String {
 
 /// The folded lines of a profile for the chosen sample type.
 pub fn lines(profile: &Profile, options: &WriteOptions) -> Result<Vec<String>> {
-    let index = chosen_sample_type(profile, options)?;
-    let stacks = named_stacks(profile, index, effective_group_by(profile, options));
-    let mut merged: Vec<(String, i64)> = stacks
-        .into_iter()
-        .filter(|(_, v)| *v > 0)
-        .map(|(frames, v)| {
-            let joined: Vec<String> = frames.iter().map(|f| clean_frame(f)).collect();
-            (joined.join(";"), v)
-        })
-        .collect();
-    // Cleaning can make two stacks equal: merge them again.
-    merged.sort();
-    merged.dedup_by(|b, a| {
-        if a.0 == b.0 {
-            a.1 = a.1.saturating_add(b.1);
-            true
-        } else {
-            false
-        }
-    });
-    Ok(merged
-        .into_iter()
-        .map(|(s, v)| format!("{s} {v}"))
-        .collect())
+    let mut out = Vec::new();
+    each_line(profile, options, |line| {
+        out.push(line.to_owned());
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
     let io = |e| Error::io(std::path::Path::new("<output>"), e);
-    for line in lines(profile, options)? {
-        writeln!(out, "{line}").map_err(io)?;
+    each_line(profile, options, |line| writeln!(out, "{line}").map_err(io))
+}
+
+/// Calls `emit` with each folded line, sorted: stacks merged by frame names,
+/// those with a positive total kept, then merged again where cleaning the
+/// names made two equal. Stacks are walked by frame id ([`Frames`]), so only
+/// one line is built at a time.
+fn each_line(
+    profile: &Profile,
+    options: &WriteOptions,
+    mut emit: impl FnMut(&str) -> Result<()>,
+) -> Result<()> {
+    let index = chosen_sample_type(profile, options)?;
+    let table = Frames::new(profile, effective_group_by(profile, options), false);
+    let value = |i: usize| profile.samples[i].values.get(index).copied().unwrap_or(0);
+    let stack = |i: usize| table.stack(profile, i);
+    let mut order: Vec<usize> = (0..profile.samples.len())
+        .filter(|&i| value(i) != 0)
+        .collect();
+    order.sort_by(|&a, &b| stack(a).cmp(stack(b)));
+    let mut stacks: Vec<(usize, i64)> = Vec::new();
+    for i in order {
+        match stacks.last_mut() {
+            Some((first, v)) if stack(*first).eq(stack(i)) => *v = v.saturating_add(value(i)),
+            _ => stacks.push((i, value(i))),
+        }
+    }
+    stacks.retain(|&(_, v)| v > 0);
+
+    // Cleaning can make two stacks equal: sort by the line and merge again.
+    let cleaned: Vec<String> = table.frames.iter().map(|f| clean_frame(&f.name)).collect();
+    let joined = |i: usize| {
+        stack(i)
+            .enumerate()
+            .flat_map(|(k, id)| {
+                let sep: &[u8] = if k > 0 { b";" } else { b"" };
+                sep.iter().chain(cleaned[id as usize].as_bytes())
+            })
+            .copied()
+    };
+    stacks.sort_by(|&(a, va), &(b, vb)| joined(a).cmp(joined(b)).then(va.cmp(&vb)));
+    let mut line = String::new();
+    let mut k = 0;
+    while k < stacks.len() {
+        let (first, mut total) = stacks[k];
+        k += 1;
+        while k < stacks.len() && joined(first).eq(joined(stacks[k].0)) {
+            total = total.saturating_add(stacks[k].1);
+            k += 1;
+        }
+        line.clear();
+        for (n, id) in stack(first).enumerate() {
+            if n > 0 {
+                line.push(';');
+            }
+            line.push_str(&cleaned[id as usize]);
+        }
+        line.push_str(&format!(" {total}"));
+        emit(&line)?;
     }
     Ok(())
 }

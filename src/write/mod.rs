@@ -5,6 +5,7 @@
 pub mod callgrind;
 pub mod flamegraph;
 pub mod folded;
+pub mod frames;
 pub mod pprof;
 pub mod speedscope;
 pub mod target;
@@ -222,7 +223,23 @@ pub fn sample_frames<'p>(
     sample: &Sample,
     group_by: &[GroupBy],
 ) -> Vec<Frame<'p>> {
-    let mut frames = Vec::with_capacity(sample.stack.len() + group_by.len());
+    let mut frames = group_frames(profile, sample, group_by);
+    for &loc in sample.stack.iter().rev() {
+        let mut inlined = profile.location_frames(loc);
+        inlined.reverse();
+        frames.extend(inlined);
+    }
+    frames
+}
+
+/// The synthetic frames `group_by` puts at the root of a sample's stack
+/// (its image, process, thread...), root first.
+pub fn group_frames<'p>(
+    profile: &'p Profile,
+    sample: &Sample,
+    group_by: &[GroupBy],
+) -> Vec<Frame<'p>> {
+    let mut frames = Vec::with_capacity(group_by.len());
     for g in group_by {
         let name = match g {
             GroupBy::Image => {
@@ -243,11 +260,6 @@ pub fn sample_frames<'p>(
             file: None,
             line: 0,
         });
-    }
-    for &loc in sample.stack.iter().rev() {
-        let mut inlined = profile.location_frames(loc);
-        inlined.reverse();
-        frames.extend(inlined);
     }
     frames
 }

@@ -1,14 +1,15 @@
 //! speedscope JSON: shared frames and one `sampled` profile per sample type,
 //! following `file-format-schema.json` of the speedscope package.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io::Write;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::profile::Profile;
-use crate::write::{effective_group_by, sample_frames, WriteOptions};
+use crate::write::frames::Frames;
+use crate::write::{effective_group_by, WriteOptions};
 
 pub const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
 
@@ -24,89 +25,107 @@ pub fn unit(pprof_unit: &str) -> &'static str {
     }
 }
 
+/// The speedscope document as a JSON value (tests and small profiles; the
+/// writer streams the same bytes without building it).
 pub fn to_json(profile: &Profile, options: &WriteOptions) -> Value {
+    let mut bytes = Vec::new();
+    write(profile, options, &mut bytes).expect("writing to memory");
+    serde_json::from_slice(&bytes).expect("the writer's own JSON")
+}
+
+/// Writes the document, keys in sorted order (as serde_json's maps sort
+/// them), streaming samples: the frame table is interned once
+/// ([`Frames`]) and each sample's stack is walked by id, so memory stays
+/// linear in the profile however deep its stacks are.
+pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
+    let io = |e: std::io::Error| Error::io(std::path::Path::new("<output>"), e);
+    let json = |e: serde_json::Error| io(e.into());
     let group_by = effective_group_by(profile, options);
     // Frames are shared by function (name and file), not by line, so that a
     // function sampled at many addresses is one box.
-    let mut frame_index: HashMap<(String, Option<String>), usize> = HashMap::new();
-    let mut frames: Vec<Value> = Vec::new();
-    let stacks: Vec<Vec<usize>> = profile
-        .samples
-        .iter()
-        .map(|sample| {
-            sample_frames(profile, sample, group_by)
-                .into_iter()
-                .map(|f| {
-                    let key = (f.name.into_owned(), f.file.map(str::to_owned));
-                    let next = frames.len();
-                    *frame_index.entry(key.clone()).or_insert_with(|| {
-                        let mut frame = Map::new();
-                        frame.insert("name".into(), Value::String(key.0.clone()));
-                        if let Some(file) = &key.1 {
-                            frame.insert("file".into(), Value::String(file.clone()));
-                        }
-                        frames.push(Value::Object(frame));
-                        next
-                    })
-                })
-                .collect()
-        })
-        .collect();
-
+    let table = Frames::new(profile, group_by, true);
     // Flame-chart order: stacks sorted root first, so that every stack
     // prefix is one contiguous run of samples and speedscope's time-ordered
     // view draws each call once instead of interleaving unrelated stacks.
-    let mut order: Vec<usize> = (0..stacks.len()).collect();
-    order.sort_by(|&a, &b| stacks[a].cmp(&stacks[b]));
+    let mut order: Vec<usize> = (0..profile.samples.len()).collect();
+    order.sort_by(|&a, &b| table.stack(profile, a).cmp(table.stack(profile, b)));
 
-    let mut profiles = Vec::new();
-    for t in 0..profile.sample_types.len() {
-        let (kind, pprof_unit) = profile.sample_type_name(t);
-        let mut samples = Vec::new();
-        let mut weights = Vec::new();
-        let mut total: i64 = 0;
-        for &i in &order {
-            let (sample, stack) = (&profile.samples[i], &stacks[i]);
-            let v = sample.values.get(t).copied().unwrap_or(0);
-            if v <= 0 {
-                continue;
-            }
-            samples.push(json!(stack));
-            weights.push(json!(v));
-            total = total.saturating_add(v);
-        }
-        profiles.push(json!({
-            "type": "sampled",
-            "name": format!("{kind} ({pprof_unit})"),
-            "unit": unit(pprof_unit),
-            "startValue": 0,
-            "endValue": total,
-            "samples": samples,
-            "weights": weights,
-        }));
-    }
     let active = profile.default_sample_type.unwrap_or(0);
-    let metadata: Map<String, Value> = profile
+    let metadata: BTreeMap<&str, &str> = profile
         .metadata
         .iter()
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    json!({
-        "$schema": SCHEMA_URL,
-        "name": options.title,
-        "exporter": format!("profconv {}", env!("CARGO_PKG_VERSION")),
-        "activeProfileIndex": active,
-        "shared": { "frames": frames },
-        "profiles": profiles,
-        "metadata": metadata,
-        "comments": profile.comments,
-    })
+    write!(out, "{{\"$schema\":").map_err(io)?;
+    serde_json::to_writer(&mut *out, SCHEMA_URL).map_err(json)?;
+    write!(out, ",\"activeProfileIndex\":{active},\"comments\":").map_err(io)?;
+    serde_json::to_writer(&mut *out, &profile.comments).map_err(json)?;
+    write!(out, ",\"exporter\":").map_err(io)?;
+    serde_json::to_writer(
+        &mut *out,
+        &format!("profconv {}", env!("CARGO_PKG_VERSION")),
+    )
+    .map_err(json)?;
+    write!(out, ",\"metadata\":").map_err(io)?;
+    serde_json::to_writer(&mut *out, &metadata).map_err(json)?;
+    write!(out, ",\"name\":").map_err(io)?;
+    serde_json::to_writer(&mut *out, &options.title).map_err(json)?;
+    write!(out, ",\"profiles\":[").map_err(io)?;
+    for t in 0..profile.sample_types.len() {
+        if t > 0 {
+            write!(out, ",").map_err(io)?;
+        }
+        write_profile(profile, &table, &order, t, out)?;
+    }
+    write!(out, "],\"shared\":{{\"frames\":[").map_err(io)?;
+    for (i, frame) in table.frames.iter().enumerate() {
+        let sep = if i > 0 { "," } else { "" };
+        write!(out, "{sep}{{").map_err(io)?;
+        if let Some(file) = frame.file {
+            write!(out, "\"file\":").map_err(io)?;
+            serde_json::to_writer(&mut *out, file).map_err(json)?;
+            write!(out, ",").map_err(io)?;
+        }
+        write!(out, "\"name\":").map_err(io)?;
+        serde_json::to_writer(&mut *out, &frame.name).map_err(json)?;
+        write!(out, "}}").map_err(io)?;
+    }
+    writeln!(out, "]}}}}").map_err(io)
 }
 
-pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
-    let value = to_json(profile, options);
-    serde_json::to_writer(&mut *out, &value)
-        .map_err(|e| Error::io(std::path::Path::new("<output>"), e.into()))?;
-    out.write_all(b"\n")
-        .map_err(|e| Error::io(std::path::Path::new("<output>"), e))
+/// One `sampled` profile: the samples of sample type `t` with a positive
+/// value, in `order`.
+fn write_profile(
+    profile: &Profile,
+    table: &Frames<'_>,
+    order: &[usize],
+    t: usize,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let io = |e: std::io::Error| Error::io(std::path::Path::new("<output>"), e);
+    let value = |i: usize| profile.samples[i].values.get(t).copied().unwrap_or(0);
+    let kept = || order.iter().copied().filter(|&i| value(i) > 0);
+    let total = kept().fold(0i64, |sum, i| sum.saturating_add(value(i)));
+    let (kind, pprof_unit) = profile.sample_type_name(t);
+    write!(out, "{{\"endValue\":{total},\"name\":").map_err(io)?;
+    serde_json::to_writer(&mut *out, &format!("{kind} ({pprof_unit})"))
+        .map_err(|e| io(e.into()))?;
+    write!(out, ",\"samples\":[").map_err(io)?;
+    for (n, i) in kept().enumerate() {
+        write!(out, "{}[", if n > 0 { "," } else { "" }).map_err(io)?;
+        for (k, id) in table.stack(profile, i).enumerate() {
+            write!(out, "{}{id}", if k > 0 { "," } else { "" }).map_err(io)?;
+        }
+        write!(out, "]").map_err(io)?;
+    }
+    write!(
+        out,
+        "],\"startValue\":0,\"type\":\"sampled\",\"unit\":\"{}\",\"weights\":[",
+        unit(pprof_unit)
+    )
+    .map_err(io)?;
+    for (n, i) in kept().enumerate() {
+        write!(out, "{}{}", if n > 0 { "," } else { "" }, value(i)).map_err(io)?;
+    }
+    write!(out, "]}}").map_err(io)
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# run_all.sh - every input of issue 12's table, each measured against its reference in the
+# same run, then one table of the results with the machine's core count.
+#
+#   benches/run_all.sh            # ~10 min on 2 cores (+ ~5 min the first time, to build the
+#                                 # gcc programs), ~1 GB of disk at a time
+#   ONLY="aps dcpi" benches/run_all.sh
+#
+# Cases (ONLY picks some: gprof3k gprof20k gprof20k-cycles aps dcpi):
+#   gprof3k   gmon.out of a 3000-function gcc -pg program + its binary → .pb.gz vs gprof -b
+#   gprof20k  the same with 20 000 functions (both acyclic: benches/gprof_gen.py's shape)
+#   gprof20k-cycles  20 000 functions with --cycles 10 --recursive 10: back edges that fold
+#             thousands of functions into one gprof cycle (a stress case for stack synthesis)
+#   aps       308 MB APS sample file, 5.5 M records, 20 000 stacks → .pb.gz vs cat
+#   dcpi      383 MiB databases of 200 images x 500 000 instructions, 10 % and 57 % sampled
+#             → .pb.gz vs cat (under prlimit --as, CAP_MB), and profconv info
+# Generated data lives under target/bench/ (gitignored); the big APS and DCPI files are
+# deleted after their case (KEEP=1 keeps them), the gprof programs are kept and reused.
+#
+# Needs: python3, gcc, GNU gprof, GNU time (Debian `time`), prlimit, cargo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+ONLY=${ONLY:-gprof3k gprof20k gprof20k-cycles aps dcpi}
+mkdir -p target/bench
+export RESULTS=$ROOT/target/bench/results.tsv
+: > "$RESULTS"
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+
+cargo build --release --quiet
+if want gprof3k; then N=3000 RUNS=${GPROF_RUNS:-10} benches/gprof.sh; fi
+if want gprof20k; then N=20000 RUNS=${GPROF_RUNS:-5} benches/gprof.sh; fi
+if want gprof20k-cycles; then
+    N=20000 RUNS=${GPROF_RUNS:-3} GEN_ARGS="--cycles 10 --recursive 10" benches/gprof.sh
+fi
+if want aps; then benches/aps.sh; fi
+if want dcpi; then benches/dcpi.sh; fi
+
+echo
+python3 - "$RESULTS" "$(nproc)" "$(git rev-parse --short HEAD)" <<'EOF'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+head = ["input", "MB", "profconv s (median wall, CPU)", "MB/s", "peak RSS MiB", "reference (median wall, CPU, peak RSS)",
+        "ratio ref/profconv (wall, CPU)", "goal", "result"]
+print("issue 12 benchmarks: %s cores, profconv %s (release)" % (sys.argv[2], sys.argv[3]))
+print("| " + " | ".join(head) + " |")
+print("|" + "---|" * len(head))
+for r in rows:
+    print("| " + " | ".join(r) + " |")
+EOF

@@ -1,0 +1,87 @@
+//! Frames by id, for writers that walk many deep stacks: every location's
+//! frames and every sample's group frames are interned once, and a sample's
+//! stack is then a walk over ids, root first. Memory is linear in the
+//! profile (locations, inline depth, samples), not in the sum of all stack
+//! depths, which for a deep call chain is quadratic in the input.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::ops::Range;
+
+use crate::profile::{Frame, GroupBy, Profile};
+use crate::write::group_frames;
+
+/// The frame table of a profile. Frame ids are given in order of first
+/// appearance, walking the samples in order and each stack root first.
+pub struct Frames<'p> {
+    /// Frame id → the frame.
+    pub frames: Vec<Frame<'p>>,
+    /// Ids of every location's frames, root first (inlined callers before
+    /// their callees), as ranges of `ids`.
+    location: Vec<Option<Range<usize>>>,
+    /// Ids of every sample's group frames, as ranges of `ids`.
+    group: Vec<Range<usize>>,
+    ids: Vec<u32>,
+}
+
+impl<'p> Frames<'p> {
+    /// Frames are one when their names are (and, `by_file`, their files).
+    pub fn new(profile: &'p Profile, group_by: &[GroupBy], by_file: bool) -> Frames<'p> {
+        let mut table = Frames {
+            frames: Vec::new(),
+            location: vec![None; profile.locations.len()],
+            group: Vec::with_capacity(profile.samples.len()),
+            ids: Vec::new(),
+        };
+        let mut index: HashMap<(Cow<'p, str>, Option<&'p str>), u32> = HashMap::new();
+        let mut intern = |frames: &mut Vec<Frame<'p>>, f: Frame<'p>| -> u32 {
+            let key = (f.name.clone(), if by_file { f.file } else { None });
+            *index.entry(key).or_insert_with(|| {
+                frames.push(f);
+                (frames.len() - 1) as u32
+            })
+        };
+        for sample in &profile.samples {
+            let start = table.ids.len();
+            for f in group_frames(profile, sample, group_by) {
+                let id = intern(&mut table.frames, f);
+                table.ids.push(id);
+            }
+            table.group.push(start..table.ids.len());
+            for &loc in sample.stack.iter().rev() {
+                let Some(slot) = table.location.get(loc as usize) else {
+                    continue;
+                };
+                if slot.is_some() {
+                    continue;
+                }
+                let start = table.ids.len();
+                let mut inlined = profile.location_frames(loc);
+                inlined.reverse();
+                for f in inlined {
+                    let id = intern(&mut table.frames, f);
+                    table.ids.push(id);
+                }
+                table.location[loc as usize] = Some(start..table.ids.len());
+            }
+        }
+        table
+    }
+
+    /// The frame ids of sample `i` of `profile`, root first.
+    pub fn stack<'a>(
+        &'a self,
+        profile: &'a Profile,
+        i: usize,
+    ) -> impl Iterator<Item = u32> + Clone + 'a {
+        let group = self.group.get(i).cloned().unwrap_or(0..0);
+        let stack = profile.samples.get(i).map_or(&[][..], |s| &s.stack[..]);
+        self.ids[group].iter().copied().chain(
+            stack
+                .iter()
+                .rev()
+                .filter_map(|&loc| self.location.get(loc as usize).cloned().flatten())
+                .flat_map(|r| self.ids[r].iter().copied()),
+        )
+    }
+}

@@ -319,3 +319,54 @@ fn special_and_non_elf_binaries_are_refused_before_they_are_read() {
         );
     }
 }
+
+/// Outputs over 2 MiB encoded are gzip members compressed on both cores:
+/// `go tool pprof` must read them as one profile.
+#[test]
+fn a_large_pprof_output_in_several_gzip_members_reads_in_go_tool_pprof() {
+    let dir = tempdir();
+    let db = dir.path().join("db");
+    let gen = manifest_dir().join("benches/dcpi_gen.py");
+    let made = Command::new("python3")
+        .arg(&gen)
+        .arg(&db)
+        .args(["--images", "4", "--insns", "100000", "--sampled", "0.3"])
+        .output();
+    if !made.as_ref().is_ok_and(|o| o.status.success()) {
+        assert!(!in_ci(), "python3 is needed for the DCPI generator");
+        eprintln!("skipping: python3 could not run {}", gen.display());
+        return;
+    }
+    let out = dir.path().join("big.pb.gz");
+    profconv_ok(&[s(&db), "-o", s(&out)]);
+    let bytes = std::fs::read(&out).unwrap();
+    let mut members = 0;
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let mut dec = flate2::bufread::GzDecoder::new(rest);
+        std::io::copy(&mut dec, &mut std::io::sink()).unwrap();
+        rest = dec.into_inner();
+        members += 1;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        assert!(members > 1, "one gzip member");
+    }
+    let p = decode_pprof(&out);
+    let Some(raw) = go_pprof(&["-raw", s(&out)]) else {
+        return;
+    };
+    let samples = raw
+        .split("Locations")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            l.trim_start()
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+                && l.contains(':')
+        })
+        .count();
+    assert_eq!(samples, p.sample.len(), "go tool pprof reads every sample");
+}

@@ -134,9 +134,9 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     let bytes = to_proto(profile).encode_to_vec();
     let io = |e| Error::io(std::path::Path::new("<output>"), e);
     if gzip {
-        let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
-        enc.write_all(&bytes).map_err(io)?;
-        enc.finish().map_err(io)?;
+        for member in gzip_members(&bytes).map_err(io)? {
+            out.write_all(&member).map_err(io)?;
+        }
     } else {
         out.write_all(&bytes).map_err(io)?;
     }
@@ -144,11 +144,46 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
 }
 
 /// Decodes pprof bytes (gzip-compressed or not): for tests and `info`.
+/// Encoded profiles up to this size are one gzip member (so small outputs
+/// stay byte for byte what one compressor writes); larger ones are cut into
+/// pieces of at least this size compressed on all cores, as concatenated
+/// gzip members, which gzip, Go's `compress/gzip` (so `go tool pprof`) and
+/// flate2's `MultiGzDecoder` read as one stream.
+const GZIP_MEMBER_MIN: usize = 1 << 20;
+
+/// The gzip members of `bytes`, compressed at Go's BestSpeed level.
+fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
+    let compress = |piece: &[u8]| -> std::io::Result<Vec<u8>> {
+        let mut enc = flate2::write::GzEncoder::new(
+            Vec::with_capacity(piece.len() / 4),
+            flate2::Compression::fast(),
+        );
+        enc.write_all(piece)?;
+        enc.finish()
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pieces = (bytes.len() / GZIP_MEMBER_MIN).clamp(1, cores);
+    if pieces == 1 {
+        return Ok(vec![compress(bytes)?]);
+    }
+    let size = bytes.len().div_ceil(pieces);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = bytes
+            .chunks(size)
+            .map(|piece| scope.spawn(move || compress(piece)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 pub fn decode(bytes: &[u8]) -> std::result::Result<pb::Profile, String> {
     let raw;
     let data = if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut out)
+        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(bytes), &mut out)
             .map_err(|e| e.to_string())?;
         raw = out;
         &raw[..]
@@ -156,4 +191,29 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<pb::Profile, String> {
         bytes
     };
     pb::Profile::decode(data).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod gzip_tests {
+    use super::*;
+
+    #[test]
+    fn large_outputs_are_concatenated_gzip_members_that_read_back_whole() {
+        let bytes: Vec<u8> = (0..3 * GZIP_MEMBER_MIN as u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let members = gzip_members(&bytes).unwrap();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(members.len(), cores.min(3));
+        let joined: Vec<u8> = members.concat();
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::MultiGzDecoder::new(&joined[..]),
+            &mut back,
+        )
+        .unwrap();
+        assert!(back == bytes, "the members decode to the input");
+        let small = gzip_members(&bytes[..1000]).unwrap();
+        assert_eq!(small.len(), 1, "small outputs stay one member");
+    }
 }

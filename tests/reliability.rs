@@ -152,6 +152,17 @@ fn archive_run(
     (output, json)
 }
 
+/// An archive run that must succeed; its report.
+fn archive_ok(archive: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let (run, report) = archive_run(archive, out, extra);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    report
+}
+
 /// The report's record for `path`: (status, error).
 fn record<'a>(report: &'a serde_json::Value, path: &str) -> (&'a str, &'a str) {
     let r = report["inputs"]
@@ -181,12 +192,7 @@ fn plain_and_gzip_inputs_of_one_name_get_outputs_of_their_own() {
         std::fs::copy(gmon(), archive.join(std::ffi::OsStr::from_bytes(name))).unwrap();
     }
     let out = dir.path().join("out");
-    let (run, report) = archive_run(&archive, &out, &["--to", "folded"]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let report = archive_ok(&archive, &out, &["--to", "folded"]);
     assert_eq!(report["converted"], 4, "{report:#}");
     let mut outputs: Vec<_> = std::fs::read_dir(&out)
         .unwrap()
@@ -220,12 +226,7 @@ fn an_archive_run_lists_fifos_and_too_deep_folders_and_goes_on() {
         return;
     }
     let out = dir.path().join("out");
-    let (run, report) = archive_run(&archive, &out, &["--to", "folded"]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let report = archive_ok(&archive, &out, &["--to", "folded"]);
     assert_eq!(record(&report, "gmon.out").0, "converted");
     let (status, why) = record(&report, "pipe.gmon");
     assert_eq!(status, "skipped");

@@ -142,7 +142,7 @@ fn walk(
             if exclude.is_some_and(|x| path.canonicalize().is_ok_and(|p| p == x)) {
                 continue;
             }
-            if read::dcpi::is_database(&path) || read::aps::detect_dir(&path) {
+            if read::is_profile_dir(&path) {
                 let bytes = dir_bytes(&path, 0);
                 out.push(Unit {
                     path,
@@ -368,9 +368,10 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
             record.error = Some("symbolic link, not followed".into());
             return Ok(Status::Skipped);
         }
+        let input = read::Input::open(&unit.path, options.read.max_input_size)?;
         let format = match options.read.format {
             Some(f) => Some(f),
-            None => read::detect(&unit.path)?,
+            None => read::detect_input(&input),
         };
         let Some(format) = format else {
             record.error = Some("not a profile of a known format".into());
@@ -410,7 +411,7 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
             .binary
             .as_ref()
             .map(|b| b.display().to_string());
-        let profile = read::read(std::slice::from_ref(&unit.path), &read_options)?;
+        let profile = read::read_inputs(std::slice::from_ref(&input), &read_options)?;
         let mut write_options = options.write.clone();
         write_options.title = unit.rel.clone();
         for (format, out) in todo {

@@ -6,7 +6,10 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::error::{Error, Result};
 use crate::profile::GroupBy;
-use crate::read::{self, EpochSelect, Format, GprofStacks, ReadOptions};
+use crate::read::{
+    self, ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
+    ReadOptions,
+};
 use crate::write::{self, OutputFormat, WriteOptions};
 
 const EXAMPLES: &str = "\
@@ -91,7 +94,7 @@ pub struct ArchiveArgs {
 
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
-    /// Input profiles (several of one program are summed).
+    /// Input profiles (several of one program are summed; `-` reads standard input).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// Output file (`-` for standard output); repeat it to write several
@@ -173,6 +176,10 @@ pub struct ReadArgs {
     /// APS: leave pid 0 (idle) out.
     #[arg(long)]
     pub drop_idle: bool,
+    /// The most bytes a gzip-compressed input may decompress to (default:
+    /// 64 times its compressed size, at least 256 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_input_size: Option<u64>,
 }
 
 impl ReadArgs {
@@ -180,22 +187,31 @@ impl ReadArgs {
         ReadOptions {
             format: self.from,
             binary: self.binary.clone(),
-            gmon_pointer_size: self.gmon_pointer_size,
-            gmon_rate: self.gmon_rate,
-            gprof_stacks: self.gprof_stacks,
-            mpatrol_size_classes: self.mpatrol_size_classes,
-            dcpi_insn_size: self.dcpi_insn_size,
-            epoch: match self.epoch.as_str() {
-                "all" => EpochSelect::All,
-                "latest" => EpochSelect::Latest,
-                name => EpochSelect::Named(name.to_owned()),
+            max_input_size: self.max_input_size,
+            gprof: GprofOptions {
+                pointer_size: self.gmon_pointer_size,
+                rate: self.gmon_rate,
+                stacks: self.gprof_stacks,
             },
-            image_dir: self.image_dir.clone(),
-            aps_call_depth: self.aps_call_depth,
-            aps_path_len: self.aps_path_len,
-            image_root: self.image_root.clone(),
-            pid_info: self.pid_info.clone(),
-            drop_idle: self.drop_idle,
+            mpatrol: MpatrolOptions {
+                size_classes: self.mpatrol_size_classes,
+            },
+            dcpi: DcpiOptions {
+                insn_size: self.dcpi_insn_size,
+                epoch: match self.epoch.as_str() {
+                    "all" => EpochSelect::All,
+                    "latest" => EpochSelect::Latest,
+                    name => EpochSelect::Named(name.to_owned()),
+                },
+                image_dir: self.image_dir.clone(),
+            },
+            aps: ApsOptions {
+                call_depth: self.aps_call_depth,
+                path_len: self.aps_path_len,
+                image_root: self.image_root.clone(),
+                pid_info: self.pid_info.clone(),
+                drop_idle: self.drop_idle,
+            },
         }
     }
 }

@@ -6,6 +6,7 @@
 //! (`write`) emit the modern formats. Readers never use writers and the reverse.
 
 pub mod archive;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod error;
 pub mod profile;

@@ -15,15 +15,17 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
 
+use super::cursor::{Cursor, Endian};
+use super::input::Input;
+use super::options::ReadOptions;
+use super::Detection;
 use crate::error::{Error, Result};
 use crate::profile::{basename, Label, Mapping, MappingId, Profile};
-use crate::read::cursor::{Cursor, Endian};
-use crate::read::ReadOptions;
 use crate::symbolize::{self, Binary};
 
 /// `FILE_HEAD_MAGIC` (§2).
@@ -80,6 +82,15 @@ pub fn detect(head: &[u8], file_len: u64) -> bool {
     magic_order(head, FILE_HEAD_MAGIC).is_some() && file_len >= FILE_HEAD_SIZE + 2 * TABLE_HEAD_SIZE
 }
 
+/// The file-head magic in either byte order, and room for the heads.
+pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
+    if detect(head, file_len) {
+        Detection::Magic
+    } else {
+        Detection::No
+    }
+}
+
 /// A directory holding `sample_cpu_<N>_…` files (§7).
 pub fn detect_dir(path: &Path) -> bool {
     sample_files_in(path).is_ok_and(|files| !files.is_empty())
@@ -120,35 +131,26 @@ fn sample_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 // ---------------------------------------------------------------------------
-// Reading bytes: plain files are read in place (the records are streamed),
-// gzip-compressed ones are decompressed into memory first.
+// Reading bytes: plain files are mapped and their records streamed (the
+// pages read are released chunk by chunk), gzip-compressed ones were
+// decompressed into memory when the input was opened.
 
-enum Source {
-    File { file: File, len: u64 },
-    Memory(Vec<u8>),
+/// The bytes of one input, with the reads the layout search needs.
+struct Source<'a> {
+    input: &'a Input,
 }
 
-impl Source {
-    fn open(path: &Path) -> Result<Source> {
-        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut magic = [0u8; 2];
-        let n = file.read(&mut magic).map_err(|e| Error::io(path, e))?;
-        if n == 2 && magic == [0x1f, 0x8b] {
-            return crate::read::read_input(path).map(Source::Memory);
-        }
-        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-        Ok(Source::File { file, len })
+impl<'a> Source<'a> {
+    fn new(input: &'a Input) -> Source<'a> {
+        Source { input }
     }
 
     fn len(&self) -> u64 {
-        match self {
-            Source::File { len, .. } => *len,
-            Source::Memory(data) => data.len() as u64,
-        }
+        self.input.len()
     }
 
-    /// Fills `buf` from `offset`; the caller has checked that it is in the file.
-    fn read_at(&mut self, path: &Path, offset: u64, buf: &mut [u8]) -> Result<()> {
+    /// `len` bytes from `offset`; the caller has checked that they are in the file.
+    fn slice(&self, path: &Path, offset: u64, len: usize) -> Result<&'a [u8]> {
         let short = || {
             Error::io(
                 path,
@@ -158,25 +160,17 @@ impl Source {
                 ),
             )
         };
-        match self {
-            Source::File { file, .. } => {
-                file.seek(SeekFrom::Start(offset))
-                    .map_err(|e| Error::io(path, e))?;
-                file.read_exact(buf).map_err(|e| match e.kind() {
-                    std::io::ErrorKind::UnexpectedEof => short(),
-                    _ => Error::io(path, e),
-                })
-            }
-            Source::Memory(data) => {
-                let start = usize::try_from(offset).map_err(|_| short())?;
-                let part = start
-                    .checked_add(buf.len())
-                    .and_then(|end| data.get(start..end))
-                    .ok_or_else(short)?;
-                buf.copy_from_slice(part);
-                Ok(())
-            }
-        }
+        let start = usize::try_from(offset).map_err(|_| short())?;
+        start
+            .checked_add(len)
+            .and_then(|end| self.input.bytes().get(start..end))
+            .ok_or_else(short)
+    }
+
+    /// Fills `buf` from `offset`; the caller has checked that it is in the file.
+    fn read_at(&mut self, path: &Path, offset: u64, buf: &mut [u8]) -> Result<()> {
+        buf.copy_from_slice(self.slice(path, offset, buf.len())?);
+        Ok(())
     }
 
     /// The u32 at `offset` in `endian`, or `None` past the end.
@@ -354,18 +348,19 @@ enum Candidate {
 /// entries must end the file.
 fn solve_layout(
     path: &Path,
-    src: &mut Source,
+    src: &mut Source<'_>,
     head: &FileHead,
     options: &ReadOptions,
 ) -> Result<Layout> {
     let len = src.len();
-    if let Some(d) = options.aps_call_depth.filter(|d| *d > MAX_GIVEN_CALL_DEPTH) {
+    if let Some(d) = options.aps.call_depth.filter(|d| *d > MAX_GIVEN_CALL_DEPTH) {
         return Err(Error::Usage(format!(
             "--aps-call-depth {d} is beyond {MAX_GIVEN_CALL_DEPTH}"
         )));
     }
     if let Some(p) = options
-        .aps_path_len
+        .aps
+        .path_len
         .filter(|p| *p == 0 || *p > MAX_GIVEN_PATH_LEN)
     {
         return Err(Error::Usage(format!(
@@ -374,7 +369,8 @@ fn solve_layout(
     }
     // Even the shortest records must fit before the two table heads.
     let min_record = options
-        .aps_call_depth
+        .aps
+        .call_depth
         .and_then(record_size)
         .unwrap_or(RECORD_FIXED_SIZE);
     let needed = u64::from(head.index)
@@ -391,7 +387,7 @@ fn solve_layout(
         ));
     }
 
-    let (depths, depth_origin): (Vec<usize>, Origin) = match options.aps_call_depth {
+    let (depths, depth_origin): (Vec<usize>, Origin) = match options.aps.call_depth {
         Some(d) => (vec![d], Origin::Given),
         // Without records the module head sits at 56 whatever D is.
         None if head.index == 0 => (vec![DEFAULT_CALL_DEPTH], Origin::Default),
@@ -502,7 +498,7 @@ fn solve_layout(
 /// the word found there.
 fn magic_error(
     path: &Path,
-    src: &mut Source,
+    src: &mut Source<'_>,
     offset: u64,
     table: &str,
     magic: u32,
@@ -523,7 +519,7 @@ fn magic_error(
 /// The layout for call depth `depth`, if the module magic follows its records.
 fn try_depth(
     path: &Path,
-    src: &mut Source,
+    src: &mut Source<'_>,
     head: &FileHead,
     depth: usize,
     depth_origin: Origin,
@@ -539,7 +535,7 @@ fn try_depth(
     let Some((module_endian, module_count)) =
         src.table_head(path, module_offset, MODULE_HEAD_MAGIC)?
     else {
-        if options.aps_call_depth.is_some() {
+        if options.aps.call_depth.is_some() {
             let after = format!(
                 "{} records of {} bytes (call depth {depth})",
                 head.index,
@@ -560,7 +556,7 @@ fn try_depth(
     let mnum = u64::from(module_count);
     let tables_start = module_offset + TABLE_HEAD_SIZE;
     // The vma head for path length p, and where the file would end.
-    let at = |src: &mut Source, p: usize| -> Result<Option<(u64, Endian, u32, u64)>> {
+    let at = |src: &mut Source<'_>, p: usize| -> Result<Option<(u64, Endian, u32, u64)>> {
         let p = p as u64;
         let Some(vma_offset) = mnum
             .checked_mul(8 + p)
@@ -592,7 +588,7 @@ fn try_depth(
             vma_count,
         };
 
-    if let Some(p) = options.aps_path_len {
+    if let Some(p) = options.aps.path_len {
         let Some((vma_offset, vma_endian, vma_count, end)) = at(src, p)? else {
             let vma_offset = mnum
                 .saturating_mul(8 + p as u64)
@@ -757,7 +753,7 @@ fn c_string(bytes: &[u8]) -> String {
 
 fn parse_tables(
     path: &Path,
-    src: &mut Source,
+    src: &mut Source<'_>,
     layout: &Layout,
 ) -> Result<(Vec<ModuleEntry>, Vec<VmaEntry>)> {
     let base = layout.module_offset;
@@ -768,9 +764,8 @@ fn parse_tables(
             "the module and vma tables are too large for this machine",
         )
     })?;
-    let mut tail = vec![0u8; tail_len];
-    src.read_at(path, base, &mut tail)?;
-    parse_tables_in(path, &tail, layout).map_err(|e| rebase(e, base))
+    let tail = src.slice(path, base, tail_len)?;
+    parse_tables_in(path, tail, layout).map_err(|e| rebase(e, base))
 }
 
 fn parse_tables_in(
@@ -932,8 +927,9 @@ pub struct ApsFile {
 }
 
 impl ApsFile {
-    fn open(path: &Path, options: &ReadOptions) -> Result<(ApsFile, Source)> {
-        let mut src = Source::open(path)?;
+    fn open<'a>(input: &'a Input, options: &ReadOptions) -> Result<(ApsFile, Source<'a>)> {
+        let path = input.name();
+        let mut src = Source::new(input);
         let len = src.len();
         if len < FILE_HEAD_SIZE {
             return Err(Error::format(
@@ -962,7 +958,11 @@ impl ApsFile {
     }
 
     /// Calls `visit` on every record, reading a few megabytes at a time.
-    fn for_each_record(&self, src: &mut Source, mut visit: impl FnMut(Record<'_>)) -> Result<()> {
+    fn for_each_record(
+        &self,
+        src: &mut Source<'_>,
+        mut visit: impl FnMut(Record<'_>),
+    ) -> Result<()> {
         let size = self.layout.record_size();
         let total = u64::from(self.head.index);
         let per_chunk = (CHUNK_BYTES / size).clamp(1, total.max(1));
@@ -1051,19 +1051,38 @@ impl PidInfo {
 // ---------------------------------------------------------------------------
 // Inputs: files, capture directories, pid_info.
 
-struct Inputs {
-    files: Vec<PathBuf>,
+/// A sample file to read: one given as an input, or one found in a
+/// capture directory (opened when its turn comes, so that one decompressed
+/// file at a time is in memory).
+enum SampleFile<'a> {
+    Given(&'a Input),
+    Found(PathBuf),
+}
+
+struct Inputs<'a> {
+    files: Vec<SampleFile<'a>>,
     pid_info: Option<PathBuf>,
+}
+
+impl SampleFile<'_> {
+    /// Runs `f` on the opened file.
+    fn with<T>(&self, options: &ReadOptions, f: impl FnOnce(&Input) -> Result<T>) -> Result<T> {
+        match self {
+            SampleFile::Given(input) => f(input),
+            SampleFile::Found(path) => f(&Input::open(path, options.max_input_size)?),
+        }
+    }
 }
 
 /// Expands capture directories into their `sample_cpu_*` files and finds the
 /// `pid_info` file: the option's, else the one in the capture directory (or
 /// next to the sample files), as the reporter reads it from its data dir.
-fn expand_inputs(paths: &[PathBuf], options: &ReadOptions) -> Result<Inputs> {
+fn expand_inputs<'a>(inputs: &'a [Input], options: &ReadOptions) -> Result<Inputs<'a>> {
     let mut files = Vec::new();
     let mut dirs = BTreeSet::new();
-    for path in paths {
-        if path.is_dir() {
+    for input in inputs {
+        let path = input.name();
+        if input.is_dir() {
             let found = sample_files_in(path)?;
             if found.is_empty() {
                 return Err(Error::unsupported(
@@ -1071,14 +1090,14 @@ fn expand_inputs(paths: &[PathBuf], options: &ReadOptions) -> Result<Inputs> {
                     "the directory holds no APS sample files (sample_cpu_<N>_<date>_<time>)",
                 ));
             }
-            files.extend(found);
-            dirs.insert(path.clone());
+            files.extend(found.into_iter().map(SampleFile::Found));
+            dirs.insert(path.to_path_buf());
         } else {
-            files.push(path.clone());
+            files.push(SampleFile::Given(input));
             dirs.insert(path.parent().map(Path::to_path_buf).unwrap_or_default());
         }
     }
-    let pid_info = match &options.pid_info {
+    let pid_info = match &options.aps.pid_info {
         Some(p) => Some(p.clone()),
         None if dirs.len() == 1 => dirs
             .iter()
@@ -1105,7 +1124,7 @@ struct FileCounts {
     dropped_idle: u64,
 }
 
-fn count_records(file: &ApsFile, src: &mut Source, drop_idle: bool) -> Result<FileCounts> {
+fn count_records(file: &ApsFile, src: &mut Source<'_>, drop_idle: bool) -> Result<FileCounts> {
     // FxHash, as the IR's tables: about twice as fast as SipHash on these keys.
     let mut counts: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
     let mut key: Vec<u32> = Vec::with_capacity(4 + 1 + file.layout.call_depth);
@@ -1331,15 +1350,18 @@ fn main_executables(files: &[ApsFile]) -> HashMap<i32, String> {
 }
 
 /// Reads APS sample files (and capture directories) into one profile.
-pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
-    let inputs = expand_inputs(paths, options)?;
+pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
+    let inputs = expand_inputs(inputs, options)?;
     let pid_info = inputs.pid_info.as_deref().map(PidInfo::load).transpose()?;
     let mut files = Vec::with_capacity(inputs.files.len());
     let mut counts = Vec::with_capacity(inputs.files.len());
-    for path in &inputs.files {
-        let (file, mut src) = ApsFile::open(path, options)?;
-        counts.push(count_records(&file, &mut src, options.drop_idle)?);
-        files.push(file);
+    for sample_file in &inputs.files {
+        sample_file.with(options, |input| {
+            let (file, mut src) = ApsFile::open(input, options)?;
+            counts.push(count_records(&file, &mut src, options.aps.drop_idle)?);
+            files.push(file);
+            Ok(())
+        })?;
     }
     let (mut profile, images) = build_profile(
         &files,
@@ -1347,7 +1369,7 @@ pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
         pid_info.as_ref(),
         inputs.pid_info.as_deref(),
     );
-    if let Some(root) = &options.image_root {
+    if let Some(root) = &options.aps.image_root {
         symbolize_images(&mut profile, root, &images);
     }
     Ok(profile)
@@ -1640,11 +1662,29 @@ fn symbolize_images(profile: &mut Profile, root: &Path, images: &[Image]) {
 }
 
 /// Describes the inputs: layout, head fields, tables and record counts.
-pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
-    let inputs = expand_inputs(paths, options)?;
+pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
+    let inputs = expand_inputs(inputs, options)?;
     let mut out = String::new();
-    for path in &inputs.files {
-        let (file, mut src) = ApsFile::open(path, options)?;
+    for sample_file in &inputs.files {
+        sample_file.with(options, |input| describe_file(&mut out, input, options))?;
+    }
+    if let Some(p) = &inputs.pid_info {
+        let info = PidInfo::load(p)?;
+        let _ = writeln!(
+            out,
+            "pid_info:        {} ({} threads)",
+            p.display(),
+            info.len()
+        );
+    }
+    Ok(out)
+}
+
+/// The `info` text of one sample file.
+fn describe_file(out: &mut String, input: &Input, options: &ReadOptions) -> Result<()> {
+    let path = input.name();
+    {
+        let (file, mut src) = ApsFile::open(input, options)?;
         let h = &file.head;
         let l = &file.layout;
         let _ = writeln!(out, "{}:", path.display());
@@ -1758,14 +1798,5 @@ pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
             );
         }
     }
-    if let Some(p) = &inputs.pid_info {
-        let info = PidInfo::load(p)?;
-        let _ = writeln!(
-            out,
-            "pid_info:        {} ({} threads)",
-            p.display(),
-            info.len()
-        );
-    }
-    Ok(out)
+    Ok(())
 }

@@ -9,12 +9,14 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::input::Input;
+use super::options::ReadOptions;
+use super::Detection;
 use crate::error::{Error, Result};
 use crate::profile::{GroupBy, Line, LocationId, Mapping, MappingId, Profile};
 use crate::read::cursor::{Cursor, Endian};
-use crate::read::{read_input, ReadOptions};
 use crate::symbolize::{self, Binary};
 
 /// The magic at the start and at the end of every profiling file.
@@ -255,6 +257,15 @@ fn version_text(v: u64) -> String {
 /// are detected here too.
 pub fn detect(head: &[u8], _file_len: u64) -> bool {
     head.starts_with(MAGIC)
+}
+
+/// A file that starts with the magic.
+pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
+    if detect(head, file_len) {
+        Detection::Magic
+    } else {
+        Detection::No
+    }
 }
 
 /// The (word size, byte order) combinations, in the order the spec tries them.
@@ -779,7 +790,7 @@ pub fn to_profile(
     options: &ReadOptions,
 ) -> Result<Profile> {
     let c = Cursor::new(path, data, file.endian, file.word_size);
-    let copies = if options.mpatrol_size_classes { 4 } else { 1 };
+    let copies = if options.mpatrol.size_classes { 4 } else { 1 };
     if file.stack_frames.saturating_mul(copies) > MAX_STACK_FRAMES {
         return Err(Error::unsupported(
             path,
@@ -846,7 +857,7 @@ pub fn to_profile(
                 .iter()
                 .filter_map(|&p| location_of_site.get(p).copied().flatten()),
         );
-        if options.mpatrol_size_classes {
+        if options.mpatrol.size_classes {
             for (k, class) in SIZE_CLASSES.iter().enumerate() {
                 let values = record_values(&c, record, k..k + 1)?;
                 if values[..4].iter().all(|&v| v == 0) {
@@ -870,7 +881,7 @@ pub fn to_profile(
             profile.add_sample(&stack, &values, &[]);
         }
     }
-    if options.mpatrol_size_classes {
+    if options.mpatrol.size_classes {
         profile.group_by.push(GroupBy::Label("size_class".into()));
     }
     Ok(profile)
@@ -927,12 +938,12 @@ fn add_metadata(profile: &mut Profile, file: &MpatrolFile) {
 }
 
 /// Reads one or more `mpatrol.out` files into one profile (summed).
-pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
+pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     let mut out: Option<Profile> = None;
-    for path in paths {
-        let data = read_input(path)?;
-        let file = parse(path, &data)?;
-        let profile = to_profile(path, &data, &file, options)?;
+    for input in inputs {
+        let (path, data) = (input.name(), input.bytes());
+        let file = parse(path, data)?;
+        let profile = to_profile(path, data, &file, options)?;
         match &mut out {
             None => out = Some(profile),
             Some(acc) => acc.merge(&profile)?,
@@ -942,11 +953,11 @@ pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
 }
 
 /// What `profconv info` prints for each file.
-pub fn info(paths: &[PathBuf], _options: &ReadOptions) -> Result<String> {
+pub fn info(inputs: &[Input], _options: &ReadOptions) -> Result<String> {
     let mut out = String::new();
-    for path in paths {
-        let data = read_input(path)?;
-        let file = parse(path, &data)?;
+    for input in inputs {
+        let path = input.name();
+        let file = parse(path, input.bytes())?;
         describe(&mut out, path, &file);
     }
     Ok(out)

@@ -1,16 +1,18 @@
-//! Command-line definitions (clap) and the run functions behind them.
+//! Command-line definitions (clap) and the run functions behind them: flags
+//! become library options, errors become exit codes, archive runs get a
+//! progress bar. No format logic lives here.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::error::{Error, Result};
-use crate::profile::GroupBy;
-use crate::read::{
+use profconv::error::{Error, Result};
+use profconv::profile::GroupBy;
+use profconv::read::{
     self, ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
     ReadOptions,
 };
-use crate::write::{self, OutputFormat, WriteOptions};
+use profconv::write::{self, OutputFormat, WriteOptions};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -305,12 +307,12 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
         ));
     }
     let binary_map = match &args.binary_map {
-        Some(p) => crate::archive::read_binary_map(p)?,
+        Some(p) => profconv::archive::read_binary_map(p)?,
         None => Vec::new(),
     };
     let mut formats = args.to.clone();
     formats.dedup();
-    let options = crate::archive::ArchiveOptions {
+    let options = profconv::archive::ArchiveOptions {
         out_dir: args.output.clone(),
         formats,
         read: args.read.options(),
@@ -324,7 +326,7 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     let bar = indicatif::ProgressBar::hidden();
     let total = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let on_plan = |units: &[crate::archive::Unit]| {
+    let on_plan = |units: &[profconv::archive::Unit]| {
         total.store(units.len(), Ordering::Relaxed);
         if terminal {
             bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
@@ -337,14 +339,14 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
             );
         }
     };
-    let progress = |unit: &crate::archive::Unit, record: &crate::archive::Record| {
+    let progress = |unit: &profconv::archive::Unit, record: &profconv::archive::Record| {
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
         let of = total.load(Ordering::Relaxed);
         if terminal {
             bar.inc(unit.bytes);
             bar.set_prefix(format!("{n}/{of}"));
             bar.set_message(unit.rel.clone());
-            if record.status == crate::archive::Status::Failed {
+            if record.status == profconv::archive::Status::Failed {
                 bar.println(format!(
                     "failed: {}: {}",
                     record.path,
@@ -353,10 +355,10 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
             }
         } else if !args.quiet {
             let status = match record.status {
-                crate::archive::Status::Converted => "converted",
-                crate::archive::Status::Unchanged => "unchanged",
-                crate::archive::Status::Skipped => "skipped",
-                crate::archive::Status::Failed => "failed",
+                profconv::archive::Status::Converted => "converted",
+                profconv::archive::Status::Unchanged => "unchanged",
+                profconv::archive::Status::Skipped => "skipped",
+                profconv::archive::Status::Failed => "failed",
             };
             let detail = record
                 .error
@@ -366,9 +368,9 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
             eprintln!("[{n}/{of}] {status} {}{detail}", record.path);
         }
     };
-    let report = crate::archive::run(&args.archive, &options, &progress, &on_plan)?;
+    let report = profconv::archive::run(&args.archive, &options, &progress, &on_plan)?;
     bar.finish_and_clear();
-    eprint!("{}", crate::archive::summary(&report));
+    eprint!("{}", profconv::archive::summary(&report));
     if let Some(path) = &args.report {
         write::write_atomically(path, |out| {
             serde_json::to_writer_pretty(&mut *out, &report)

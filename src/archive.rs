@@ -25,7 +25,7 @@ pub struct ArchiveOptions {
     /// Options for every reader; `binary` applies to every input.
     pub read: ReadOptions,
     /// Input glob → binary, first match wins (`--binary-map`).
-    pub binary_map: Vec<(String, PathBuf)>,
+    pub binary_map: Vec<(Glob, PathBuf)>,
     pub write: WriteOptions,
     /// Parallel conversions (0 = all cores).
     pub jobs: usize,
@@ -39,10 +39,37 @@ pub struct ArchiveOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unit {
     pub path: PathBuf,
-    /// Path relative to the archive root, with `/` separators.
+    /// Path relative to the archive root, with `/` separators (lossy for
+    /// names that are not UTF-8: for display and globs only).
     pub rel: String,
+    /// The outputs' path relative to the output directory, less the format's
+    /// extension: the input's own relative path (not lossy), less a `.gz`
+    /// unless another input already has that name.
+    pub out_stem: PathBuf,
     pub is_dir: bool,
     pub bytes: u64,
+    /// Why the entry is listed but cannot be converted (a FIFO, a folder
+    /// too deep or unreadable, a symbolic link), with the status to report.
+    pub problem: Option<(Status, String)>,
+}
+
+impl Unit {
+    fn new(root: &Path, path: PathBuf, is_dir: bool, bytes: u64) -> Unit {
+        let rel_path = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+        Unit {
+            rel: relative(root, &path),
+            out_stem: rel_path,
+            path,
+            is_dir,
+            bytes,
+            problem: None,
+        }
+    }
+
+    fn with_problem(mut self, status: Status, why: impl Into<String>) -> Unit {
+        self.problem = Some((status, why.into()));
+        self
+    }
 }
 
 /// What happened to one unit.
@@ -89,7 +116,10 @@ pub struct Report {
 const MAX_DEPTH: usize = 64;
 
 /// Walks `root` into units, sorted by relative path. The output directory,
-/// when it lies inside the archive, is left out.
+/// when it lies inside the archive, is left out. Every entry is listed: what
+/// cannot be converted (unreadable folders, folders deeper than
+/// [`MAX_DEPTH`], FIFOs and devices, symbolic links) is a unit with a
+/// problem, so the report accounts for the whole tree.
 pub fn plan(root: &Path, exclude: Option<&Path>) -> Result<Vec<Unit>> {
     let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
     if !meta.is_dir() {
@@ -100,7 +130,9 @@ pub fn plan(root: &Path, exclude: Option<&Path>) -> Result<Vec<Unit>> {
     }
     let exclude = exclude.and_then(|p| p.canonicalize().ok());
     let mut units = Vec::new();
-    walk(root, root, 0, exclude.as_deref(), &mut units)?;
+    walk(root, root, 0, exclude.as_deref(), &mut units);
+    units.sort_by(|a, b| a.path.cmp(&b.path));
+    keep_gz_where_names_collide(&mut units);
     Ok(units)
 }
 
@@ -112,57 +144,106 @@ fn relative(root: &Path, path: &Path) -> String {
         .join("/")
 }
 
-fn walk(
-    root: &Path,
-    dir: &Path,
-    depth: usize,
-    exclude: Option<&Path>,
-    out: &mut Vec<Unit>,
-) -> Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io(dir, e))?
-        .map(|e| e.map(|e| e.path()).map_err(|e| Error::io(dir, e)))
-        .collect::<Result<_>>()?;
-    entries.sort();
-    for path in entries {
-        let meta = std::fs::symlink_metadata(&path).map_err(|e| Error::io(&path, e))?;
-        let rel = relative(root, &path);
-        if meta.file_type().is_symlink() {
-            // Not followed: links can loop or leave the archive. Listed, so
-            // the report says what was passed over.
-            out.push(Unit {
-                path,
-                rel,
-                is_dir: false,
-                bytes: 0,
-            });
-            continue;
+/// Drops a `.gz` from the output names of compressed inputs, except where
+/// the shorter name is another input's (`gmon.out` beside `gmon.out.gz`):
+/// every input gets outputs of its own.
+fn keep_gz_where_names_collide(units: &mut [Unit]) {
+    let names: std::collections::HashSet<PathBuf> =
+        units.iter().map(|u| u.out_stem.clone()).collect();
+    for unit in units.iter_mut() {
+        if let Some(short) = strip_gz(&unit.out_stem) {
+            if !names.contains(&short) {
+                unit.out_stem = short;
+            }
         }
-        if meta.is_dir() {
+    }
+}
+
+/// `name.gz` → `name`, for any file name (not only UTF-8 ones).
+fn strip_gz(path: &Path) -> Option<PathBuf> {
+    #[cfg(unix)]
+    let short = {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes().strip_suffix(b".gz")?;
+        PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+    };
+    #[cfg(not(unix))]
+    let short = PathBuf::from(path.to_str()?.strip_suffix(".gz")?);
+    (short.file_name().is_some()).then_some(short)
+}
+
+fn walk(root: &Path, dir: &Path, depth: usize, exclude: Option<&Path>, out: &mut Vec<Unit>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            let unit = Unit::new(root, dir.to_path_buf(), true, 0);
+            out.push(unit.with_problem(Status::Failed, format!("cannot read the folder: {e}")));
+            return;
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for path in paths {
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                let unit = Unit::new(root, path, false, 0);
+                out.push(unit.with_problem(Status::Failed, e.to_string()));
+                continue;
+            }
+        };
+        let kind = meta.file_type();
+        if kind.is_symlink() {
+            // Not followed: links can loop or leave the archive.
+            let unit = Unit::new(root, path, false, 0);
+            out.push(unit.with_problem(Status::Skipped, "symbolic link, not followed"));
+        } else if kind.is_dir() {
             if exclude.is_some_and(|x| path.canonicalize().is_ok_and(|p| p == x)) {
                 continue;
             }
-            if read::is_profile_dir(&path) {
-                let bytes = dir_bytes(&path, 0);
-                out.push(Unit {
-                    path,
-                    rel,
-                    is_dir: true,
-                    bytes,
-                });
-            } else if depth < MAX_DEPTH {
-                walk(root, &path, depth + 1, exclude, out)?;
-            }
-        } else if meta.is_file() {
-            out.push(Unit {
-                path,
-                rel,
-                is_dir: false,
-                bytes: meta.len(),
-            });
+            walk_dir(root, path, depth, exclude, out);
+        } else if kind.is_file() {
+            out.push(Unit::new(root, path, false, meta.len()));
+        } else {
+            // Opening a FIFO would wait for a writer; devices are no profiles.
+            let unit = Unit::new(root, path, false, 0);
+            out.push(unit.with_problem(
+                Status::Skipped,
+                "not a regular file (FIFO, socket or device)",
+            ));
         }
     }
-    Ok(())
+}
+
+/// A folder: one unit when it is a DCPI database; an APS capture folder is
+/// one unit for its sample files, and what else it holds is walked on.
+fn walk_dir(root: &Path, path: PathBuf, depth: usize, exclude: Option<&Path>, out: &mut Vec<Unit>) {
+    if read::is_whole_profile_dir(&path) {
+        let bytes = dir_bytes(&path, 0);
+        out.push(Unit::new(root, path, true, bytes));
+    } else if depth >= MAX_DEPTH {
+        let unit = Unit::new(root, path, true, 0);
+        out.push(unit.with_problem(
+            Status::Skipped,
+            format!("folder deeper than {MAX_DEPTH} levels, not walked"),
+        ));
+    } else if let Some(is_member) = read::capture_dir(&path) {
+        let before = out.len();
+        walk(root, &path, depth + 1, exclude, out);
+        // The sample files are read together, as the capture.
+        let mut bytes = 0;
+        let mut i = before;
+        while i < out.len() {
+            if out[i].problem.is_none() && is_member(&out[i].path) {
+                bytes += out.remove(i).bytes;
+            } else {
+                i += 1;
+            }
+        }
+        out.push(Unit::new(root, path, true, bytes));
+    } else {
+        walk(root, &path, depth + 1, exclude, out);
+    }
 }
 
 fn dir_bytes(dir: &Path, depth: usize) -> u64 {
@@ -179,46 +260,94 @@ fn dir_bytes(dir: &Path, depth: usize) -> u64 {
         .sum()
 }
 
-/// The output path of a unit in a format: its relative path (less a `.gz`)
-/// plus the format's extension, under the output directory.
+/// The output path of a unit in a format: its relative path (less a `.gz`,
+/// see [`Unit::out_stem`]) plus the format's extension, under the output
+/// directory.
 pub fn output_path(out_dir: &Path, unit: &Unit, format: OutputFormat) -> PathBuf {
-    let rel = unit.rel.strip_suffix(".gz").unwrap_or(&unit.rel);
-    out_dir.join(format!("{rel}.{}", format.extension()))
+    let mut name = unit.out_stem.clone().into_os_string();
+    name.push(".");
+    name.push(format.extension());
+    out_dir.join(name)
 }
 
-/// Matches a glob against a `/`-separated relative path: `*` and `?` stay
-/// within one path component, `**` crosses components.
-pub fn glob_match(pattern: &str, path: &str) -> bool {
-    fn go(p: &[u8], s: &[u8]) -> bool {
-        match p.first() {
-            None => s.is_empty(),
-            Some(b'*') if p.get(1) == Some(&b'*') => {
-                let rest = &p[2..];
-                let rest = rest.strip_prefix(b"/").unwrap_or(rest);
-                (0..=s.len()).any(|i| go(rest, &s[i..]))
+/// Makes the folders of an output below `out_dir` and checks that writing
+/// it stays inside `out_dir`: a symbolic link (to a folder or as the output
+/// itself) or a special file in the output tree is not followed.
+fn prepare_output(out_dir: &Path, out: &Path) -> Result<()> {
+    let outside = |at: &Path, why: &str| {
+        Error::io(
+            at,
+            std::io::Error::other(format!(
+                "{why}: not followed, so no output is written outside the output directory"
+            )),
+        )
+    };
+    let rel = out.strip_prefix(out_dir).unwrap_or(out);
+    let parts: Vec<_> = rel.components().collect();
+    let mut at = out_dir.to_path_buf();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        let last = i + 1 == parts.len();
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(outside(&at, "a symbolic link in the output directory"))
             }
-            Some(b'*') => {
-                let mut i = 0;
-                loop {
-                    if go(&p[1..], &s[i..]) {
-                        return true;
+            Ok(m) if !last && !m.is_dir() => return Err(outside(&at, "not a folder")),
+            Ok(m) if last && !m.is_file() => return Err(outside(&at, "not a regular file")),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !last {
+                    match std::fs::create_dir(&at) {
+                        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                            return Err(Error::io(&at, e))
+                        }
+                        _ => {}
                     }
-                    if i == s.len() || s[i] == b'/' {
-                        return false;
-                    }
-                    i += 1;
                 }
             }
-            Some(b'?') => s.first().is_some_and(|&c| c != b'/') && go(&p[1..], &s[1..]),
-            Some(&c) => s.first() == Some(&c) && go(&p[1..], &s[1..]),
+            Err(e) => return Err(Error::io(&at, e)),
         }
     }
-    go(pattern.as_bytes(), path.as_bytes())
+    Ok(())
+}
+
+/// A `--binary-map` glob: `*` and `?` stay within one path component, `**`
+/// crosses components. Matching is linear in the path (globset compiles to
+/// a regular expression automaton), whatever the pattern.
+#[derive(Debug, Clone)]
+pub struct Glob {
+    pub pattern: String,
+    matcher: globset::GlobMatcher,
+}
+
+impl Glob {
+    pub fn new(pattern: &str) -> std::result::Result<Glob, String> {
+        let glob = globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Glob {
+            pattern: pattern.to_owned(),
+            matcher: glob.compile_matcher(),
+        })
+    }
+
+    /// Matches a `/`-separated relative path.
+    pub fn is_match(&self, path: &str) -> bool {
+        self.matcher.is_match(path)
+    }
+}
+
+/// Matches a glob against a `/`-separated relative path (see [`Glob`]); an
+/// invalid pattern matches nothing.
+pub fn glob_match(pattern: &str, path: &str) -> bool {
+    Glob::new(pattern).is_ok_and(|g| g.is_match(path))
 }
 
 /// Reads a `--binary-map` file: `GLOB PATH` per line (blank lines and `#`
 /// comments ignored); relative binary paths are relative to the map file.
-pub fn read_binary_map(path: &Path) -> Result<Vec<(String, PathBuf)>> {
+pub fn read_binary_map(path: &Path) -> Result<Vec<(Glob, PathBuf)>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let base = path.parent().unwrap_or(Path::new("."));
     let mut out = Vec::new();
@@ -237,7 +366,9 @@ pub fn read_binary_map(path: &Path) -> Result<Vec<(String, PathBuf)>> {
                 "expected `GLOB BINARY` on the line",
             ));
         };
-        out.push((glob.to_owned(), base.join(binary.trim())));
+        let glob = Glob::new(glob)
+            .map_err(|e| Error::format(path, here, format!("bad glob {glob:?}: {e}")))?;
+        out.push((glob, base.join(binary.trim())));
     }
     Ok(out)
 }
@@ -314,7 +445,7 @@ fn binary_for(
     if let Some((_, b)) = options
         .binary_map
         .iter()
-        .find(|(g, _)| glob_match(g, &unit.rel))
+        .find(|(g, _)| g.is_match(&unit.rel))
     {
         return Some(b.clone());
     }
@@ -363,7 +494,12 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
         binary: None,
         error: None,
     };
-    let result = (|| -> Result<Status> {
+    if let Some((status, why)) = &unit.problem {
+        record.status = *status;
+        record.error = Some(why.clone());
+        return record;
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<Status> {
         if std::fs::symlink_metadata(&unit.path).is_ok_and(|m| m.file_type().is_symlink()) {
             record.error = Some("symbolic link, not followed".into());
             return Ok(Status::Skipped);
@@ -415,18 +551,24 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
         let mut write_options = options.write.clone();
         write_options.title = unit.rel.clone();
         for (format, out) in todo {
-            if let Some(parent) = out.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-            }
-            write::write_file(&profile, *format, &write_options, out)?;
+            prepare_output(&options.out_dir, out)?;
+            write::write_atomically(out, |w| write::write(&profile, *format, &write_options, w))?;
         }
         Ok(Status::Converted)
-    })();
+    }));
     match result {
-        Ok(status) => record.status = status,
-        Err(e) => {
+        Ok(Ok(status)) => record.status = status,
+        Ok(Err(e)) => {
             record.status = Status::Failed;
             record.error = Some(e.to_string());
+        }
+        // A bug in profconv, not in the input: the run goes on and the
+        // report names the file (and the panic message went to stderr).
+        Err(_) => {
+            record.status = Status::Failed;
+            record.error = Some(
+                "internal error (a panic) while converting this input; please report it".into(),
+            );
         }
     }
     record.seconds = started.elapsed().as_secs_f64();
@@ -469,6 +611,18 @@ pub fn run(
 ) -> Result<Report> {
     let started = Instant::now();
     std::fs::create_dir_all(&options.out_dir).map_err(|e| Error::io(&options.out_dir, e))?;
+    let (out, arch) = (options.out_dir.canonicalize(), archive.canonicalize());
+    if let (Ok(out), Ok(arch)) = (out, arch) {
+        // An output directory inside the archive is left out of the walk;
+        // one that holds the archive would put outputs among the inputs.
+        if arch.starts_with(&out) {
+            return Err(Error::Usage(format!(
+                "the output directory {} holds the archive {}: outputs could overwrite inputs; choose a folder outside the archive",
+                options.out_dir.display(),
+                archive.display()
+            )));
+        }
+    }
     remove_stale_temporaries(&options.out_dir);
     let units = plan(archive, Some(&options.out_dir))?;
     on_plan(&units);
@@ -540,18 +694,20 @@ mod tests {
 
     #[test]
     fn output_paths_keep_the_relative_path_and_drop_gz() {
-        let unit = Unit {
-            path: "/a/run1/gmon.out.gz".into(),
-            rel: "run1/gmon.out.gz".into(),
-            is_dir: false,
-            bytes: 0,
-        };
+        let mut units = vec![Unit::new(
+            Path::new("/a"),
+            "/a/run1/gmon.out.gz".into(),
+            false,
+            0,
+        )];
+        keep_gz_where_names_collide(&mut units);
+        let unit = &units[0];
         assert_eq!(
-            output_path(Path::new("/o"), &unit, OutputFormat::Pprof),
+            output_path(Path::new("/o"), unit, OutputFormat::Pprof),
             Path::new("/o/run1/gmon.out.pb.gz")
         );
         assert_eq!(
-            output_path(Path::new("/o"), &unit, OutputFormat::Speedscope),
+            output_path(Path::new("/o"), unit, OutputFormat::Speedscope),
             Path::new("/o/run1/gmon.out.speedscope.json")
         );
     }

@@ -1694,3 +1694,53 @@ fn every_truncation_and_corruption_fails_cleanly() {
         let _ = aps::info(&open(&path), &ReadOptions::default());
     }
 }
+
+#[test]
+fn an_archive_folder_with_one_sample_file_still_converts_what_lies_beside_it() {
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    let runs = archive.join("runs");
+    std::fs::create_dir_all(runs.join("older")).unwrap();
+    board().write(&runs, BOARD_FILE);
+    std::fs::copy(fixture("gprof/callgraph-nopie.gmon"), runs.join("gmon.out")).unwrap();
+    std::fs::copy(
+        fixture("mpatrol/linux-x86_64/mpatrol.out"),
+        runs.join("older/mpatrol.out"),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let report = dir.path().join("report.json");
+    profconv_ok(&[
+        "convert",
+        archive.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--to",
+        "folded",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let status = |path: &str| {
+        report["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == path)
+            .map(|r| r["status"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(status("runs").as_deref(), Some("converted"), "{report:#}");
+    assert_eq!(status("runs/gmon.out").as_deref(), Some("converted"));
+    assert_eq!(
+        status("runs/older/mpatrol.out").as_deref(),
+        Some("converted")
+    );
+    assert_eq!(
+        status(&format!("runs/{BOARD_FILE}")),
+        None,
+        "read with its capture"
+    );
+    assert!(out.join("runs.folded").is_file());
+    assert!(out.join("runs/gmon.out.folded").is_file());
+}

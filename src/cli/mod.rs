@@ -275,7 +275,15 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
         };
         outputs.push((output, format));
     }
-    let profile = read::read(&args.inputs, &args.read.options())?;
+    let read_options = args.read.options();
+    // Inputs are never written, whatever links lead to them.
+    let mut read_paths: Vec<&Path> = args.inputs.iter().map(PathBuf::as_path).collect();
+    read_paths.extend(read_options.binary.as_deref());
+    read_paths.extend(read_options.aps.pid_info.as_deref());
+    for (output, _) in &outputs {
+        write::target::refuse_input_as_output(output, &read_paths)?;
+    }
+    let profile = read::read(&args.inputs, &read_options)?;
     let options = args.write.options(title_of(&args.inputs));
     let mut written = Ok(());
     for (output, format) in outputs {

@@ -96,6 +96,11 @@ pub fn detect_dir(path: &Path) -> bool {
     sample_files_in(path).is_ok_and(|files| !files.is_empty())
 }
 
+/// True for a `sample_cpu_<N>_…` file name (§7).
+pub fn is_sample_file_name(path: &Path) -> bool {
+    cpu_from_file_name(path).is_some()
+}
+
 /// The CPU number in a `sample_cpu_<N>_<date>_<time>` file name (§7).
 pub fn cpu_from_file_name(path: &Path) -> Option<u32> {
     let name = path.file_name()?.to_str()?;

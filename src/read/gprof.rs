@@ -21,9 +21,6 @@ const TAG_TIME_HIST: u8 = 0;
 const TAG_CG_ARC: u8 = 1;
 const TAG_BB_COUNT: u8 = 2;
 const BSD44_VERSION: u32 = 0x0005_1879;
-/// The share of the whole profile below which a synthesized path is not
-/// expanded further towards the roots.
-const MIN_PATH_SHARE: f64 = 1e-3;
 /// The clock rate assumed for 4.3BSD files, which do not record one.
 const DEFAULT_RATE: u32 = 100;
 
@@ -718,23 +715,40 @@ struct Caller {
     count: u64,
 }
 
+/// One synthesized stack of a function's self time: the call sites from the
+/// function up to a root of the call graph (innermost first) and the
+/// nanoseconds of its self time that the stack carries.
+#[derive(Debug, Clone, PartialEq)]
+struct SynthPath {
+    sites: Vec<u64>,
+    nanos: i64,
+}
+
 /// The call graph between functions, with its cycles (strongly connected
 /// components) collapsed the way gprof collapses them before it hands time
 /// to callers.
 struct CallGraph {
     /// Arcs into each function from other functions.
     callers: Vec<Vec<Caller>>,
-    /// The component of each function.
+    /// The component of each function. Tarjan's algorithm over the caller
+    /// lists numbers a caller's component below its callees' (reverse
+    /// topological order of the caller edges).
     component: Vec<usize>,
     /// Arcs into each component from outside it: (entry member, caller).
     entering: Vec<Vec<(usize, Caller)>>,
-    entering_total: Vec<u64>,
+    /// Where a stack starts inside a root component: the component itself
+    /// when it is one function; for a cycle no outside function calls, the
+    /// member called from outside the executable (`main` from libc), else
+    /// its first member.
+    root_entry: Vec<usize>,
     /// Call sites inside a component from an entry member down to a member.
     inner_paths: std::cell::RefCell<HashMap<(usize, usize), Vec<u64>>>,
 }
 
 impl CallGraph {
-    fn new(callers: Vec<Vec<Caller>>) -> Self {
+    /// `spontaneous[f]`: `f` is called from outside the executable's symbols
+    /// (the arcs gprof drops, shown as `<spontaneous>`).
+    fn new(callers: Vec<Vec<Caller>>, spontaneous: &[bool]) -> Self {
         let component = strongly_connected_components(&callers);
         let ncomp = component.iter().map(|c| c + 1).max().unwrap_or(0);
         let mut entering = vec![Vec::new(); ncomp];
@@ -745,15 +759,20 @@ impl CallGraph {
                 }
             }
         }
-        let entering_total = entering
-            .iter()
-            .map(|e| e.iter().map(|(_, c)| c.count).sum())
-            .collect();
+        let mut root_entry = vec![usize::MAX; ncomp];
+        for (f, &comp) in component.iter().enumerate() {
+            let chosen = root_entry[comp];
+            if chosen == usize::MAX
+                || (spontaneous.get(f) == Some(&true) && spontaneous.get(chosen) != Some(&true))
+            {
+                root_entry[comp] = f;
+            }
+        }
         CallGraph {
             callers,
             component,
             entering,
-            entering_total,
+            root_entry,
             inner_paths: Default::default(),
         }
     }
@@ -801,42 +820,104 @@ impl CallGraph {
         sites
     }
 
-    /// Paths from function `func` up to the roots, each a list of call sites
-    /// (innermost first) with the fraction of the function's time it carries
-    /// (§4): time is handed to the callers of the function's cycle (itself,
-    /// when it is in none) in proportion to arc counts, so no function repeats
-    /// on a path. Paths carrying less than `min_fraction` are not expanded
-    /// further: their weight stays, on a shorter stack.
-    fn paths(&self, func: usize, min_fraction: f64) -> Vec<(Vec<u64>, f64)> {
-        let mut out = Vec::new();
-        let mut sites = Vec::new();
-        self.expand(func, 1.0, min_fraction, &mut sites, &mut out);
+    /// gprof's propagation (§4): every component's inclusive time (its
+    /// members' self time plus what its callees hand it) is handed to the
+    /// arcs entering it in proportion to their call counts. Returns the time
+    /// of each entering arc, per component, in integer nanoseconds that add
+    /// up exactly to the component's inclusive time; a component nobody
+    /// calls keeps its time: it is a root.
+    fn arc_times(&self, self_ns: &[i64]) -> Vec<Vec<i64>> {
+        let mut inclusive = vec![0i64; self.entering.len()];
+        for (f, &ns) in self_ns.iter().enumerate() {
+            let c = self.component[f];
+            inclusive[c] = inclusive[c].saturating_add(ns);
+        }
+        let mut times = vec![Vec::new(); self.entering.len()];
+        // Callees before callers: components in decreasing number.
+        for comp in (0..self.entering.len()).rev() {
+            let counts: Vec<f64> = self.entering[comp]
+                .iter()
+                .map(|(_, c)| c.count as f64)
+                .collect();
+            let shares = apportion(inclusive[comp], &counts);
+            for ((_, caller), &share) in self.entering[comp].iter().zip(&shares) {
+                let parent = self.component[caller.func];
+                debug_assert!(parent < comp, "a caller's component comes first");
+                inclusive[parent] = inclusive[parent].saturating_add(share);
+            }
+            times[comp] = shares;
+        }
+        times
+    }
+
+    /// Stacks for every function's self time, each from a root of the call
+    /// graph down to the function, such that every function outside a cycle
+    /// gets exactly gprof's inclusive time (self + children) and every arc
+    /// between components exactly the time gprof propagates along it.
+    ///
+    /// The arc times form a flow from the roots down to the functions' self
+    /// time, conserved at every component; it decomposes into paths
+    /// (flow decomposition): from a function with self time left, climb
+    /// through any entering arc with flow left up to a root, and take the
+    /// smallest amount left on the way. Each path empties an arc or a
+    /// function's self time, so there are at most `arcs + functions` of them,
+    /// however many paths the graph has (exponentially many in general).
+    fn stacks(&self, self_ns: &[i64]) -> Vec<Vec<SynthPath>> {
+        let mut flow = self.arc_times(self_ns);
+        // Arcs only lose flow, so each component's first arc with flow left
+        // only moves forward: finding it costs O(arcs) over the whole run.
+        let mut first = vec![0usize; flow.len()];
+        let mut out = vec![Vec::new(); self_ns.len()];
+        for (f, &ns) in self_ns.iter().enumerate() {
+            let mut left = ns;
+            while left > 0 {
+                let path = self.climb(f, left, &mut flow, &mut first);
+                left -= path.nanos;
+                out[f].push(path);
+            }
+        }
         out
     }
 
-    fn expand(
+    /// One path of [`CallGraph::stacks`]: from `func` up to a root through
+    /// arcs with flow left, carrying at most `left` nanoseconds.
+    fn climb(
         &self,
         func: usize,
-        fraction: f64,
-        min_fraction: f64,
-        sites: &mut Vec<u64>,
-        out: &mut Vec<(Vec<u64>, f64)>,
-    ) {
-        const MAX_FRAMES: usize = 1024;
-        let comp = self.component[func];
-        let total = self.entering_total[comp];
-        if total == 0 || fraction < min_fraction || sites.len() >= MAX_FRAMES {
-            out.push((sites.clone(), fraction));
-            return;
-        }
-        for (entry, caller) in &self.entering[comp] {
-            let depth = sites.len();
-            sites.extend(self.inner_path(*entry, func));
+        left: i64,
+        flow: &mut [Vec<i64>],
+        first: &mut [usize],
+    ) -> SynthPath {
+        let mut sites = Vec::new();
+        let mut used = Vec::new();
+        let mut nanos = left;
+        let mut at = func;
+        loop {
+            let comp = self.component[at];
+            let arcs = &flow[comp];
+            let mut i = first[comp];
+            while arcs.get(i) == Some(&0) {
+                i += 1;
+            }
+            first[comp] = i;
+            let Some(&carried) = arcs.get(i) else {
+                // A root. (Flow is conserved, so a component with callers
+                // always has an arc with flow left when a path reaches it.)
+                debug_assert!(self.entering[comp].is_empty(), "flow not conserved");
+                sites.extend(self.inner_path(self.root_entry[comp], at));
+                break;
+            };
+            let (entry, caller) = self.entering[comp][i];
+            sites.extend(self.inner_path(entry, at));
             sites.push(caller.from_pc);
-            let share = fraction * caller.count as f64 / total as f64;
-            self.expand(caller.func, share, min_fraction, sites, out);
-            sites.truncate(depth);
+            nanos = nanos.min(carried);
+            used.push((comp, i));
+            at = caller.func;
         }
+        for (comp, i) in used {
+            flow[comp][i] -= nanos;
+        }
+        SynthPath { sites, nanos }
     }
 }
 
@@ -895,6 +976,125 @@ fn strongly_connected_components(callers: &[Vec<Caller>]) -> Vec<usize> {
     component
 }
 
+/// Adds a `calls` sample per arc (callee under caller) and returns the call
+/// graph between the executable's functions. gprof drops arcs whose caller
+/// or callee is outside every symbol (e.g. `main` called from libc): the
+/// callee of such an arc is `<spontaneous>` in gprof's call graph. Without a
+/// binary every arc is kept as a sample and the graph is empty.
+fn add_arcs(
+    profile: &mut Profile,
+    data: &GmonData,
+    funcs: &[Func<'_>],
+    locator: &mut Locator<'_, '_>,
+) -> CallGraph {
+    let mut callers: Vec<Vec<Caller>> = vec![Vec::new(); funcs.len()];
+    let mut spontaneous = vec![false; funcs.len()];
+    let mut dropped_arcs = 0u64;
+    let mut calls = vec![0i64; profile.sample_types.len()];
+    for arc in &data.arcs {
+        if locator.binary.is_some() {
+            let parent = function_at(funcs, arc.from_pc);
+            let Some(child) = function_at(funcs, arc.self_pc) else {
+                dropped_arcs += arc.count;
+                continue;
+            };
+            let Some(parent) = parent else {
+                spontaneous[child] = true;
+                dropped_arcs += arc.count;
+                continue;
+            };
+            if parent != child {
+                callers[child].push(Caller {
+                    func: parent,
+                    from_pc: arc.from_pc,
+                    count: arc.count,
+                });
+            }
+        }
+        let callee = locator.location(profile, arc.self_pc);
+        let caller = locator.location(profile, arc.from_pc);
+        calls[2] = arc.count as i64;
+        profile.add_sample(&[callee, caller], &calls, &[]);
+    }
+    if dropped_arcs > 0 {
+        profile.comments.push(format!(
+            "{dropped_arcs} calls from or to addresses outside the executable's symbols are not counted, as gprof does (e.g. main called from libc)"
+        ));
+    }
+    CallGraph::new(callers, &spontaneous)
+}
+
+/// Puts every function's ticks on the stacks [`CallGraph::stacks`]
+/// synthesizes for it (§4). A function's ticks (one per address) and its
+/// stacks are matched in order, each piece taking what is left of the
+/// smaller, so each stack gets exactly its time, each address keeps its
+/// ticks, and the pieces number at most ticks + stacks.
+fn add_synthesized_ticks(
+    profile: &mut Profile,
+    ticks: &[Tick],
+    graph: &CallGraph,
+    locator: &mut Locator<'_, '_>,
+) {
+    let mut per_func: Vec<Vec<Tick>> = vec![Vec::new(); graph.callers.len()];
+    let mut unknown = Vec::new();
+    for t in ticks {
+        match t.func {
+            Some(f) => per_func[f].push(*t),
+            None => unknown.push(*t),
+        }
+    }
+    let self_ns: Vec<i64> = per_func
+        .iter()
+        .map(|ts| ts.iter().map(|t| t.nanos.max(0)).sum())
+        .collect();
+    let stacks = graph.stacks(&self_ns);
+    let mut values = vec![0i64; profile.sample_types.len()];
+    let mut stack = Vec::new();
+    let mut add = |profile: &mut Profile, t: &Tick, sites: &[u64], samples: i64, nanos: i64| {
+        stack.clear();
+        stack.push(locator.location(profile, t.address));
+        for &pc in sites {
+            stack.push(locator.location(profile, pc));
+        }
+        values[0] = samples;
+        values[1] = nanos;
+        profile.add_sample(&stack, &values, &[]);
+    };
+    for t in &unknown {
+        add(profile, t, &[], t.samples, t.nanos);
+    }
+    for (fticks, paths) in per_func.iter().zip(&stacks) {
+        let mut p = 0;
+        let mut path_left = paths.first().map_or(0, |p| p.nanos);
+        for t in fticks {
+            // (path index, nanoseconds) pieces of this tick
+            let mut pieces = Vec::new();
+            let mut tick_left = t.nanos.max(0);
+            while tick_left > 0 && p < paths.len() {
+                let take = tick_left.min(path_left);
+                pieces.push((p, take));
+                tick_left -= take;
+                path_left -= take;
+                if path_left == 0 {
+                    p += 1;
+                    path_left = paths.get(p).map_or(0, |p| p.nanos);
+                }
+            }
+            if pieces.is_empty() {
+                // Ticks without time (a sliver of a bin): on the stack of
+                // the time around them.
+                pieces.push((p.min(paths.len().saturating_sub(1)), 0));
+            }
+            let weights: Vec<f64> = pieces.iter().map(|&(_, ns)| ns.max(1) as f64).collect();
+            let samples = apportion(t.samples, &weights);
+            for (&(k, nanos), samples) in pieces.iter().zip(samples) {
+                let sites = paths.get(k).map_or(&[][..], |p| &p.sites[..]);
+                add(profile, t, sites, samples, nanos);
+            }
+        }
+    }
+}
+
 /// The profile gprof's data stands for (§4).
 pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks) -> Profile {
     let mut profile = Profile::new(&[
@@ -912,7 +1112,6 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     profile.set_period("cpu", "nanoseconds", period_ns.round() as i64);
     let bb_type =
         (!data.basic_blocks.is_empty()).then(|| profile.add_sample_type("bb_executions", "count"));
-    let ntypes = profile.sample_types.len();
 
     profile.add_metadata("format", data.variant.name());
     profile.add_metadata("byte order", data.endian.name());
@@ -966,120 +1165,31 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     };
     let ticks = assign_ticks(data, &funcs, period_ns);
 
-    // Arcs: gprof drops those whose caller or callee is outside every symbol
-    // (e.g. `main` called from libc); without a binary every arc is kept.
-    let mut callers: Vec<Vec<Caller>> = vec![Vec::new(); funcs.len()];
-    let mut dropped_arcs = 0u64;
-    let mut calls = vec![0i64; ntypes];
-    for arc in &data.arcs {
-        let (parent, child) = (
-            function_at(&funcs, arc.from_pc),
-            function_at(&funcs, arc.self_pc),
-        );
-        if binary.is_some() {
-            let (Some(parent), Some(child)) = (parent, child) else {
-                dropped_arcs += arc.count;
-                continue;
-            };
-            if parent != child {
-                callers[child].push(Caller {
-                    func: parent,
-                    from_pc: arc.from_pc,
-                    count: arc.count,
-                });
-            }
-        }
-        let callee = locator.location(&mut profile, arc.self_pc);
-        let caller = locator.location(&mut profile, arc.from_pc);
-        calls.iter_mut().for_each(|v| *v = 0);
-        calls[2] = arc.count as i64;
-        profile.add_sample(&[callee, caller], &calls, &[]);
-    }
-    if dropped_arcs > 0 {
-        profile.comments.push(format!(
-            "{dropped_arcs} calls from or to addresses outside the executable's symbols are not counted, as gprof does (e.g. main called from libc)"
-        ));
-    }
-
+    let graph = add_arcs(&mut profile, data, &funcs, &mut locator);
     let synthesize = binary.is_some() && stacks == GprofStacks::Synthesized;
     profile.comments.push(
         match (binary.is_some(), stacks) {
-            (true, GprofStacks::Synthesized) => "stacks: synthesized from the call-graph arcs (self time handed to callers in proportion to call counts, as gprof's call graph does)",
+            (true, GprofStacks::Synthesized) => "stacks: synthesized from the call-graph arcs by flow decomposition: gprof's call-graph times (self time handed to callers in proportion to call counts, cycles collapsed) split into at most arcs + functions stacks, each from a root of the call graph; every function outside a cycle gets gprof's self + children and every arc gprof's propagated time",
             (true, GprofStacks::Flat) => "stacks: flat (--gprof-stacks=flat): one frame per sampled function",
             (false, _) => "stacks: flat, unsymbolized: no --binary was given, so functions and the call graph are unknown",
         }
         .to_owned(),
     );
-
-    let total_ns: i64 = ticks.iter().map(|t| t.nanos).sum();
-    let mut values = vec![0i64; ntypes];
     if synthesize {
-        // Group ticks per function, then spread each over its caller paths.
-        let graph = CallGraph::new(callers);
-        let mut per_func: BTreeMap<Option<usize>, Vec<Tick>> = BTreeMap::new();
-        for t in &ticks {
-            per_func.entry(t.func).or_default().push(*t);
-        }
-        for (func, fticks) in per_func {
-            let self_ns: i64 = fticks.iter().map(|t| t.nanos).sum();
-            let paths = match func {
-                Some(f) => {
-                    // Do not expand paths that carry less than 0.1% of the whole
-                    // profile (a fifth of pprof's default node fraction): in
-                    // deep graphs they would multiply into millions of stacks
-                    // that no flamegraph can show. They keep their weight on
-                    // a shorter stack.
-                    let min_fraction = if self_ns > 0 {
-                        (total_ns as f64 * MIN_PATH_SHARE) / self_ns as f64
-                    } else {
-                        1.0
-                    };
-                    graph.paths(f, min_fraction)
-                }
-                None => vec![(Vec::new(), 1.0)],
-            };
-            let fractions: Vec<f64> = paths.iter().map(|p| p.1).collect();
-            let path_locs: Vec<Vec<LocationId>> = paths
-                .iter()
-                .map(|(sites, _)| {
-                    sites
-                        .iter()
-                        .map(|&pc| locator.location(&mut profile, pc))
-                        .collect()
-                })
-                .collect();
-            let mut stack = Vec::new();
-            for t in &fticks {
-                let leaf = locator.location(&mut profile, t.address);
-                let samples = apportion(t.samples, &fractions);
-                let nanos = apportion(t.nanos, &fractions);
-                for (k, locs) in path_locs.iter().enumerate() {
-                    if samples[k] == 0 && nanos[k] == 0 {
-                        continue;
-                    }
-                    stack.clear();
-                    stack.push(leaf);
-                    stack.extend_from_slice(locs);
-                    values.iter_mut().for_each(|v| *v = 0);
-                    values[0] = samples[k];
-                    values[1] = nanos[k];
-                    profile.add_sample(&stack, &values, &[]);
-                }
-            }
-        }
+        add_synthesized_ticks(&mut profile, &ticks, &graph, &mut locator);
     } else {
+        let mut values = vec![0i64; profile.sample_types.len()];
         for t in &ticks {
             let leaf = locator.location(&mut profile, t.address);
-            values.iter_mut().for_each(|v| *v = 0);
             values[0] = t.samples;
             values[1] = t.nanos;
             profile.add_sample(&[leaf], &values, &[]);
         }
     }
     if let Some(bt) = bb_type {
+        let mut values = vec![0i64; profile.sample_types.len()];
         for (&addr, &count) in &data.basic_blocks {
             let loc = locator.location(&mut profile, addr);
-            values.iter_mut().for_each(|v| *v = 0);
             values[bt] = count as i64;
             profile.add_sample(&[loc], &values, &[]);
         }
@@ -1172,60 +1282,190 @@ pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
 mod tests {
     use super::*;
 
-    fn graph(arcs: &[(usize, usize, u64)], n: usize) -> CallGraph {
+    fn site(parent: usize, child: usize) -> u64 {
+        ((parent as u64) << 20) | child as u64
+    }
+
+    fn graph(arcs: &[(usize, usize, u64)], n: usize, spontaneous: &[usize]) -> CallGraph {
         let mut callers = vec![Vec::new(); n];
         for &(parent, child, count) in arcs {
             callers[child].push(Caller {
                 func: parent,
-                from_pc: 0x1000 + 0x10 * parent as u64 + child as u64,
+                from_pc: site(parent, child),
                 count,
             });
         }
-        CallGraph::new(callers)
+        let spont: Vec<bool> = (0..n).map(|f| spontaneous.contains(&f)).collect();
+        CallGraph::new(callers, &spont)
     }
 
-    fn site(parent: usize, child: usize) -> u64 {
-        0x1000 + 0x10 * parent as u64 + child as u64
+    /// The functions of a synthesized stack of `leaf`, leaf first.
+    fn frames(leaf: usize, sites: &[u64]) -> Vec<usize> {
+        let mut out = vec![leaf];
+        out.extend(sites.iter().map(|s| (s >> 20) as usize));
+        out
+    }
+
+    /// gprof's inclusive time of every function of an acyclic graph, in f64.
+    fn gprof_inclusive(arcs: &[(usize, usize, u64)], self_ns: &[i64]) -> Vec<f64> {
+        let n = self_ns.len();
+        let mut ncalls = vec![0u64; n];
+        for &(_, c, k) in arcs {
+            ncalls[c] += k;
+        }
+        let mut memo: Vec<Option<f64>> = vec![None; n];
+        fn inc(
+            f: usize,
+            arcs: &[(usize, usize, u64)],
+            self_ns: &[i64],
+            ncalls: &[u64],
+            memo: &mut Vec<Option<f64>>,
+        ) -> f64 {
+            if let Some(v) = memo[f] {
+                return v;
+            }
+            let mut v = self_ns[f] as f64;
+            for &(p, c, k) in arcs {
+                if p == f {
+                    v += inc(c, arcs, self_ns, ncalls, memo) * k as f64 / ncalls[c] as f64;
+                }
+            }
+            memo[f] = Some(v);
+            v
+        }
+        (0..n)
+            .map(|f| inc(f, arcs, self_ns, &ncalls, &mut memo))
+            .collect()
+    }
+
+    /// Each function's inclusive time over all synthesized stacks.
+    fn synthesized_inclusive(stacks: &[Vec<SynthPath>], n: usize) -> Vec<i64> {
+        let mut cum = vec![0i64; n];
+        for (leaf, paths) in stacks.iter().enumerate() {
+            for p in paths {
+                let mut seen = frames(leaf, &p.sites);
+                seen.sort();
+                seen.dedup();
+                for f in seen {
+                    cum[f] += p.nanos;
+                }
+            }
+        }
+        cum
     }
 
     #[test]
     fn self_time_is_handed_to_callers_in_proportion_to_calls() {
         // 0 → 2 (1 call), 1 → 2 (3 calls), 3 → 0, 3 → 1
-        let g = graph(&[(0, 2, 1), (1, 2, 3), (3, 0, 1), (3, 1, 1)], 4);
-        let paths = g.paths(2, 0.0);
-        assert_eq!(paths.len(), 2);
-        let total: f64 = paths.iter().map(|p| p.1).sum();
-        assert!((total - 1.0).abs() < 1e-12);
-        let via1 = paths.iter().find(|p| p.0[0] == site(1, 2)).unwrap();
-        assert!((via1.1 - 0.75).abs() < 1e-12);
-        assert_eq!(via1.0, vec![site(1, 2), site(3, 1)]);
+        let g = graph(&[(0, 2, 1), (1, 2, 3), (3, 0, 1), (3, 1, 1)], 4, &[]);
+        let stacks = g.stacks(&[0, 0, 1000, 0]);
+        let mut paths = stacks[2].clone();
+        paths.sort_by_key(|p| p.nanos);
+        assert_eq!(
+            paths,
+            vec![
+                SynthPath {
+                    sites: vec![site(0, 2), site(3, 0)],
+                    nanos: 250
+                },
+                SynthPath {
+                    sites: vec![site(1, 2), site(3, 1)],
+                    nanos: 750
+                },
+            ]
+        );
     }
 
     #[test]
     fn a_cycle_hands_its_time_to_callers_outside_it() {
         // 0 ↔ 1 mutual recursion entered from 2 only; 3 → 2.
-        let g = graph(&[(0, 1, 500), (1, 0, 499), (2, 0, 1), (3, 2, 1)], 4);
+        let g = graph(&[(0, 1, 500), (1, 0, 499), (2, 0, 1), (3, 2, 1)], 4, &[]);
         assert_eq!(g.component[0], g.component[1]);
-        for leaf in [0, 1] {
-            let paths = g.paths(leaf, 0.0);
-            assert_eq!(paths.len(), 1, "one way out of the cycle");
-            assert!((paths[0].1 - 1.0).abs() < 1e-12);
-            let expected = if leaf == 1 {
-                vec![site(0, 1), site(2, 0), site(3, 2)]
-            } else {
-                vec![site(2, 0), site(3, 2)]
-            };
-            assert_eq!(paths[0].0, expected, "leaf {leaf}");
-        }
+        let stacks = g.stacks(&[300, 700, 0, 0]);
+        assert_eq!(
+            stacks[1],
+            vec![SynthPath {
+                sites: vec![site(0, 1), site(2, 0), site(3, 2)],
+                nanos: 700
+            }]
+        );
+        assert_eq!(
+            stacks[0],
+            vec![SynthPath {
+                sites: vec![site(2, 0), site(3, 2)],
+                nanos: 300
+            }]
+        );
     }
 
     #[test]
-    fn paths_below_the_threshold_stay_short_but_keep_their_weight() {
-        let g = graph(&[(0, 2, 1), (1, 2, 999), (3, 0, 1)], 4);
-        let paths = g.paths(2, 0.01);
-        let total: f64 = paths.iter().map(|p| p.1).sum();
-        assert!((total - 1.0).abs() < 1e-12);
-        let via0 = paths.iter().find(|p| p.0[0] == site(0, 2)).unwrap();
-        assert_eq!(via0.0.len(), 1, "not expanded past 0: it carries 0.1%");
+    fn a_cycle_nobody_calls_starts_at_the_member_called_from_outside() {
+        // 0 ↔ 1, 1 → 2; 1 is `main`, called from libc (spontaneous).
+        let g = graph(&[(0, 1, 5), (1, 0, 5), (1, 2, 1)], 3, &[1]);
+        let stacks = g.stacks(&[10, 0, 20]);
+        assert_eq!(stacks[0][0].sites, vec![site(1, 0)]);
+        assert_eq!(stacks[2][0].sites, vec![site(1, 2)]);
+    }
+
+    #[test]
+    fn exponentially_many_paths_give_few_rooted_stacks_with_exact_times() {
+        // A root over 40 levels of two functions, each called by both
+        // functions of the level above: 2^40 paths to the bottom.
+        let levels = 40;
+        let n = 1 + 2 * levels;
+        let mut arcs = vec![(0, 1, 3), (0, 2, 5)];
+        for l in 1..levels {
+            for a in [2 * l - 1, 2 * l] {
+                for (k, b) in [2 * l + 1, 2 * l + 2].into_iter().enumerate() {
+                    arcs.push((a, b, (a as u64 % 7) + 2 * k as u64 + 1));
+                }
+            }
+        }
+        let self_ns: Vec<i64> = (0..n).map(|f| 1_000_000 + 7919 * f as i64).collect();
+        let g = graph(&arcs, n, &[]);
+        let stacks = g.stacks(&self_ns);
+
+        let count: usize = stacks.iter().map(Vec::len).sum();
+        assert!(count <= arcs.len() + n, "{count} stacks");
+        for (leaf, paths) in stacks.iter().enumerate() {
+            let total: i64 = paths.iter().map(|p| p.nanos).sum();
+            assert_eq!(total, self_ns[leaf], "self time of {leaf} kept");
+            for p in paths {
+                assert_eq!(*frames(leaf, &p.sites).last().unwrap(), 0, "rooted");
+            }
+        }
+        let want = gprof_inclusive(&arcs, &self_ns);
+        let got = synthesized_inclusive(&stacks, n);
+        for f in 0..n {
+            // Whole nanoseconds are handed down each arc: a rounding of at
+            // most one per level.
+            assert!(
+                (got[f] as f64 - want[f]).abs() <= levels as f64,
+                "function {f}: {} vs gprof's {}",
+                got[f],
+                want[f]
+            );
+        }
+        // Every arc carries gprof's propagated time.
+        let mut ncalls = vec![0u64; n];
+        for &(_, c, k) in &arcs {
+            ncalls[c] += k;
+        }
+        let mut edge: HashMap<(usize, usize), i64> = HashMap::default();
+        for (leaf, paths) in stacks.iter().enumerate() {
+            for p in paths {
+                for w in frames(leaf, &p.sites).windows(2) {
+                    *edge.entry((w[1], w[0])).or_default() += p.nanos;
+                }
+            }
+        }
+        for &(p, c, k) in &arcs {
+            let want = want[c] * k as f64 / ncalls[c] as f64;
+            let got = edge.get(&(p, c)).copied().unwrap_or(0) as f64;
+            assert!(
+                (got - want).abs() <= levels as f64,
+                "arc {p}→{c}: {got} vs {want}"
+            );
+        }
     }
 }

@@ -41,6 +41,9 @@ pub enum Detection {
     Magic,
 }
 
+/// A yes/no question about a path (is it a capture? one of its files?).
+pub type PathTest = fn(&Path) -> bool;
+
 /// One reader's row in [`READERS`].
 pub struct ReaderSpec {
     /// The format it reads.
@@ -51,9 +54,12 @@ pub struct ReaderSpec {
     pub detect: fn(head: &[u8], len: u64) -> Detection,
     /// Recognises a directory input, for readers that take directories.
     pub detect_dir: Option<fn(&Path) -> bool>,
-    /// Recognises a directory that is one profile as a whole (a unit of an
-    /// archive migration), for readers that take directories.
+    /// Recognises a directory that is one profile as a whole, converted as
+    /// one unit in an archive migration (a DCPI database).
     pub unit_dir: Option<fn(&Path) -> bool>,
+    /// Recognises a capture directory whose member files are read together
+    /// (an APS capture), and which of its files are members.
+    pub capture_dir: Option<(PathTest, PathTest)>,
     /// Reads inputs of this format into one profile.
     pub read: fn(&[Input], &ReadOptions) -> Result<Profile>,
     /// Describes inputs of this format.
@@ -70,6 +76,7 @@ pub const READERS: &[ReaderSpec] = &[
         detect: gprof::detect_input,
         detect_dir: None,
         unit_dir: None,
+        capture_dir: None,
         read: gprof::read,
         info: gprof::info,
     },
@@ -79,6 +86,7 @@ pub const READERS: &[ReaderSpec] = &[
         detect: mpatrol::detect_input,
         detect_dir: None,
         unit_dir: None,
+        capture_dir: None,
         read: mpatrol::read,
         info: mpatrol::info,
     },
@@ -88,6 +96,7 @@ pub const READERS: &[ReaderSpec] = &[
         detect: dcpi::detect_input,
         detect_dir: Some(dcpi::detect_dir),
         unit_dir: Some(dcpi::is_database),
+        capture_dir: None,
         read: dcpi::read,
         info: dcpi::info,
     },
@@ -96,7 +105,8 @@ pub const READERS: &[ReaderSpec] = &[
         name: "aps",
         detect: aps::detect_input,
         detect_dir: Some(aps::detect_dir),
-        unit_dir: Some(aps::detect_dir),
+        unit_dir: None,
+        capture_dir: Some((aps::detect_dir, aps::is_sample_file_name)),
         read: aps::read,
         info: aps::info,
     },
@@ -141,10 +151,19 @@ pub fn detect(path: &Path) -> Result<Option<Format>> {
     Ok(detect_input(&Input::open(path, None)?))
 }
 
-/// True for a directory that is one profile as a whole (a DCPI database, an
-/// APS capture directory).
-pub fn is_profile_dir(path: &Path) -> bool {
+/// True for a directory that is one profile as a whole (a DCPI database).
+pub fn is_whole_profile_dir(path: &Path) -> bool {
     READERS.iter().any(|r| r.unit_dir.is_some_and(|d| d(path)))
+}
+
+/// For a capture directory (an APS capture), the test of which of its files
+/// belong to the capture, read together as one profile.
+pub fn capture_dir(path: &Path) -> Option<PathTest> {
+    READERS
+        .iter()
+        .filter_map(|r| r.capture_dir)
+        .find(|(is_capture, _)| is_capture(path))
+        .map(|(_, is_member)| is_member)
 }
 
 /// Opens every input once (`-` = standard input).

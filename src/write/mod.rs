@@ -6,6 +6,7 @@ pub mod flamegraph;
 pub mod folded;
 pub mod pprof;
 pub mod speedscope;
+pub mod target;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -96,22 +97,36 @@ pub fn write(
     }
 }
 
-/// Writes `profile` to the file `path` (`-` = standard output) through a
-/// temporary file in the same directory that is renamed into place, so a
-/// failed run leaves nothing half-written.
+/// Writes `profile` to `path` (`-` = standard output). A regular file (or a
+/// symbolic link's target) is written through a temporary file in the same
+/// directory that is renamed into place, so a failed run leaves nothing
+/// half-written; a device or FIFO is written in place ([`target::resolve`]).
 pub fn write_file(
     profile: &Profile,
     format: OutputFormat,
     options: &WriteOptions,
     path: &Path,
 ) -> Result<()> {
-    if path == Path::new("-") {
-        let stdout = std::io::stdout();
-        let mut lock = stdout.lock();
-        write(profile, format, options, &mut lock)?;
-        return lock.flush().map_err(|e| Error::io(path, e));
+    match target::resolve(path)? {
+        target::Target::Stdout => {
+            let stdout = std::io::stdout();
+            let mut lock = stdout.lock();
+            write(profile, format, options, &mut lock)?;
+            lock.flush().map_err(|e| Error::io(path, e))
+        }
+        target::Target::Special(node) => {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&node)
+                .map_err(|e| Error::io(path, e))?;
+            let mut out = std::io::BufWriter::new(file);
+            write(profile, format, options, &mut out)?;
+            out.flush().map_err(|e| Error::io(path, e))
+        }
+        target::Target::Regular(file) => {
+            write_atomically(&file, |out| write(profile, format, options, out))
+        }
     }
-    write_atomically(path, |out| write(profile, format, options, out))
 }
 
 /// Random characters in a temporary file's name (tempfile's default).

@@ -53,13 +53,20 @@ pub fn to_json(profile: &Profile, options: &WriteOptions) -> Value {
         })
         .collect();
 
+    // Flame-chart order: stacks sorted root first, so that every stack
+    // prefix is one contiguous run of samples and speedscope's time-ordered
+    // view draws each call once instead of interleaving unrelated stacks.
+    let mut order: Vec<usize> = (0..stacks.len()).collect();
+    order.sort_by(|&a, &b| stacks[a].cmp(&stacks[b]));
+
     let mut profiles = Vec::new();
     for t in 0..profile.sample_types.len() {
         let (kind, pprof_unit) = profile.sample_type_name(t);
         let mut samples = Vec::new();
         let mut weights = Vec::new();
         let mut total: i64 = 0;
-        for (sample, stack) in profile.samples.iter().zip(&stacks) {
+        for &i in &order {
+            let (sample, stack) = (&profile.samples[i], &stacks[i]);
             let v = sample.values.get(t).copied().unwrap_or(0);
             if v <= 0 {
                 continue;

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod gprof_program;
+
 pub use profconv::pb;
 
 /// True when running under CI, where missing consumers fail the test.

@@ -8,9 +8,9 @@ use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::input::Detection;
 use super::input::Input;
 use super::options::{GprofStacks, ReadOptions};
-use super::Detection;
 use crate::error::{Error, Result};
 use crate::profile::{apportion, Line, LocationId, Mapping, MappingId, Profile};
 use crate::read::cursor::{Cursor, Endian};

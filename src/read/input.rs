@@ -29,6 +29,17 @@ pub const DECOMPRESSION_RATIO_CAP: u64 = 64;
 /// The first two bytes of a gzip member.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+/// How sure a reader is that an input is in its format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Detection {
+    /// Not this format.
+    No,
+    /// The sizes or text look right, without a magic number to prove it.
+    Likely,
+    /// A magic number says so.
+    Magic,
+}
+
 /// One input: its name (for messages) and its whole content.
 pub struct Input {
     name: PathBuf,

@@ -24,22 +24,11 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 
-pub use input::{read_head, read_input, Input, DETECT_BYTES};
+pub use input::{read_head, read_input, Detection, Input, DETECT_BYTES};
 pub use options::{
     ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
     ReadOptions,
 };
-
-/// How sure a reader is that an input is in its format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Detection {
-    /// Not this format.
-    No,
-    /// The sizes or text look right, without a magic number to prove it.
-    Likely,
-    /// A magic number says so.
-    Magic,
-}
 
 /// A yes/no question about a path (is it a capture? one of its files?).
 pub type PathTest = fn(&Path) -> bool;

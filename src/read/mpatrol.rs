@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::input::Detection;
 use super::input::Input;
 use super::options::ReadOptions;
-use super::Detection;
 use crate::error::{Error, Result};
 use crate::profile::{GroupBy, Line, LocationId, Mapping, MappingId, Profile};
 use crate::read::cursor::{Cursor, Endian};

@@ -17,9 +17,9 @@ mod symbols;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use super::input::Detection;
 use super::input::{Input, DETECT_BYTES};
 use super::options::ReadOptions;
-use super::Detection;
 use crate::error::{Error, Result};
 use crate::profile::{GroupBy, Mapping, MappingId, Profile};
 

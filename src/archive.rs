@@ -218,7 +218,7 @@ fn walk(root: &Path, dir: &Path, depth: usize, exclude: Option<&Path>, out: &mut
 /// A folder: one unit when it is a DCPI database; an APS capture folder is
 /// one unit for its sample files, and what else it holds is walked on.
 fn walk_dir(root: &Path, path: PathBuf, depth: usize, exclude: Option<&Path>, out: &mut Vec<Unit>) {
-    if read::dcpi::is_database(&path) {
+    if read::is_whole_profile_dir(&path) {
         let bytes = dir_bytes(&path, 0);
         out.push(Unit::new(root, path, true, bytes));
     } else if depth >= MAX_DEPTH {
@@ -227,14 +227,14 @@ fn walk_dir(root: &Path, path: PathBuf, depth: usize, exclude: Option<&Path>, ou
             Status::Skipped,
             format!("folder deeper than {MAX_DEPTH} levels, not walked"),
         ));
-    } else if read::aps::detect_dir(&path) {
+    } else if let Some(is_member) = read::capture_dir(&path) {
         let before = out.len();
         walk(root, &path, depth + 1, exclude, out);
         // The sample files are read together, as the capture.
         let mut bytes = 0;
         let mut i = before;
         while i < out.len() {
-            if out[i].problem.is_none() && read::aps::cpu_from_file_name(&out[i].path).is_some() {
+            if out[i].problem.is_none() && is_member(&out[i].path) {
                 bytes += out.remove(i).bytes;
             } else {
                 i += 1;
@@ -504,9 +504,10 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
             record.error = Some("symbolic link, not followed".into());
             return Ok(Status::Skipped);
         }
+        let input = read::Input::open(&unit.path, options.read.max_input_size)?;
         let format = match options.read.format {
             Some(f) => Some(f),
-            None => read::detect(&unit.path)?,
+            None => read::detect_input(&input),
         };
         let Some(format) = format else {
             record.error = Some("not a profile of a known format".into());
@@ -546,7 +547,7 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
             .binary
             .as_ref()
             .map(|b| b.display().to_string());
-        let profile = read::read(std::slice::from_ref(&unit.path), &read_options)?;
+        let profile = read::read_inputs(std::slice::from_ref(&input), &read_options)?;
         let mut write_options = options.write.clone();
         write_options.title = unit.rel.clone();
         for (format, out) in todo {

@@ -1,6 +1,9 @@
 //! The `profconv` command: parse arguments, run, map errors to exit codes
-//! (0 ok, 1 bad input, 2 usage).
+//! (0 ok, 1 bad input, 2 usage). The command line lives in [`cli`]; the
+//! library (`profconv`) knows no flags.
+
+mod cli;
 
 fn main() {
-    std::process::exit(profconv::cli::main());
+    std::process::exit(cli::main());
 }

@@ -10,7 +10,12 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use profconv::read::aps;
-use profconv::read::ReadOptions;
+use profconv::read::{ApsOptions, Input, ReadOptions};
+
+/// Opens a file as the library's readers take it.
+fn open(path: &Path) -> Vec<Input> {
+    vec![Input::open(path, None).unwrap()]
+}
 
 // ---------------------------------------------------------------------------
 // The generator.
@@ -386,7 +391,7 @@ fn speedscope_stacks(doc: &serde_json::Value, kind: &str) -> BTreeMap<String, f6
 }
 
 fn read_err(path: &Path, options: &ReadOptions) -> String {
-    match aps::read(&[path.to_path_buf()], options) {
+    match aps::read(&open(path), options) {
         Ok(_) => panic!("{} was read without error", path.display()),
         Err(e) => e.to_string(),
     }
@@ -601,7 +606,10 @@ fn depth_and_path_length_flags_override_detection() {
 
     // Wrong values are errors that say where the magic was expected.
     let options = ReadOptions {
-        aps_call_depth: Some(5),
+        aps: ApsOptions {
+            call_depth: Some(5),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let e = read_err(&input, &options);
@@ -611,7 +619,10 @@ fn depth_and_path_length_flags_override_detection() {
         "{e}"
     );
     let options = ReadOptions {
-        aps_path_len: Some(256),
+        aps: ApsOptions {
+            path_len: Some(256),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let e = read_err(&input, &options);
@@ -715,7 +726,7 @@ fn caller_frames_are_return_addresses_and_the_leaf_is_not() {
     let p = read_pprof(&convert(&[&input], &dir.path().join("out.pb"), &[]));
     // Unsymbolized, both keep their exact address; the pprof model has no
     // flag, so check the IR through the library.
-    let profile = aps::read(&[input], &ReadOptions::default()).unwrap();
+    let profile = aps::read(&open(&input), &ReadOptions::default()).unwrap();
     for sample in &profile.samples {
         for (i, &loc) in sample.stack.iter().enumerate() {
             assert_eq!(profile.locations[loc as usize].is_return_address, i > 0);
@@ -1531,8 +1542,11 @@ fn wrong_vma_magic_is_an_error() {
     let at = 56 + a.records.len() * 56 + 8 + a.modules.len() * 264;
     bytes[at..at + 4].copy_from_slice(b"VMA!");
     let options = ReadOptions {
-        aps_call_depth: Some(5),
-        aps_path_len: Some(256),
+        aps: ApsOptions {
+            call_depth: Some(5),
+            path_len: Some(256),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let e = read_err(&write_bytes(dir.path(), "bad", &bytes), &options);
@@ -1576,8 +1590,11 @@ fn module_and_vma_counts_larger_than_the_file_are_errors() {
         let e = read_err(&path, &ReadOptions::default());
         assert!(e.contains("at byte"), "{e}");
         let given = ReadOptions {
-            aps_call_depth: Some(5),
-            aps_path_len: Some(256),
+            aps: ApsOptions {
+                call_depth: Some(5),
+                path_len: Some(256),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let e = read_err(&path, &given);
@@ -1624,8 +1641,11 @@ fn trailing_garbage_is_an_error() {
     );
     assert!(e.contains("16 bytes of trailing garbage"), "{e}");
     let given = ReadOptions {
-        aps_call_depth: Some(5),
-        aps_path_len: Some(256),
+        aps: ApsOptions {
+            call_depth: Some(5),
+            path_len: Some(256),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let e = read_err(&dir.path().join("trail"), &given);
@@ -1651,7 +1671,7 @@ fn every_truncation_and_corruption_fails_cleanly() {
     for len in 0..bytes.len() {
         std::fs::write(&path, &bytes[..len]).unwrap();
         assert!(
-            aps::read(std::slice::from_ref(&path), &ReadOptions::default()).is_err(),
+            aps::read(&open(&path), &ReadOptions::default()).is_err(),
             "truncated to {len}"
         );
     }
@@ -1670,8 +1690,8 @@ fn every_truncation_and_corruption_fails_cleanly() {
             corrupt[at] = next() as u8;
         }
         std::fs::write(&path, &corrupt).unwrap();
-        let _ = aps::read(std::slice::from_ref(&path), &ReadOptions::default());
-        let _ = aps::info(std::slice::from_ref(&path), &ReadOptions::default());
+        let _ = aps::read(&open(&path), &ReadOptions::default());
+        let _ = aps::info(&open(&path), &ReadOptions::default());
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use common::*;
 use profconv::read::gprof::{parse, Variant};
-use profconv::read::ReadOptions;
+use profconv::read::{GprofOptions, ReadOptions};
 
 /// Writes gmon.out files of every layout from a description.
 #[derive(Clone, Copy)]
@@ -287,7 +287,10 @@ fn bsd43_headers_assume_the_given_rate_and_say_so() {
     assert!(d.rate_assumed);
     assert_eq!(d.histograms[0].prof_rate, 100);
     let options = ReadOptions {
-        gmon_rate: Some(60),
+        gprof: GprofOptions {
+            rate: Some(60),
+            ..Default::default()
+        },
         ..ReadOptions::default()
     };
     let d = parse(Path::new("t"), &data, &options, None).unwrap();
@@ -406,7 +409,10 @@ fn pointer_size_can_be_forced() {
         &[],
     );
     let forced = ReadOptions {
-        gmon_pointer_size: Some(8),
+        gprof: GprofOptions {
+            pointer_size: Some(8),
+            ..Default::default()
+        },
         ..ReadOptions::default()
     };
     assert!(
@@ -414,7 +420,10 @@ fn pointer_size_can_be_forced() {
         "4-byte file read as 8 fails"
     );
     let forced = ReadOptions {
-        gmon_pointer_size: Some(4),
+        gprof: GprofOptions {
+            pointer_size: Some(4),
+            ..Default::default()
+        },
         ..ReadOptions::default()
     };
     assert_eq!(

@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::input::Detection;
+use super::input::Input;
+use super::options::{GprofStacks, ReadOptions};
 use crate::error::{Error, Result};
 use crate::profile::{apportion, Line, LocationId, Mapping, MappingId, Profile};
 use crate::read::cursor::{Cursor, Endian};
-use crate::read::{read_input, GprofStacks, ReadOptions};
 use crate::symbolize::Binary;
 
 const GMON_MAGIC: &[u8; 4] = b"gmon";
@@ -106,6 +108,17 @@ fn gnu_endian(head: &[u8]) -> Option<Endian> {
         [1, 0, 0, 0] => Some(Endian::Little),
         [0, 0, 0, 1] => Some(Endian::Big),
         _ => None,
+    }
+}
+
+/// The GNU format by its magic, the BSD formats by their header's sizes.
+pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
+    if detect_gnu(head) {
+        Detection::Magic
+    } else if bsd_layout(head, file_len, None).is_some() {
+        Detection::Likely
+    } else {
+        Detection::No
     }
 }
 
@@ -213,7 +226,7 @@ pub fn parse(
     options: &ReadOptions,
     elf_pointer_size: Option<usize>,
 ) -> Result<GmonData> {
-    let pointer_size = options.gmon_pointer_size.or(elf_pointer_size);
+    let pointer_size = options.gprof.pointer_size.or(elf_pointer_size);
     if data.starts_with(GMON_MAGIC) {
         return parse_gnu(file, data, pointer_size);
     }
@@ -224,7 +237,7 @@ pub fn parse(
             "expected a gmon.out: the GNU magic `gmon`, or a 4.4BSD/4.3BSD header whose histogram and arc sizes fit the file",
         ));
     };
-    parse_bsd(file, data, layout, options.gmon_rate)
+    parse_bsd(file, data, layout, options.gprof.rate)
 }
 
 fn parse_gnu(file: &Path, data: &[u8], pointer_size: Option<usize>) -> Result<GmonData> {
@@ -527,12 +540,12 @@ pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
 }
 
 /// Reads and sums every input.
-fn load(paths: &[PathBuf], options: &ReadOptions, binary: Option<&Binary>) -> Result<GmonData> {
+fn load(inputs: &[Input], options: &ReadOptions, binary: Option<&Binary>) -> Result<GmonData> {
     let mut total: Option<GmonData> = None;
-    for path in paths {
-        let data = read_input(path)?;
-        options.advance(data.len() as u64);
-        let parsed = parse(path, &data, options, binary.map(|b| b.pointer_size))?;
+    for input in inputs {
+        let path = input.name();
+        options.advance(input.len());
+        let parsed = parse(path, input.bytes(), options, binary.map(|b| b.pointer_size))?;
         total = Some(match total {
             None => parsed,
             Some(acc) => sum(path, acc, parsed)?,
@@ -541,19 +554,17 @@ fn load(paths: &[PathBuf], options: &ReadOptions, binary: Option<&Binary>) -> Re
     total.ok_or_else(|| Error::Usage("no gmon.out given".into()))
 }
 
-pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
+/// Reads and sums gmon.out inputs into one profile.
+pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     let binary = options
         .binary
         .as_deref()
         .map(Binary::open_cached)
         .transpose()?;
-    let data = load(paths, options, binary.as_deref())?;
-    let mut profile = to_profile(&data, binary.as_deref(), options.gprof_stacks);
-    if let Ok(meta) = paths
-        .first()
-        .map_or(Err(()), |p| std::fs::metadata(p).map_err(|_| ()))
+    let data = load(inputs, options, binary.as_deref())?;
+    let mut profile = to_profile(&data, binary.as_deref(), options.gprof.stacks);
     {
-        if let Ok(t) = meta.modified() {
+        if let Some(t) = inputs.first().and_then(Input::modified) {
             if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
                 profile.time_nanos = d.as_nanos() as i64;
                 profile.comments.push(
@@ -1370,14 +1381,14 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
 }
 
 /// What `profconv info` prints for gmon.out files.
-pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
+pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
     let binary = options.binary.as_deref().map(Binary::open).transpose()?;
     let mut out = String::new();
-    for path in paths {
-        let data = read_input(path)?;
+    for input in inputs {
+        let path = input.name();
         let d = parse(
             path,
-            &data,
+            input.bytes(),
             options,
             binary.as_ref().map(|b| b.pointer_size),
         )?;

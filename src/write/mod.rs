@@ -18,7 +18,8 @@ use crate::error::{Error, Result};
 use crate::profile::{Frame, GroupBy, Profile, Sample};
 
 /// The output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum OutputFormat {
     /// gzip-compressed pprof protobuf (`.pb.gz`).
     Pprof,

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use super::super::cursor::{Cursor, Endian};
+use super::counts::Counts;
 use crate::error::{Error, Result};
-use crate::read::cursor::{Cursor, Endian};
-use crate::read::dcpi::counts::Counts;
 
 /// Size of the footer: `total_offsets` and `total_samples`.
 pub const FOOTER_BYTES: usize = 8;

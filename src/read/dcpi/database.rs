@@ -4,19 +4,24 @@
 
 use std::path::{Path, PathBuf};
 
+use super::super::input::Input;
+use super::super::options::EpochSelect;
 use crate::error::{Error, Result};
-use crate::read::{read_head, EpochSelect};
 
 /// How deep a database walk goes below the root.
 const MAX_DEPTH: usize = 16;
 
-/// The profile files of a database, in a stable (sorted) order.
+/// What a database walk met.
 #[derive(Debug, Default)]
 pub struct Walk {
-    pub files: Vec<PathBuf>,
+    /// DCPI profile files, each handed to the visitor.
+    pub files: usize,
     /// Files that are not DCPI profiles (logs, maps…).
     pub skipped: usize,
 }
+
+/// Called with every profile file of a walk, in a stable (sorted) order.
+pub type Visit<'v> = dyn FnMut(&Input) -> Result<()> + 'v;
 
 /// Entries of a directory, sorted by name.
 fn sorted_entries(dir: &Path) -> Result<Vec<(PathBuf, std::fs::FileType)>> {
@@ -46,31 +51,36 @@ fn epoch_key(name: &str) -> String {
     format!("{full:0<14}")
 }
 
-/// Is this file a DCPI profile, by its first bytes?
-fn is_profile(path: &Path) -> bool {
-    read_head(path).is_ok_and(|(head, len)| super::detect(&head, len))
+/// The file opened once, if it is a DCPI profile by its first bytes.
+fn open_profile(path: &Path) -> Option<Input> {
+    Input::open(path, None)
+        .ok()
+        .filter(|input| super::detect(input.head(), input.len()))
 }
 
-fn walk(dir: &Path, depth: usize, out: &mut Walk) -> Result<()> {
+fn walk(dir: &Path, depth: usize, out: &mut Walk, visit: &mut Visit<'_>) -> Result<()> {
     for (path, kind) in sorted_entries(dir)? {
         // Symbolic links to directories are not followed (no cycles).
         if kind.is_dir() {
             if depth < MAX_DEPTH {
-                walk(&path, depth + 1, out)?;
+                walk(&path, depth + 1, out, visit)?;
             }
         } else if path.is_file() {
-            if is_profile(&path) {
-                out.files.push(path);
-            } else {
-                out.skipped += 1;
+            match open_profile(&path) {
+                Some(input) => {
+                    out.files += 1;
+                    visit(&input)?;
+                }
+                None => out.skipped += 1,
             }
         }
     }
     Ok(())
 }
 
-/// The profile files of the database at `root` for the chosen epochs.
-pub fn profile_files(root: &Path, epoch: &EpochSelect) -> Result<Walk> {
+/// Hands every profile file of the database at `root` for the chosen epochs
+/// to `visit`, each opened once.
+pub fn for_each_profile(root: &Path, epoch: &EpochSelect, visit: &mut Visit<'_>) -> Result<Walk> {
     let epochs: Vec<PathBuf> = sorted_entries(root)?
         .into_iter()
         .filter(|(p, kind)| {
@@ -109,8 +119,8 @@ pub fn profile_files(root: &Path, epoch: &EpochSelect) -> Result<Walk> {
         },
     };
     let mut out = Walk::default();
-    walk(&start, 0, &mut out)?;
-    if out.files.is_empty() {
+    walk(&start, 0, &mut out, visit)?;
+    if out.files == 0 {
         return Err(Error::unsupported(
             &start,
             "no DCPI profile files in this directory (files are recognized by their header, not their name)",
@@ -151,7 +161,7 @@ pub fn holds_profiles(root: &Path) -> bool {
                 if depth < 4 && look(&path, depth + 1, budget) {
                     return true;
                 }
-            } else if path.is_file() && is_profile(&path) {
+            } else if path.is_file() && open_profile(&path).is_some() {
                 return true;
             }
         }

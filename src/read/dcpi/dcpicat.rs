@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
+use super::header::{parse_hex, parse_number, split_line, HeaderLine};
 use crate::error::{Error, Result};
-use crate::read::dcpi::header::{parse_hex, parse_number, split_line, HeaderLine};
 
 /// One `event` line.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::read::dcpi::{event_order, Collection, FileKind};
+use super::{event_order, Collection, FileKind};
 
 /// What `profconv info` prints.
 pub(super) fn describe(c: &Collection) -> String {

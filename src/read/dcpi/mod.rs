@@ -15,20 +15,29 @@ mod info;
 mod symbols;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::input::Detection;
+use super::input::{Input, DETECT_BYTES};
+use super::options::ReadOptions;
 use crate::error::{Error, Result};
 use crate::profile::{GroupBy, Mapping, MappingId, Profile};
-use crate::read::{read_input, ReadOptions};
 
 use counts::Counts;
 use header::{parse_hex, parse_number, parse_version, HeaderLine};
 
 /// Does this file look like a binary DCPI profile or a `dcpicat` dump?
 pub fn detect(head: &[u8], _file_len: u64) -> bool {
-    header::looks_like_header(head, head.len() >= crate::read::DETECT_BYTES)
-        || dcpicat::looks_like(head)
+    header::looks_like_header(head, head.len() >= DETECT_BYTES) || dcpicat::looks_like(head)
+}
+
+/// DCPI files have no magic number: their header lines are recognised.
+pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
+    if detect(head, file_len) {
+        Detection::Likely
+    } else {
+        Detection::No
+    }
 }
 
 /// Does this directory hold DCPI profiles (a profile database)?
@@ -42,22 +51,24 @@ pub fn is_database(path: &Path) -> bool {
     database::is_database(path)
 }
 
-pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
-    let collection = collect(paths, options)?;
+/// Reads DCPI profile files, dumps and databases into one profile.
+pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
+    let collection = collect(inputs, options)?;
     for warning in collection.warnings.lines() {
         eprintln!("profconv: warning: {warning}");
     }
     build_profile(&collection, options)
 }
 
-pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
-    let collection = collect(paths, options)?;
+/// Describes DCPI inputs: files, images, events, epochs and warnings.
+pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
+    let collection = collect(inputs, options)?;
     Ok(info::describe(&collection))
 }
 
 /// The instruction size from the options (spec §2.3: 4 unless told).
 fn insn_size(options: &ReadOptions) -> Result<u32> {
-    match options.dcpi_insn_size.unwrap_or(4) {
+    match options.dcpi.insn_size.unwrap_or(4) {
         n @ 1..=64 => Ok(n),
         n => Err(Error::Usage(format!(
             "--dcpi-insn-size {n}: the instruction size is 1 to 64 bytes"
@@ -429,46 +440,31 @@ fn interpret_header(
     })
 }
 
-/// Reads a file into `buffer` (reused between files), decompressing gzip.
-fn load(path: &Path, buffer: &mut Vec<u8>) -> Result<()> {
-    buffer.clear();
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    file.read_to_end(buffer).map_err(|e| Error::io(path, e))?;
-    if buffer.starts_with(&[0x1f, 0x8b]) {
-        *buffer = read_input(path)?;
-    }
-    Ok(())
-}
-
 /// Reads every input (files, and the profile files of database directories).
-fn collect(paths: &[PathBuf], options: &ReadOptions) -> Result<Collection> {
+fn collect(inputs: &[Input], options: &ReadOptions) -> Result<Collection> {
     let mut collection = Collection {
         insn: insn_size(options)?,
         ..Collection::default()
     };
-    let mut files = Vec::new();
-    for path in paths {
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-        if meta.is_dir() {
-            let walk = database::profile_files(path, &options.epoch)?;
+    for input in inputs {
+        if input.is_dir() {
+            let walk =
+                database::for_each_profile(input.name(), &options.dcpi.epoch, &mut |file| {
+                    options.advance(file.len());
+                    read_file(&mut collection, file.name(), file.bytes())
+                })?;
             collection.skipped += walk.skipped;
-            files.extend(walk.files);
         } else {
-            files.push(path.clone());
+            options.advance(input.len());
+            read_file(&mut collection, input.name(), input.bytes())?;
         }
-    }
-    let mut buffer = Vec::new();
-    for path in &files {
-        load(path, &mut buffer)?;
-        options.advance(buffer.len() as u64);
-        read_file(&mut collection, path, &buffer)?;
     }
     Ok(collection)
 }
 
 /// Reads one binary profile or dcpicat dump into the collection.
 fn read_file(collection: &mut Collection, path: &Path, data: &[u8]) -> Result<()> {
-    let head = data.get(..crate::read::DETECT_BYTES).unwrap_or(data);
+    let head = data.get(..DETECT_BYTES).unwrap_or(data);
     if dcpicat::looks_like(head) {
         return read_dump(collection, path, data);
     }

@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::super::options::ReadOptions;
+use super::{Collection, Image, Warnings};
 use crate::error::Result;
 use crate::profile::{basename, MappingId, Profile};
-use crate::read::dcpi::{Collection, Image, Warnings};
-use crate::read::ReadOptions;
 use crate::symbolize;
 
 /// The link-time address of `.text` in an executable, where `tstart` points
@@ -52,7 +52,7 @@ pub(super) fn symbolize_images(
         for (m, i) in matching {
             work.push((*m, &collection.images[*i], binary.clone()));
         }
-    } else if let Some(dir) = &options.image_dir {
+    } else if let Some(dir) = &options.dcpi.image_dir {
         for (m, i) in mapped {
             let image = &collection.images[*i];
             let mut candidates = Vec::new();

@@ -6,8 +6,9 @@ use std::io::Write;
 use prost::Message;
 
 use crate::error::{Error, Result};
-use crate::pb;
 use crate::profile::{LabelValue, Profile};
+
+pub mod pb;
 
 /// Converts the IR to the generated pprof message. Ids are indexes + 1, so
 /// they are unique and non-zero; string index 0 is "".

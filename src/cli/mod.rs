@@ -1,14 +1,19 @@
-//! Command-line definitions (clap) and the run functions behind them.
+//! Command-line definitions (clap) and the run functions behind them: flags
+//! become library options, errors become exit codes, archive runs get a
+//! progress bar. No format logic lives here.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::error::{Error, Result};
-use crate::profile::GroupBy;
-use crate::read::{self, EpochSelect, Format, GprofStacks, ReadOptions};
-use crate::write::{self, OutputFormat, WriteOptions};
+use profconv::error::{Error, Result};
+use profconv::profile::GroupBy;
+use profconv::read::{
+    self, ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
+    ReadOptions,
+};
+use profconv::write::{self, OutputFormat, WriteOptions};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -137,7 +142,7 @@ pub struct ArchiveArgs {
 
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
-    /// Input profiles (several of one program are summed).
+    /// Input profiles (several of one program are summed; `-` reads standard input).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// Output file (`-` for standard output); repeat it to write several
@@ -224,6 +229,10 @@ pub struct ReadArgs {
     /// APS: leave pid 0 (idle) out.
     #[arg(long)]
     pub drop_idle: bool,
+    /// The most bytes a gzip-compressed input may decompress to (default:
+    /// 64 times its compressed size, at least 256 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_input_size: Option<u64>,
 }
 
 impl ReadArgs {
@@ -231,22 +240,31 @@ impl ReadArgs {
         ReadOptions {
             format: self.from,
             binary: self.binary.clone(),
-            gmon_pointer_size: self.gmon_pointer_size,
-            gmon_rate: self.gmon_rate,
-            gprof_stacks: self.gprof_stacks,
-            mpatrol_size_classes: self.mpatrol_size_classes,
-            dcpi_insn_size: self.dcpi_insn_size,
-            epoch: match self.epoch.as_str() {
-                "all" => EpochSelect::All,
-                "latest" => EpochSelect::Latest,
-                name => EpochSelect::Named(name.to_owned()),
+            max_input_size: self.max_input_size,
+            gprof: GprofOptions {
+                pointer_size: self.gmon_pointer_size,
+                rate: self.gmon_rate,
+                stacks: self.gprof_stacks,
             },
-            image_dir: self.image_dir.clone(),
-            aps_call_depth: self.aps_call_depth,
-            aps_path_len: self.aps_path_len,
-            image_root: self.image_root.clone(),
-            pid_info: self.pid_info.clone(),
-            drop_idle: self.drop_idle,
+            mpatrol: MpatrolOptions {
+                size_classes: self.mpatrol_size_classes,
+            },
+            dcpi: DcpiOptions {
+                insn_size: self.dcpi_insn_size,
+                epoch: match self.epoch.as_str() {
+                    "all" => EpochSelect::All,
+                    "latest" => EpochSelect::Latest,
+                    name => EpochSelect::Named(name.to_owned()),
+                },
+                image_dir: self.image_dir.clone(),
+            },
+            aps: ApsOptions {
+                call_depth: self.aps_call_depth,
+                path_len: self.aps_path_len,
+                image_root: self.image_root.clone(),
+                pid_info: self.pid_info.clone(),
+                drop_idle: self.drop_idle,
+            },
             progress: None,
         }
     }
@@ -313,7 +331,7 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
     // Inputs are never written, whatever links lead to them.
     let mut read_paths: Vec<&Path> = args.inputs.iter().map(PathBuf::as_path).collect();
     read_paths.extend(read_options.binary.as_deref());
-    read_paths.extend(read_options.pid_info.as_deref());
+    read_paths.extend(read_options.aps.pid_info.as_deref());
     for (output, _) in &outputs {
         write::target::refuse_input_as_output(output, &read_paths)?;
     }
@@ -434,12 +452,12 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
         ));
     }
     let binary_map = match &args.binary_map {
-        Some(p) => crate::archive::read_binary_map(p)?,
+        Some(p) => profconv::archive::read_binary_map(p)?,
         None => Vec::new(),
     };
     let mut formats = args.to.clone();
     formats.dedup();
-    let options = crate::archive::ArchiveOptions {
+    let options = profconv::archive::ArchiveOptions {
         out_dir: args.output.clone(),
         formats,
         read: args.read.options(),
@@ -453,7 +471,7 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     let bar = indicatif::ProgressBar::hidden();
     let total = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let on_plan = |units: &[crate::archive::Unit]| {
+    let on_plan = |units: &[profconv::archive::Unit]| {
         total.store(units.len(), Ordering::Relaxed);
         if terminal {
             bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
@@ -466,14 +484,14 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
             );
         }
     };
-    let progress = |unit: &crate::archive::Unit, record: &crate::archive::Record| {
+    let progress = |unit: &profconv::archive::Unit, record: &profconv::archive::Record| {
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
         let of = total.load(Ordering::Relaxed);
         if terminal {
             bar.inc(unit.bytes);
             bar.set_prefix(format!("{n}/{of}"));
             bar.set_message(unit.rel.clone());
-            if record.status == crate::archive::Status::Failed {
+            if record.status == profconv::archive::Status::Failed {
                 bar.println(format!(
                     "failed: {}: {}",
                     record.path,
@@ -482,10 +500,10 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
             }
         } else if !args.quiet {
             let status = match record.status {
-                crate::archive::Status::Converted => "converted",
-                crate::archive::Status::Unchanged => "unchanged",
-                crate::archive::Status::Skipped => "skipped",
-                crate::archive::Status::Failed => "failed",
+                profconv::archive::Status::Converted => "converted",
+                profconv::archive::Status::Unchanged => "unchanged",
+                profconv::archive::Status::Skipped => "skipped",
+                profconv::archive::Status::Failed => "failed",
             };
             let detail = record
                 .error
@@ -495,9 +513,9 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
             eprintln!("[{n}/{of}] {status} {}{detail}", record.path);
         }
     };
-    let report = crate::archive::run(&args.archive, &options, &progress, &on_plan)?;
+    let report = profconv::archive::run(&args.archive, &options, &progress, &on_plan)?;
     bar.finish_and_clear();
-    eprint!("{}", crate::archive::summary(&report));
+    eprint!("{}", profconv::archive::summary(&report));
     if let Some(path) = &args.report {
         write::write_atomically(path, |out| {
             serde_json::to_writer_pretty(&mut *out, &report)

@@ -1,0 +1,146 @@
+//! Symbolization under `--image-root` (§6, §10): finding each mapping's ELF
+//! file in the copy of the board's file system and how it was loaded.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use super::mapping::Image;
+use super::tables::module_file_name;
+use crate::profile::{MappingId, Profile};
+use crate::symbolize::{self, Binary};
+
+/// Where a process image is in the copy of the board's file system: its path
+/// under the root, with ':' replaced by '_' as the reporter does (§6).
+pub(super) fn user_image_path(root: &Path, file: &str) -> PathBuf {
+    let relative = file.trim_start_matches('/').replace(':', "_");
+    root.join(relative)
+}
+
+/// Kernel image files under the root by normalized name (`vmlinux`, or a
+/// module name with '-' read as '_'), found by walking the tree once.
+pub(super) fn kernel_images(root: &Path) -> HashMap<String, PathBuf> {
+    let mut found = HashMap::new();
+    for known in ["vmlinux", "boot/vmlinux"] {
+        let path = root.join(known);
+        if path.is_file() {
+            found.insert("vmlinux".to_owned(), path);
+            break;
+        }
+    }
+    let mut pending = vec![(root.to_path_buf(), 0usize)];
+    let mut visited = 0usize;
+    while let Some((dir, depth)) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            visited += 1;
+            if visited > 1_000_000 {
+                return found;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() && depth < 16 {
+                pending.push((path, depth + 1));
+            } else if kind.is_file() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let key = if name == "vmlinux" {
+                    name
+                } else if let Some(module) = name.strip_suffix(".ko") {
+                    module.replace('-', "_")
+                } else {
+                    continue;
+                };
+                found.entry(key).or_insert(path);
+            }
+        }
+    }
+    found
+}
+
+/// The address of the `.text` section of an ELF file.
+pub(super) fn text_section_address(path: &Path) -> Option<u64> {
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    file.section_by_name(".text").map(|s| s.address())
+}
+
+/// Symbolizes every mapping that has locations with the ELF files found
+/// under `root` (§10): process images through their program headers (file
+/// offset `pc − vm_start`), SRE images and modules from `.text`, vmlinux
+/// by absolute address. Caller frames are looked up at `address − 1`.
+pub(super) fn symbolize_images(profile: &mut Profile, root: &Path, images: &[Image]) {
+    let used: BTreeSet<MappingId> = profile.locations.iter().filter_map(|l| l.mapping).collect();
+    let mut binaries: HashMap<PathBuf, Option<Binary>> = HashMap::new();
+    let mut kernel: Option<HashMap<String, PathBuf>> = None;
+    let mut missing = BTreeSet::new();
+    let mut unreadable = BTreeSet::new();
+    for id in used {
+        let Some(image) = images.get(id as usize) else {
+            continue;
+        };
+        let path = match image {
+            Image::User { file, .. } => Some(user_image_path(root, file)).filter(|p| p.is_file()),
+            Image::Kernel { name, .. } => kernel
+                .get_or_insert_with(|| kernel_images(root))
+                .get(&name.replace('-', "_"))
+                .cloned(),
+        };
+        let Some(path) = path else {
+            missing.insert(match image {
+                Image::User { file, .. } => file.clone(),
+                Image::Kernel { name, .. } => module_file_name(name),
+            });
+            continue;
+        };
+        let binary = binaries
+            .entry(path.clone())
+            .or_insert_with(|| Binary::open(&path).ok());
+        let Some(binary) = binary.as_ref() else {
+            unreadable.insert(path.display().to_string());
+            continue;
+        };
+        let to_svma: Box<dyn Fn(u64) -> Option<u64>> = match image {
+            Image::User {
+                start,
+                is_sre: false,
+                ..
+            } => {
+                let start = u64::from(*start);
+                Box::new(move |a: u64| {
+                    a.checked_sub(start)
+                        .and_then(|off| binary.file_offset_to_svma(off))
+                })
+            }
+            Image::Kernel { name, .. } if name == "vmlinux" => Box::new(Some),
+            Image::User { start, .. } | Image::Kernel { start, .. } => {
+                let Some(text) = text_section_address(&path) else {
+                    unreadable.insert(format!("{} (no .text section)", path.display()));
+                    continue;
+                };
+                let start = u64::from(*start);
+                Box::new(move |a: u64| a.checked_sub(start).map(|off| text + off))
+            }
+        };
+        symbolize::symbolize_mapping(profile, id, binary, &*to_svma);
+        if !binary.build_id.is_empty() {
+            let build_id = profile.intern(&binary.build_id);
+            if let Some(m) = profile.mappings.get_mut(id as usize) {
+                m.build_id = build_id;
+            }
+        }
+    }
+    for file in missing {
+        profile
+            .comments
+            .push(format!("APS: no image for {file} under {}", root.display()));
+    }
+    for file in unreadable {
+        profile
+            .comments
+            .push(format!("APS: cannot symbolize with {file}"));
+    }
+}

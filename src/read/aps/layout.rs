@@ -1,0 +1,472 @@
+//! Solving the layout (§10): the call depth D and the path length P are
+//! compile-time constants of the board's collector that the file does not
+//! record, so they are found from where the module and vma magics sit and
+//! where the file ends.
+
+use std::path::Path;
+
+use super::head::{
+    FileHead, DEFAULT_CALL_DEPTH, DEFAULT_PATH_LEN, FILE_HEAD_SIZE, MODULE_HEAD_MAGIC,
+    RECORD_FIXED_SIZE, TABLE_HEAD_SIZE, VMA_HEAD_MAGIC,
+};
+use super::source::Source;
+use crate::error::{Error, Result};
+use crate::read::cursor::Endian;
+use crate::read::options::ReadOptions;
+
+/// Call depths tried when detecting D (§10: 1..64; 0 = no call stacks).
+pub(super) const SEARCHED_CALL_DEPTHS: std::ops::RangeInclusive<usize> = 0..=64;
+/// Largest path length tried when detecting P (Linux `PATH_MAX`).
+pub(super) const MAX_SEARCHED_PATH_LEN: usize = 4096;
+/// Largest values accepted from `--aps-call-depth` / `--aps-path-len`.
+pub(super) const MAX_GIVEN_CALL_DEPTH: usize = 1 << 16;
+pub(super) const MAX_GIVEN_PATH_LEN: usize = 1 << 20;
+/// Where a layout parameter came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Solved from the section magics and the file size.
+    Detected,
+    /// Given on the command line.
+    Given,
+    /// Nothing in the file tells it (no records, or empty tables): the reporter's value.
+    Default,
+}
+
+impl Origin {
+    pub(super) fn describe(self) -> &'static str {
+        match self {
+            Origin::Detected => "detected",
+            Origin::Given => "given",
+            Origin::Default => "default: the file does not tell",
+        }
+    }
+}
+
+/// The section offsets of one file, with D and P.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub call_depth: usize,
+    pub call_depth_origin: Origin,
+    pub path_len: usize,
+    pub path_len_origin: Origin,
+    pub module_offset: u64,
+    pub module_endian: Endian,
+    pub module_count: u32,
+    pub vma_offset: u64,
+    pub vma_endian: Endian,
+    pub vma_count: u32,
+}
+
+impl Layout {
+    pub fn record_size(&self) -> u64 {
+        RECORD_FIXED_SIZE + 4 * self.call_depth as u64
+    }
+}
+
+/// `36 + 4·D`, `None` on overflow.
+pub(super) fn record_size(depth: usize) -> Option<u64> {
+    (depth as u64)
+        .checked_mul(4)?
+        .checked_add(RECORD_FIXED_SIZE)
+}
+
+/// What the layout search found for one call depth.
+pub(super) enum Candidate {
+    /// Both magics in place and the file ends where the vma table does.
+    Exact(Layout),
+    /// Both magics in place, but the file is longer or shorter than the tables.
+    WrongEnd {
+        depth: usize,
+        path_len: usize,
+        end: u64,
+    },
+    /// The module magic follows the records, but no path length puts the
+    /// vma magic after the module entries.
+    NoVmaTable {
+        depth: usize,
+        module_offset: u64,
+        module_count: u32,
+    },
+}
+
+/// Finds D and P (§10): the module magic must sit right after `index`
+/// records, the vma magic right after the module entries, and the vma
+/// entries must end the file.
+pub(super) fn solve_layout(
+    path: &Path,
+    src: &mut Source<'_>,
+    head: &FileHead,
+    options: &ReadOptions,
+) -> Result<Layout> {
+    let len = src.len();
+    if let Some(d) = options.aps.call_depth.filter(|d| *d > MAX_GIVEN_CALL_DEPTH) {
+        return Err(Error::Usage(format!(
+            "--aps-call-depth {d} is beyond {MAX_GIVEN_CALL_DEPTH}"
+        )));
+    }
+    if let Some(p) = options
+        .aps
+        .path_len
+        .filter(|p| *p == 0 || *p > MAX_GIVEN_PATH_LEN)
+    {
+        return Err(Error::Usage(format!(
+            "--aps-path-len {p} is not in 1..={MAX_GIVEN_PATH_LEN}"
+        )));
+    }
+    // Even the shortest records must fit before the two table heads.
+    let min_record = options
+        .aps
+        .call_depth
+        .and_then(record_size)
+        .unwrap_or(RECORD_FIXED_SIZE);
+    let needed = u64::from(head.index)
+        .checked_mul(min_record)
+        .and_then(|b| b.checked_add(FILE_HEAD_SIZE + 2 * TABLE_HEAD_SIZE));
+    if needed.is_none_or(|n| n > len) {
+        return Err(Error::format(
+            path,
+            4,
+            format!(
+                "the head announces {} records of at least {min_record} bytes, which do not fit in the {len} bytes of the file",
+                head.index
+            ),
+        ));
+    }
+
+    let (depths, depth_origin): (Vec<usize>, Origin) = match options.aps.call_depth {
+        Some(d) => (vec![d], Origin::Given),
+        // Without records the module head sits at 56 whatever D is.
+        None if head.index == 0 => (vec![DEFAULT_CALL_DEPTH], Origin::Default),
+        None => (SEARCHED_CALL_DEPTHS.collect(), Origin::Detected),
+    };
+    let mut candidates = Vec::new();
+    for &depth in &depths {
+        if let Some(c) = try_depth(path, src, head, depth, depth_origin, options)? {
+            candidates.push(c);
+        }
+    }
+    let exact: Vec<&Layout> = candidates
+        .iter()
+        .filter_map(|c| match c {
+            Candidate::Exact(l) => Some(l),
+            Candidate::WrongEnd { .. } | Candidate::NoVmaTable { .. } => None,
+        })
+        .collect();
+    match exact.as_slice() {
+        [one] => return Ok((*one).clone()),
+        [] => {}
+        many => {
+            let list: Vec<String> = many
+                .iter()
+                .map(|l| {
+                    format!(
+                        "call depth {} with path length {}",
+                        l.call_depth, l.path_len
+                    )
+                })
+                .collect();
+            return Err(Error::format(
+                path,
+                0,
+                format!(
+                    "the layout is ambiguous: {} all fit this file; choose one with --aps-call-depth and --aps-path-len",
+                    list.join(", ")
+                ),
+            ));
+        }
+    }
+    // No exact fit: explain the closest thing found.
+    let wrong_end = candidates
+        .iter()
+        .find(|c| matches!(c, Candidate::WrongEnd { .. }));
+    if let Some(Candidate::WrongEnd {
+        depth,
+        path_len,
+        end,
+    }) = wrong_end
+    {
+        let what = if *end < len {
+            format!(
+                "{} bytes of trailing garbage after the vma table",
+                len - end
+            )
+        } else {
+            format!(
+                "the file is truncated: {} bytes are missing from the vma table",
+                end - len
+            )
+        };
+        return Err(Error::format(
+            path,
+            (*end).min(len),
+            format!(
+                "with call depth {depth} and path length {path_len} the module and vma magics are in place and the file should end at byte {end}, but it has {len} bytes: {what}"
+            ),
+        ));
+    }
+    if let Some(Candidate::NoVmaTable {
+        depth,
+        module_offset,
+        module_count,
+    }) = candidates.first()
+    {
+        return Err(Error::format(
+            path,
+            *module_offset,
+            format!(
+                "the module table magic follows the records with call depth {depth}, but no path length in 1..={MAX_SEARCHED_PATH_LEN} puts the vma table magic {VMA_HEAD_MAGIC:#010x} after its {module_count} entries (give --aps-path-len to see where it was expected)"
+            ),
+        ));
+    }
+    // No module magic after the records for any D: report what sits where the
+    // reporter's D would put it.
+    let depth = DEFAULT_CALL_DEPTH;
+    let offset = record_size(depth)
+        .and_then(|r| r.checked_mul(u64::from(head.index)))
+        .and_then(|b| b.checked_add(FILE_HEAD_SIZE))
+        .unwrap_or(u64::MAX);
+    Err(magic_error(
+        path,
+        src,
+        offset,
+        "module table",
+        MODULE_HEAD_MAGIC,
+        &format!("{} records of {} bytes (call depth {depth})", head.index, record_size(depth).unwrap_or(0)),
+        &format!(
+            "; no call depth in {}..={} puts it after the records either (give --aps-call-depth if the collector used another)",
+            SEARCHED_CALL_DEPTHS.start(),
+            SEARCHED_CALL_DEPTHS.end()
+        ),
+    )?)
+}
+
+/// The error for a table magic that is not where the layout puts it, with
+/// the word found there.
+pub(super) fn magic_error(
+    path: &Path,
+    src: &mut Source<'_>,
+    offset: u64,
+    table: &str,
+    magic: u32,
+    after: &str,
+    note: &str,
+) -> Result<Error> {
+    let found = match src.u32_at(path, offset, Endian::Big)? {
+        Some(v) => format!("found {v:#010x} (read big-endian)"),
+        None => "found the end of the file".to_owned(),
+    };
+    Ok(Error::format(
+        path,
+        offset,
+        format!("expected the {table} magic {magic:#010x} in either byte order after {after}, {found}{note}"),
+    ))
+}
+
+/// The layout for call depth `depth`, if the module magic follows its records.
+pub(super) fn try_depth(
+    path: &Path,
+    src: &mut Source<'_>,
+    head: &FileHead,
+    depth: usize,
+    depth_origin: Origin,
+    options: &ReadOptions,
+) -> Result<Option<Candidate>> {
+    let len = src.len();
+    let Some(module_offset) = record_size(depth)
+        .and_then(|r| r.checked_mul(u64::from(head.index)))
+        .and_then(|b| b.checked_add(FILE_HEAD_SIZE))
+    else {
+        return Ok(None);
+    };
+    let Some((module_endian, module_count)) =
+        src.table_head(path, module_offset, MODULE_HEAD_MAGIC)?
+    else {
+        if options.aps.call_depth.is_some() {
+            let after = format!(
+                "{} records of {} bytes (call depth {depth})",
+                head.index,
+                record_size(depth).unwrap_or(0)
+            );
+            return Err(magic_error(
+                path,
+                src,
+                module_offset,
+                "module table",
+                MODULE_HEAD_MAGIC,
+                &after,
+                "",
+            )?);
+        }
+        return Ok(None);
+    };
+    let mnum = u64::from(module_count);
+    let tables_start = module_offset + TABLE_HEAD_SIZE;
+    // The vma head for path length p, and where the file would end.
+    let at = |src: &mut Source<'_>, p: usize| -> Result<Option<(u64, Endian, u32, u64)>> {
+        let p = p as u64;
+        let Some(vma_offset) = mnum
+            .checked_mul(8 + p)
+            .and_then(|b| b.checked_add(tables_start))
+        else {
+            return Ok(None);
+        };
+        let Some((vma_endian, vma_count)) = src.table_head(path, vma_offset, VMA_HEAD_MAGIC)?
+        else {
+            return Ok(None);
+        };
+        let end = u64::from(vma_count)
+            .checked_mul(16 + p)
+            .and_then(|b| b.checked_add(vma_offset + TABLE_HEAD_SIZE))
+            .unwrap_or(u64::MAX);
+        Ok(Some((vma_offset, vma_endian, vma_count, end)))
+    };
+    let layout =
+        |p: usize, p_origin: Origin, vma_offset: u64, vma_endian: Endian, vma_count: u32| Layout {
+            call_depth: depth,
+            call_depth_origin: depth_origin,
+            path_len: p,
+            path_len_origin: p_origin,
+            module_offset,
+            module_endian,
+            module_count,
+            vma_offset,
+            vma_endian,
+            vma_count,
+        };
+
+    if let Some(p) = options.aps.path_len {
+        let Some((vma_offset, vma_endian, vma_count, end)) = at(src, p)? else {
+            let vma_offset = mnum
+                .saturating_mul(8 + p as u64)
+                .saturating_add(tables_start);
+            let after = format!(
+                "{module_count} module entries of {} bytes (path length {p})",
+                8 + p
+            );
+            return Err(magic_error(
+                path,
+                src,
+                vma_offset,
+                "vma table",
+                VMA_HEAD_MAGIC,
+                &after,
+                "",
+            )?);
+        };
+        return Ok(Some(if end == len {
+            Candidate::Exact(layout(p, Origin::Given, vma_offset, vma_endian, vma_count))
+        } else {
+            Candidate::WrongEnd {
+                depth,
+                path_len: p,
+                end,
+            }
+        }));
+    }
+
+    if mnum == 0 {
+        // The vma head is at a fixed place; P follows from the file size.
+        let Some((vma_offset, vma_endian, vma_count, _)) = at(src, DEFAULT_PATH_LEN)? else {
+            return Ok(Some(Candidate::NoVmaTable {
+                depth,
+                module_offset,
+                module_count,
+            }));
+        };
+        if vma_count == 0 {
+            let end = vma_offset + TABLE_HEAD_SIZE;
+            return Ok(Some(if end == len {
+                Candidate::Exact(layout(
+                    DEFAULT_PATH_LEN,
+                    Origin::Default,
+                    vma_offset,
+                    vma_endian,
+                    0,
+                ))
+            } else {
+                Candidate::WrongEnd {
+                    depth,
+                    path_len: DEFAULT_PATH_LEN,
+                    end,
+                }
+            }));
+        }
+        let body = len - (vma_offset + TABLE_HEAD_SIZE);
+        let entry = body / u64::from(vma_count);
+        if body % u64::from(vma_count) == 0 && entry > 16 && entry - 16 <= MAX_GIVEN_PATH_LEN as u64
+        {
+            let p = (entry - 16) as usize;
+            return Ok(Some(Candidate::Exact(layout(
+                p,
+                Origin::Detected,
+                vma_offset,
+                vma_endian,
+                vma_count,
+            ))));
+        }
+        let end = u64::from(vma_count)
+            .saturating_mul(16 + DEFAULT_PATH_LEN as u64)
+            .saturating_add(vma_offset + TABLE_HEAD_SIZE);
+        return Ok(Some(Candidate::WrongEnd {
+            depth,
+            path_len: DEFAULT_PATH_LEN,
+            end,
+        }));
+    }
+
+    // Try every P, the reporter's first, and keep the exact fits.
+    let mut exact = Vec::new();
+    let mut near = None;
+    for p in std::iter::once(DEFAULT_PATH_LEN)
+        .chain((1..=MAX_SEARCHED_PATH_LEN).filter(|p| *p != DEFAULT_PATH_LEN))
+    {
+        if mnum
+            .saturating_mul(8 + p as u64)
+            .saturating_add(tables_start)
+            > len
+        {
+            if p > DEFAULT_PATH_LEN {
+                break;
+            }
+            continue;
+        }
+        if let Some((vma_offset, vma_endian, vma_count, end)) = at(src, p)? {
+            if end == len {
+                exact.push(layout(
+                    p,
+                    Origin::Detected,
+                    vma_offset,
+                    vma_endian,
+                    vma_count,
+                ));
+            } else if near.is_none() {
+                near = Some(Candidate::WrongEnd {
+                    depth,
+                    path_len: p,
+                    end,
+                });
+            }
+        }
+    }
+    match exact.len() {
+        0 => Ok(Some(near.unwrap_or(Candidate::NoVmaTable {
+            depth,
+            module_offset,
+            module_count,
+        }))),
+        1 => Ok(exact.pop().map(Candidate::Exact)),
+        _ => {
+            let list: Vec<String> = exact.iter().map(|l| l.path_len.to_string()).collect();
+            Err(Error::format(
+                path,
+                module_offset,
+                format!(
+                    "with call depth {depth} the path length is ambiguous: {} all fit; choose one with --aps-path-len",
+                    list.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
+// The module and vma tables (§3.3, §3.4, §5).

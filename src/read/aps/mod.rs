@@ -1,0 +1,116 @@
+//! APS sample files (spec `aps.md`): the per-CPU sample files of Huawei's
+//! "Advanced Performance Solution" board profiler.
+//!
+//! A file is a 56-byte head, `index` fixed-size records (`36 + 4·D` bytes,
+//! D = call depth), a module table and a vma table (entries carrying a
+//! `P`-byte path), with no padding (§3). D and P are compile-time constants of
+//! the board's collector, so they are found from the file itself: the unique
+//! (D, P) that puts the module and vma magics where they must be and ends the
+//! file exactly (§10).
+//!
+//! Records are streamed: they are counted per distinct (mode, pid, tid,
+//! event, pc, call stack) while reading, so memory grows with the number of
+//! distinct stacks, not with the number of records.
+
+mod capture;
+mod head;
+mod images;
+mod info;
+mod layout;
+mod mapping;
+mod pid_info;
+mod profile;
+mod records;
+mod source;
+mod tables;
+
+pub use capture::{cpu_from_file_name, is_sample_file_name};
+pub use head::{
+    event_name, FileHead, DEFAULT_CALL_DEPTH, DEFAULT_PATH_LEN, FILE_HEAD_MAGIC, FILE_HEAD_SIZE,
+    MODULE_HEAD_MAGIC, RECORD_FIXED_SIZE, VMA_HEAD_MAGIC,
+};
+pub use layout::{Layout, Origin};
+pub use pid_info::PidInfo;
+pub use records::{ApsFile, Record};
+pub use tables::{merged_modules, ModuleEntry, VmaEntry};
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::input::{Detection, Input};
+use super::options::ReadOptions;
+use crate::error::Result;
+use crate::profile::Profile;
+use capture::expand_inputs;
+use capture::sample_files_in;
+use head::magic_order;
+use head::TABLE_HEAD_SIZE;
+use images::symbolize_images;
+use info::describe_file;
+use profile::build_profile;
+use records::count_records;
+
+/// An APS sample file starts with the file-head magic in either byte order
+/// and holds at least the head and the two table heads.
+pub fn detect(head: &[u8], file_len: u64) -> bool {
+    magic_order(head, FILE_HEAD_MAGIC).is_some() && file_len >= FILE_HEAD_SIZE + 2 * TABLE_HEAD_SIZE
+}
+
+/// The file-head magic in either byte order, and room for the heads.
+pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
+    if detect(head, file_len) {
+        Detection::Magic
+    } else {
+        Detection::No
+    }
+}
+
+/// A directory holding `sample_cpu_<N>_…` files (§7).
+pub fn detect_dir(path: &Path) -> bool {
+    sample_files_in(path).is_ok_and(|files| !files.is_empty())
+}
+
+/// Reads APS sample files (and capture directories) into one profile.
+pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
+    let inputs = expand_inputs(inputs, options)?;
+    let pid_info = inputs.pid_info.as_deref().map(PidInfo::load).transpose()?;
+    let mut files = Vec::with_capacity(inputs.files.len());
+    let mut counts = Vec::with_capacity(inputs.files.len());
+    for sample_file in &inputs.files {
+        sample_file.with(options, |input| {
+            let (file, mut src) = ApsFile::open(input, options)?;
+            counts.push(count_records(&file, &mut src, options)?);
+            files.push(file);
+            Ok(())
+        })?;
+    }
+    let (mut profile, images) = build_profile(
+        &files,
+        counts,
+        pid_info.as_ref(),
+        inputs.pid_info.as_deref(),
+    );
+    if let Some(root) = &options.aps.image_root {
+        symbolize_images(&mut profile, root, &images);
+    }
+    Ok(profile)
+}
+
+/// Describes the inputs: layout, head fields, tables and record counts.
+pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
+    let inputs = expand_inputs(inputs, options)?;
+    let mut out = String::new();
+    for sample_file in &inputs.files {
+        sample_file.with(options, |input| describe_file(&mut out, input, options))?;
+    }
+    if let Some(p) = &inputs.pid_info {
+        let info = PidInfo::load(p)?;
+        let _ = writeln!(
+            out,
+            "pid_info:        {} ({} threads)",
+            p.display(),
+            info.len()
+        );
+    }
+    Ok(out)
+}

@@ -1,0 +1,89 @@
+//! `pid_info` (§7): the thread and process names `ps` printed on the board.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// The largest `pid_info` read: a `ps` listing of a million threads is
+/// about 50 MiB.
+pub const PID_INFO_LIMIT: u64 = 64 << 20;
+
+/// Thread and process names from `pid_info` (`pid tid tty time name` lines).
+#[derive(Debug, Default, Clone)]
+pub struct PidInfo {
+    threads: HashMap<(i64, i64), String>,
+    by_tid: HashMap<i64, String>,
+}
+
+impl PidInfo {
+    pub fn parse(text: &str) -> PidInfo {
+        let mut info = PidInfo::default();
+        for line in text.lines() {
+            let columns: Vec<&str> = line.split_whitespace().collect();
+            // Header lines (`PID TID TTY TIME CMD`) and short lines carry no thread.
+            let (Some(pid), Some(tid)) = (
+                columns.first().and_then(|c| c.parse::<i64>().ok()),
+                columns.get(1).and_then(|c| c.parse::<i64>().ok()),
+            ) else {
+                continue;
+            };
+            let Some(name) = columns
+                .get(4..)
+                .filter(|n| !n.is_empty())
+                .map(|n| n.join(" "))
+            else {
+                continue;
+            };
+            info.threads
+                .entry((pid, tid))
+                .or_insert_with(|| name.clone());
+            info.by_tid.entry(tid).or_insert(name);
+        }
+        info
+    }
+
+    /// Reads a `pid_info` file of at most [`PID_INFO_LIMIT`] bytes (a `ps`
+    /// listing; `--pid-info /dev/zero` must not read forever).
+    pub fn load(path: &Path) -> Result<PidInfo> {
+        use std::io::Read;
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut bytes = Vec::new();
+        file.take(PID_INFO_LIMIT + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, e))?;
+        if bytes.len() as u64 > PID_INFO_LIMIT {
+            return Err(Error::format(
+                path,
+                PID_INFO_LIMIT,
+                format!(
+                    "expected a pid_info listing (`pid tid tty time name` lines) of at most {} MiB",
+                    PID_INFO_LIMIT >> 20
+                ),
+            ));
+        }
+        Ok(PidInfo::parse(&String::from_utf8_lossy(&bytes)))
+    }
+
+    pub fn thread_name(&self, pid: i64, tid: i64) -> Option<&str> {
+        self.threads
+            .get(&(pid, tid))
+            .or_else(|| self.by_tid.get(&tid))
+            .map(String::as_str)
+    }
+
+    /// The name of the process: its main thread's (tid = pid).
+    pub fn process_name(&self, pid: i64) -> Option<&str> {
+        self.threads.get(&(pid, pid)).map(String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.threads.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.threads.is_empty()
+    }
+}
+
+// Inputs: files, capture directories, pid_info.

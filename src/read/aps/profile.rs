@@ -1,0 +1,161 @@
+//! Building the profile from the counted records of every file: sample
+//! types per event, labels, metadata and comments.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+use super::head::event_name;
+use super::mapping::{main_executables, FileMaps, Image, Mapper};
+use super::pid_info::PidInfo;
+use super::records::{ApsFile, FileCounts};
+use crate::profile::{Label, Profile};
+
+/// The profile of the counted records, and the image of each mapping.
+pub(super) fn build_profile(
+    files: &[ApsFile],
+    counts: Vec<FileCounts>,
+    pid_info: Option<&PidInfo>,
+    pid_info_path: Option<&Path>,
+) -> (Profile, Vec<Image>) {
+    let mut profile = Profile::new(&[("samples", "count")]);
+    // Samples per event id, to name the sample types and the period.
+    let mut events: BTreeMap<u32, u64> = BTreeMap::new();
+    for (key, n) in counts.iter().flat_map(|c| &c.entries) {
+        if let Some(&event) = key.get(3) {
+            let slot = events.entry(event).or_insert(0);
+            *slot = slot.saturating_add(*n);
+        }
+    }
+    let mut event_type = HashMap::new();
+    for &event in events.keys() {
+        event_type.insert(event, profile.add_sample_type(&event_name(event), "events"));
+    }
+    // pprof has one period: reset_value, in the most sampled event.
+    let main_event = events
+        .iter()
+        .max_by_key(|&(id, n)| (*n, std::cmp::Reverse(*id)))
+        .map(|(&id, _)| event_name(id));
+    if let (Some(name), Some(file)) = (main_event, files.first()) {
+        profile.set_period(
+            &name,
+            "events",
+            i64::try_from(file.head.reset_value).unwrap_or(i64::MAX),
+        );
+    }
+
+    // Time range: the earliest begin to the latest end.
+    if let Some(begin) = files.iter().map(|f| f.head.begin_nanos()).min() {
+        let end = files
+            .iter()
+            .map(|f| f.head.end_nanos())
+            .max()
+            .unwrap_or(begin);
+        profile.time_nanos = begin;
+        profile.duration_nanos = end.saturating_sub(begin).max(0);
+    }
+    let several = files.len() > 1;
+    profile.add_metadata("format", "APS sample file");
+    for file in files {
+        let prefix = if several {
+            format!(
+                "{} ",
+                file.path
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            )
+        } else {
+            String::new()
+        };
+        let h = &file.head;
+        let l = &file.layout;
+        if let Some(cpu) = file.cpu {
+            profile.add_metadata(format!("{prefix}cpu"), cpu.to_string());
+        }
+        profile.add_metadata(format!("{prefix}byte order"), h.endian.name());
+        profile.add_metadata(
+            format!("{prefix}call depth"),
+            format!("{} ({})", l.call_depth, l.call_depth_origin.describe()),
+        );
+        profile.add_metadata(
+            format!("{prefix}path length"),
+            format!("{} ({})", l.path_len, l.path_len_origin.describe()),
+        );
+        profile.add_metadata(format!("{prefix}reset_value"), h.reset_value.to_string());
+        profile.add_metadata(format!("{prefix}stBeginTime"), h.st_begin_time.to_string());
+        profile.add_metadata(format!("{prefix}stEndTime"), h.st_end_time.to_string());
+        profile.add_metadata(format!("{prefix}cputype"), h.cputype.to_string());
+    }
+    if let Some(p) = pid_info_path {
+        profile.add_metadata("pid_info", p.display().to_string());
+    }
+    profile.comments.push(
+        "APS: stacks are pc then cs[0..cs_layer], leaf first; events = samples x reset_value"
+            .to_owned(),
+    );
+    let dropped: u64 = counts.iter().map(|c| c.dropped_idle).sum();
+    if dropped > 0 {
+        profile
+            .comments
+            .push(format!("APS: {dropped} samples of pid 0 (idle) left out"));
+    }
+    let sre: BTreeSet<(i32, &str)> = files
+        .iter()
+        .flat_map(|f| &f.vmas)
+        .filter(|v| v.is_sre)
+        .map(|v| (v.pid, v.file.as_str()))
+        .collect();
+    for (pid, file) in sre {
+        profile
+            .comments
+            .push(format!("APS: pid {pid}: {file} is an SRE image"));
+    }
+
+    let executables = main_executables(files);
+    let mut mapper = Mapper {
+        ids: HashMap::new(),
+        images: Vec::new(),
+    };
+    let ntypes = profile.sample_types.len();
+    let mut stack = Vec::new();
+    let mut labels: Vec<Label> = Vec::new();
+    for (file, file_counts) in files.iter().zip(counts) {
+        let mut maps = FileMaps::new(file);
+        for (key, count) in file_counts.entries {
+            let [user, pid, tid, event, frames @ ..] = &*key else {
+                continue;
+            };
+            let (user, pid, tid) = (*user != 0, *pid as i32, *tid as i32);
+            stack.clear();
+            for (i, &address) in frames.iter().enumerate() {
+                let mapping = maps.find(&mut profile, &mut mapper, user, pid, address);
+                stack.push(profile.address_location(mapping, u64::from(address), i > 0));
+            }
+            labels.clear();
+            labels.push(profile.label_num("pid", i64::from(pid), ""));
+            labels.push(profile.label_num("tid", i64::from(tid), ""));
+            if let Some(cpu) = file.cpu {
+                labels.push(profile.label_num("cpu", i64::from(cpu), ""));
+            }
+            labels.push(profile.label_str("mode", if user { "user" } else { "kernel" }));
+            let process = pid_info
+                .and_then(|p| p.process_name(i64::from(pid)))
+                .or_else(|| executables.get(&pid).map(String::as_str));
+            if let Some(name) = process {
+                labels.push(profile.label_str("process_name", name));
+            }
+            if let Some(name) = pid_info.and_then(|p| p.thread_name(i64::from(pid), i64::from(tid)))
+            {
+                labels.push(profile.label_str("thread_name", name));
+            }
+            let mut values = vec![0i64; ntypes];
+            let samples = i64::try_from(count).unwrap_or(i64::MAX);
+            values[0] = samples;
+            if let Some(&t) = event_type.get(event) {
+                let reset = i64::try_from(file.head.reset_value).unwrap_or(i64::MAX);
+                values[t] = samples.saturating_mul(reset);
+            }
+            profile.add_sample(&stack, &values, &labels);
+        }
+    }
+    (profile, mapper.images)
+}

@@ -1,0 +1,202 @@
+//! Records (§3.2), streamed a few megabytes at a time and counted per
+//! distinct (mode, pid, tid, event, stack) key, so that memory grows with
+//! the distinct stacks, not with the records.
+
+use std::path::PathBuf;
+
+use rustc_hash::FxHashMap;
+
+use super::capture::cpu_from_file_name;
+use super::head::{FileHead, FILE_HEAD_SIZE, RECORD_FIXED_SIZE};
+use super::layout::{solve_layout, Layout};
+use super::source::Source;
+use super::tables::{parse_tables, ModuleEntry, VmaEntry};
+use crate::error::{Error, Result};
+use crate::read::cursor::Endian;
+use crate::read::input::Input;
+use crate::read::options::ReadOptions;
+
+/// Bytes of records read at a time while streaming.
+pub(super) const CHUNK_BYTES: u64 = 4 << 20;
+
+/// One record, in the byte order of the file head.
+#[derive(Clone, Copy)]
+pub struct Record<'a> {
+    bytes: &'a [u8],
+    endian: Endian,
+}
+
+impl Record<'_> {
+    fn field(&self, offset: usize) -> u32 {
+        self.bytes
+            .get(offset..offset + 4)
+            .map_or(0, |b| self.endian.u32(b))
+    }
+    pub fn user(&self) -> bool {
+        self.field(0) != 0
+    }
+    pub fn pid(&self) -> i32 {
+        self.field(4) as i32
+    }
+    pub fn tid(&self) -> i32 {
+        self.field(8) as i32
+    }
+    pub fn time_diff(&self) -> i32 {
+        self.field(12) as i32
+    }
+    pub fn cs_layer(&self) -> i32 {
+        self.field(20) as i32
+    }
+    pub fn event(&self) -> u32 {
+        self.field(24)
+    }
+    pub fn pc(&self) -> u32 {
+        self.field(32)
+    }
+    /// D of this record's layout.
+    pub fn call_depth(&self) -> usize {
+        (self.bytes.len().saturating_sub(RECORD_FIXED_SIZE as usize)) / 4
+    }
+    /// `cs_layer` clamped to [0, D] (§10; the reporter did not clamp).
+    pub fn valid_layers(&self) -> usize {
+        usize::try_from(self.cs_layer().max(0))
+            .unwrap_or(0)
+            .min(self.call_depth())
+    }
+    /// Appends the stack, leaf first: pc, then cs[0..cs_layer] up to the
+    /// first 0 entry (§10).
+    pub fn push_stack(&self, out: &mut Vec<u32>) {
+        out.push(self.pc());
+        for i in 0..self.valid_layers() {
+            let address = self.field(RECORD_FIXED_SIZE as usize + 4 * i);
+            if address == 0 {
+                break;
+            }
+            out.push(address);
+        }
+    }
+}
+
+/// One sample file: its head, layout and tables.
+pub struct ApsFile {
+    pub path: PathBuf,
+    pub cpu: Option<u32>,
+    pub len: u64,
+    pub head: FileHead,
+    pub layout: Layout,
+    pub modules: Vec<ModuleEntry>,
+    pub vmas: Vec<VmaEntry>,
+}
+
+impl ApsFile {
+    pub(super) fn open<'a>(
+        input: &'a Input,
+        options: &ReadOptions,
+    ) -> Result<(ApsFile, Source<'a>)> {
+        let path = input.name();
+        let mut src = Source::new(input);
+        let len = src.len();
+        if len < FILE_HEAD_SIZE {
+            return Err(Error::format(
+                path,
+                len,
+                format!(
+                    "the file has {len} bytes, fewer than the {FILE_HEAD_SIZE}-byte APS file head"
+                ),
+            ));
+        }
+        let mut head_bytes = [0u8; FILE_HEAD_SIZE as usize];
+        src.read_at(path, 0, &mut head_bytes)?;
+        let head = FileHead::parse(path, &head_bytes)?;
+        let layout = solve_layout(path, &mut src, &head, options)?;
+        let (modules, vmas) = parse_tables(path, &mut src, &layout)?;
+        let file = ApsFile {
+            path: path.to_path_buf(),
+            cpu: cpu_from_file_name(path),
+            len,
+            head,
+            layout,
+            modules,
+            vmas,
+        };
+        Ok((file, src))
+    }
+
+    /// Calls `visit` on every record, reading a few megabytes at a time.
+    /// Reports each chunk to `options`' progress.
+    pub(super) fn for_each_record(
+        &self,
+        src: &mut Source<'_>,
+        options: &ReadOptions,
+        mut visit: impl FnMut(Record<'_>),
+    ) -> Result<()> {
+        let size = self.layout.record_size();
+        let total = u64::from(self.head.index);
+        let per_chunk = (CHUNK_BYTES / size).clamp(1, total.max(1));
+        // At most the records' bytes, which the layout put inside the file.
+        let mut buf = vec![0u8; (per_chunk * size) as usize];
+        let mut done = 0u64;
+        while done < total {
+            let n = per_chunk.min(total - done);
+            let bytes = &mut buf[..(n * size) as usize];
+            src.read_at(&self.path, FILE_HEAD_SIZE + done * size, bytes)?;
+            options.advance(bytes.len() as u64);
+            for record in bytes.chunks_exact(size as usize) {
+                visit(Record {
+                    bytes: record,
+                    endian: self.head.endian,
+                });
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+// pid_info (§7).
+
+/// Records of one file counted per distinct `[user, pid, tid, event,
+/// stack…]` key, sorted by key.
+pub(super) struct FileCounts {
+    pub(super) entries: Vec<(Box<[u32]>, u64)>,
+    pub(super) dropped_idle: u64,
+}
+
+pub(super) fn count_records(
+    file: &ApsFile,
+    src: &mut Source<'_>,
+    options: &ReadOptions,
+) -> Result<FileCounts> {
+    let drop_idle = options.aps.drop_idle;
+    // FxHash, as the IR's tables: about twice as fast as SipHash on these keys.
+    let mut counts: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
+    let mut key: Vec<u32> = Vec::with_capacity(4 + 1 + file.layout.call_depth);
+    let mut dropped_idle = 0u64;
+    file.for_each_record(src, options, |r| {
+        if drop_idle && r.pid() == 0 {
+            dropped_idle += 1;
+            return;
+        }
+        key.clear();
+        key.extend([
+            u32::from(r.user()),
+            r.pid() as u32,
+            r.tid() as u32,
+            r.event(),
+        ]);
+        r.push_stack(&mut key);
+        match counts.get_mut(key.as_slice()) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(key.as_slice().into(), 1);
+            }
+        }
+    })?;
+    let mut entries: Vec<(Box<[u32]>, u64)> = counts.into_iter().collect();
+    // Sorted, so that outputs do not depend on hash order.
+    entries.sort_unstable();
+    Ok(FileCounts {
+        entries,
+        dropped_idle,
+    })
+}

@@ -1,0 +1,148 @@
+//! What a reading is asked to do: the options every reader shares and one
+//! options struct per format.
+
+use std::path::PathBuf;
+
+/// The legacy formats profconv reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum Format {
+    /// GNU gprof `gmon.out` (GNU tagged, 4.4BSD and 4.3BSD layouts).
+    Gprof,
+    /// mpatrol `mpatrol.out` allocation profiles.
+    Mpatrol,
+    /// DCPI profile files, databases and `dcpicat` dumps.
+    Dcpi,
+    /// APS sample files.
+    Aps,
+}
+
+impl Format {
+    /// The format's name as the command line and messages spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Gprof => "gprof",
+            Format::Mpatrol => "mpatrol",
+            Format::Dcpi => "dcpi",
+            Format::Aps => "aps",
+        }
+    }
+}
+
+/// How the gprof reader builds stacks (docs/formats/gprof.md §4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum GprofStacks {
+    /// Distribute self time over callers along the call-graph arcs.
+    #[default]
+    Synthesized,
+    /// One-frame stacks: the function that was sampled.
+    Flat,
+}
+
+/// Which DCPI epochs to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum EpochSelect {
+    /// Every epoch, summed per image.
+    #[default]
+    All,
+    /// Only the newest epoch.
+    Latest,
+    /// The epoch with this directory name.
+    Named(String),
+}
+
+/// Options of the gprof reader.
+#[derive(Debug, Clone, Default)]
+pub struct GprofOptions {
+    /// Address size in bytes (4 or 8) instead of detecting it.
+    pub pointer_size: Option<usize>,
+    /// Clock rate (ticks per second) for 4.3BSD files, which do not record it.
+    pub rate: Option<u32>,
+    /// Synthesized or flat stacks.
+    pub stacks: GprofStacks,
+}
+
+/// Options of the mpatrol reader.
+#[derive(Debug, Clone, Default)]
+pub struct MpatrolOptions {
+    /// Split samples by allocation size class.
+    pub size_classes: bool,
+}
+
+/// Options of the DCPI reader.
+#[derive(Debug, Clone, Default)]
+pub struct DcpiOptions {
+    /// Instruction size in bytes (default 4).
+    pub insn_size: Option<u32>,
+    /// Which epochs of a database to read.
+    pub epoch: EpochSelect,
+    /// A directory to find images in by their `path` header.
+    pub image_dir: Option<PathBuf>,
+}
+
+/// Options of the APS reader.
+#[derive(Debug, Clone, Default)]
+pub struct ApsOptions {
+    /// Call depth D instead of detecting it.
+    pub call_depth: Option<usize>,
+    /// Path length P instead of detecting it.
+    pub path_len: Option<usize>,
+    /// A copy of the board's file system, to symbolize with.
+    pub image_root: Option<PathBuf>,
+    /// The `pid_info` file with thread and process names.
+    pub pid_info: Option<PathBuf>,
+    /// Leave pid 0 (idle) out.
+    pub drop_idle: bool,
+}
+
+/// How far reading has got, for a progress display: bytes of input read so
+/// far. Readers add whole files as they finish them and streamed files
+/// chunk by chunk; another thread may poll it meanwhile.
+#[derive(Debug, Default)]
+pub struct Progress {
+    read: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    /// Bytes read so far.
+    pub fn read(&self) -> u64 {
+        self.read.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn add(&self, bytes: u64) {
+        self.read
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Options of every reader: the shared ones, and one struct per format.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Force the input format instead of detecting it.
+    pub format: Option<Format>,
+    /// The executable (or image) to symbolize addresses with.
+    pub binary: Option<PathBuf>,
+    /// The most bytes a gzip-compressed input may decompress to (default:
+    /// 64 × its compressed size, at least 256 MiB).
+    pub max_input_size: Option<u64>,
+    /// gprof options.
+    pub gprof: GprofOptions,
+    /// mpatrol options.
+    pub mpatrol: MpatrolOptions,
+    /// DCPI options.
+    pub dcpi: DcpiOptions,
+    /// APS options.
+    pub aps: ApsOptions,
+    /// Where readers report the bytes they have read, if anyone watches.
+    pub progress: Option<std::sync::Arc<Progress>>,
+}
+
+impl ReadOptions {
+    /// Reports `bytes` more of input read.
+    pub fn advance(&self, bytes: u64) {
+        if let Some(p) = &self.progress {
+            p.add(bytes);
+        }
+    }
+}

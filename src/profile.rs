@@ -112,6 +112,19 @@ impl Mapping {
     }
 }
 
+/// What symbolization found for a mapping's locations (pprof's `has_*` flags).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SymbolFlags {
+    /// Some location got a function name.
+    pub functions: bool,
+    /// Some location got a source file.
+    pub filenames: bool,
+    /// Some location got a line number.
+    pub line_numbers: bool,
+    /// Some location got inlined frames.
+    pub inline_frames: bool,
+}
+
 /// A function (or procedure) as a symbol table or debug information names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Function {
@@ -262,6 +275,24 @@ impl Profile {
     pub fn add_distinct_mapping(&mut self, mapping: Mapping) -> MappingId {
         self.mappings.push(mapping);
         (self.mappings.len() - 1) as MappingId
+    }
+
+    /// Sets the `has_*` flags of a mapping that `found` sets (never clears one).
+    pub fn add_mapping_flags(&mut self, id: MappingId, found: SymbolFlags) {
+        if let Some(m) = self.mappings.get_mut(id as usize) {
+            m.has_functions |= found.functions;
+            m.has_filenames |= found.filenames;
+            m.has_line_numbers |= found.line_numbers;
+            m.has_inline_frames |= found.inline_frames;
+        }
+    }
+
+    /// Sets the build id of a mapping (hex text, as pprof shows it).
+    pub fn set_mapping_build_id(&mut self, id: MappingId, build_id: &str) {
+        let build_id = self.intern(build_id);
+        if let Some(m) = self.mappings.get_mut(id as usize) {
+            m.build_id = build_id;
+        }
     }
 
     /// Adds a mapping, or finds the equal one already there.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
 
 use crate::error::{Error, Result};
-use crate::profile::{Line, MappingId, Profile};
+use crate::profile::{Line, MappingId, Profile, SymbolFlags};
 
 /// A function symbol of the executable's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +55,8 @@ pub struct Binary {
     pub segments: Vec<LoadSegment>,
     /// The file DWARF was read from, when any was found.
     pub debug_file: Option<PathBuf>,
+    /// Link-time address of each named section, in file order.
+    sections: Vec<(String, u64)>,
     symbols: Vec<FunctionSymbol>,
     dwarf: Option<addr2line::Loader>,
 }
@@ -258,6 +260,10 @@ impl Binary {
             }
         }
         let mut symbols = text_symbols(&file);
+        let sections = file
+            .sections()
+            .filter_map(|s| Some((s.name().ok()?.to_owned(), s.address())))
+            .collect();
 
         let mut debug_file = None;
         if has_dwarf(&file) {
@@ -296,6 +302,7 @@ impl Binary {
             big_endian,
             segments,
             debug_file,
+            sections,
             symbols,
             dwarf,
         })
@@ -324,6 +331,14 @@ impl Binary {
             self.symbols.get(i + 1).map_or(u64::MAX, |n| n.address)
         };
         (address < end).then_some(sym)
+    }
+
+    /// The link-time address of the first section called `name` (`.text`).
+    pub fn section_address(&self, name: &str) -> Option<u64> {
+        self.sections
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, address)| address)
     }
 
     /// The address range of the executable segments, `[start, limit)`.
@@ -461,20 +476,60 @@ pub struct SymbolizeStats {
     pub symbolized: usize,
 }
 
-/// Symbolizes every unsymbolized location of `mapping` with `binary`.
-/// `to_svma` turns a location's address into the binary's link-time address
-/// (identity for gprof, `pc − vm_start + offset` through the program headers
-/// for a process mapping). Return addresses are looked up one byte earlier.
-/// Sets the mapping's `has_*` flags from what was really found.
+/// How an image was loaded: turns a profiled address into the binary's
+/// link-time address (SVMA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relocation {
+    /// The profile's addresses are the link-time addresses (gprof, a kernel).
+    Identity,
+    /// The image was loaded `bias` bytes above its link-time addresses
+    /// (`svma = address − bias`, wrapping as the loader's arithmetic does).
+    Bias(u64),
+    /// A process mapping that starts at file offset 0 at `start`: the file
+    /// offset `address − start` is found in the program headers.
+    FileOffset {
+        /// The mapping's first address.
+        start: u64,
+    },
+    /// A section whose link-time address is `section` was loaded at `start`
+    /// (`svma = section + address − start`): SRE images, kernel modules, DCPI
+    /// images relocated away from their text.
+    Section {
+        /// Where the section was loaded.
+        start: u64,
+        /// The section's link-time address ([`Binary::section_address`]).
+        section: u64,
+    },
+}
+
+impl Relocation {
+    /// The link-time address of `address` in `binary`, if it has one.
+    pub fn svma(self, binary: &Binary, address: u64) -> Option<u64> {
+        match self {
+            Relocation::Identity => Some(address),
+            Relocation::Bias(bias) => Some(address.wrapping_sub(bias)),
+            Relocation::FileOffset { start } => address
+                .checked_sub(start)
+                .and_then(|offset| binary.file_offset_to_svma(offset)),
+            Relocation::Section { start, section } => address
+                .checked_sub(start)
+                .and_then(|offset| section.checked_add(offset)),
+        }
+    }
+}
+
+/// Symbolizes every unsymbolized location of `mapping` with `binary`, the
+/// image loaded as `relocation` says. Return addresses are looked up one
+/// byte earlier. Sets the mapping's `has_*` flags from what was really found
+/// and, when the binary has one, its build id.
 pub fn symbolize_mapping(
     profile: &mut Profile,
     mapping: MappingId,
     binary: &Binary,
-    to_svma: &dyn Fn(u64) -> Option<u64>,
+    relocation: Relocation,
 ) -> SymbolizeStats {
     let mut stats = SymbolizeStats::default();
-    let (mut any_function, mut any_file, mut any_line, mut any_inline) =
-        (false, false, false, false);
+    let mut found = SymbolFlags::default();
     for id in 0..profile.locations.len() {
         let location = &profile.locations[id];
         if location.mapping != Some(mapping) || !location.lines.is_empty() {
@@ -486,7 +541,7 @@ pub fn symbolize_mapping(
         } else {
             location.address
         };
-        let Some(svma) = to_svma(lookup) else {
+        let Some(svma) = relocation.svma(binary, lookup) else {
             continue;
         };
         let frames = binary.frames(svma);
@@ -494,27 +549,32 @@ pub fn symbolize_mapping(
             continue;
         }
         stats.symbolized += 1;
-        any_function = true;
-        any_inline |= frames.len() > 1;
-        let mut lines = Vec::with_capacity(frames.len());
-        for f in &frames {
-            any_file |= !f.file.is_empty();
-            any_line |= f.line > 0;
-            let function = profile.add_function(&f.function, &f.system_name, &f.file, 0);
-            lines.push(Line {
-                function,
-                line: f.line,
-            });
-        }
+        let lines = intern_frames(profile, &frames, &mut found);
         profile.set_location_lines(id as u32, lines);
     }
-    if let Some(m) = profile.mappings.get_mut(mapping as usize) {
-        m.has_functions |= any_function;
-        m.has_filenames |= any_file;
-        m.has_line_numbers |= any_line;
-        m.has_inline_frames |= any_inline;
-    }
+    profile.add_mapping_flags(mapping, found);
     stats
+}
+
+/// The IR lines of `frames`, noting in `found` what they carry.
+fn intern_frames(
+    profile: &mut Profile,
+    frames: &[SourceFrame],
+    found: &mut SymbolFlags,
+) -> Vec<Line> {
+    found.functions = true;
+    found.inline_frames |= frames.len() > 1;
+    let mut lines = Vec::with_capacity(frames.len());
+    for f in frames {
+        found.filenames |= !f.file.is_empty();
+        found.line_numbers |= f.line > 0;
+        let function = profile.add_function(&f.function, &f.system_name, &f.file, 0);
+        lines.push(Line {
+            function,
+            line: f.line,
+        });
+    }
+    lines
 }
 
 #[cfg(test)]

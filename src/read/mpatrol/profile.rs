@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::profile::{GroupBy, Line, LocationId, Mapping, MappingId, Profile};
 use crate::read::cursor::Cursor;
 use crate::read::options::ReadOptions;
-use crate::symbolize::{self, Binary};
+use crate::symbolize::{self, Binary, Relocation};
 
 /// The sample types, in this order (spec §3).
 pub(super) const SAMPLE_TYPES: [(&str, &str); 6] = [
@@ -142,7 +142,7 @@ pub fn to_profile(
         named.push((id, pos));
     }
     if let (Some(b), Some((id, _, _))) = (&binary, mapping) {
-        symbolize::symbolize_mapping(&mut profile, id, b, &|addr| Some(addr.wrapping_sub(bias)));
+        symbolize::symbolize_mapping(&mut profile, id, b, Relocation::Bias(bias));
     }
     // Names from the file itself where the binary gave none (or there is no
     // binary). A call site without a name stays an address, as mprof shows it.

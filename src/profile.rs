@@ -423,6 +423,73 @@ impl Profile {
         });
     }
 
+    /// Checks the invariants every writer relies on: ids in range (strings,
+    /// mappings, functions, locations), one value per sample type, labels
+    /// sorted, a default sample type that exists. Returns what is wrong.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let strings = self.strings.as_slice().len();
+        let str_ok = |id: StrId| (id as usize) < strings;
+        let types = self.sample_types.len();
+        if self.default_sample_type.is_some_and(|d| d >= types) {
+            return Err(format!("default sample type out of {types} types"));
+        }
+        let value_types = self.sample_types.iter().chain(self.period_type.as_ref());
+        if let Some(t) = value_types
+            .into_iter()
+            .find(|t| !str_ok(t.kind) || !str_ok(t.unit))
+        {
+            return Err(format!("value type {t:?} names a string out of range"));
+        }
+        for (i, m) in self.mappings.iter().enumerate() {
+            if !str_ok(m.filename) || !str_ok(m.build_id) {
+                return Err(format!("mapping {i} names a string out of range"));
+            }
+        }
+        for (i, f) in self.functions.iter().enumerate() {
+            if ![f.name, f.system_name, f.filename].into_iter().all(str_ok) {
+                return Err(format!("function {i} names a string out of range"));
+            }
+        }
+        for (i, l) in self.locations.iter().enumerate() {
+            if l.mapping.is_some_and(|m| m as usize >= self.mappings.len()) {
+                return Err(format!("location {i} has a mapping out of range"));
+            }
+            if l.lines
+                .iter()
+                .any(|line| line.function as usize >= self.functions.len())
+            {
+                return Err(format!("location {i} has a function out of range"));
+            }
+        }
+        self.check_samples(str_ok)
+    }
+
+    fn check_samples(&self, str_ok: impl Fn(StrId) -> bool) -> std::result::Result<(), String> {
+        let types = self.sample_types.len();
+        for (i, s) in self.samples.iter().enumerate() {
+            if s.values.len() != types {
+                return Err(format!(
+                    "sample {i} has {} values for {types} sample types",
+                    s.values.len()
+                ));
+            }
+            if s.stack.iter().any(|&l| l as usize >= self.locations.len()) {
+                return Err(format!("sample {i} has a location out of range"));
+            }
+            if !s.labels.is_sorted() {
+                return Err(format!("sample {i} has unsorted labels"));
+            }
+            let label_strings = s.labels.iter().flat_map(|l| match l.value {
+                LabelValue::Str(v) => [l.key, v],
+                LabelValue::Num { unit, .. } => [l.key, unit],
+            });
+            if !label_strings.into_iter().all(&str_ok) {
+                return Err(format!("sample {i} has a label string out of range"));
+            }
+        }
+        Ok(())
+    }
+
     /// Sum of sample type `i` over all samples.
     pub fn total(&self, i: usize) -> i64 {
         self.samples
@@ -707,6 +774,19 @@ mod tests {
         let mut a = Profile::new(&[("cpu", "nanoseconds")]);
         let b = Profile::new(&[("cpu", "count")]);
         assert!(a.merge(&b).is_err());
+    }
+
+    #[test]
+    fn check_finds_a_sample_with_the_wrong_number_of_values() {
+        let mut p = Profile::new(&[("samples", "count")]);
+        let l = p.address_location(None, 0x10, false);
+        p.add_sample(&[l], &[1], &[]);
+        assert_eq!(p.check(), Ok(()));
+        p.samples[0].values.push(2);
+        assert!(p
+            .check()
+            .unwrap_err()
+            .contains("2 values for 1 sample types"));
     }
 
     #[test]

@@ -88,6 +88,7 @@ pub fn write(
     options: &WriteOptions,
     out: &mut dyn Write,
 ) -> Result<()> {
+    debug_assert_eq!(profile.check(), Ok(()), "the IR's invariants");
     match format {
         OutputFormat::Pprof => pprof::write(profile, true, out),
         OutputFormat::PprofRaw => pprof::write(profile, false, out),

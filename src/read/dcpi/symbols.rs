@@ -1,4 +1,4 @@
-//! Symbolization of DCPI images with `--binary` or `--image-dir` (spec dcpi §6.7).
+//! Symbolization of DCPI images with `--binary` or `--image-dir` (docs/formats/dcpi.md §6.7).
 
 use std::path::PathBuf;
 

@@ -1,5 +1,5 @@
 //! GNU gprof `gmon.out` reader: the GNU tagged format (both byte orders, 4-
-//! and 8-byte addresses), 4.4BSD and 4.3BSD headers (spec gprof.md §1–§2), and
+//! and 8-byte addresses), 4.4BSD and 4.3BSD headers (docs/formats/gprof.md §1–§2), and
 //! the mapping to the IR the way gprof reasons about it (§3–§4).
 
 mod bsd;

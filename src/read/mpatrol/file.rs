@@ -11,7 +11,7 @@ pub const MAGIC: &[u8; 4] = b"MPTL";
 pub const FIRST_VERSIONED: u64 = 10300;
 
 /// Versions are `major * 10000 + minor * 100 + patch`: anything at or past
-/// this is not a version (spec §2, detection).
+/// this is not a version (docs/formats/mpatrol.md §2).
 pub(super) const VERSION_LIMIT: u64 = 1_000_000;
 
 /// Words in one profiling record: index, then four arrays of four.
@@ -19,7 +19,7 @@ pub(super) const RECORD_WORDS: usize = 17;
 /// Words in one call site.
 pub(super) const CALL_SITE_WORDS: usize = 6;
 
-/// The four size classes of a profiling record (spec §2, "Profiling record").
+/// The four size classes of a profiling record (docs/formats/mpatrol.md §2).
 pub const SIZE_CLASSES: [&str; 4] = ["small", "medium", "large", "xlarge"];
 
 /// At most this many frames in all the samples' stacks together: a small
@@ -27,7 +27,7 @@ pub const SIZE_CLASSES: [&str; 4] = ["small", "medium", "large", "xlarge"];
 /// square of its size, and the profile holds every frame.
 pub const MAX_STACK_FRAMES: u64 = 1 << 24;
 
-/// The whole-program size histogram (spec §2 row 6).
+/// The whole-program size histogram (docs/formats/mpatrol.md §2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SizeBins {
     /// `alloc_counts[k]`: allocations of exactly `k + 1` bytes, except the
@@ -79,7 +79,7 @@ impl SizeBins {
 }
 
 /// One profiling record: what the allocations of one call stack did, split
-/// by size class (spec §2 row 8).
+/// by size class (docs/formats/mpatrol.md §2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfilingRecord {
     /// Byte offset of the record in the file.
@@ -92,7 +92,7 @@ pub struct ProfilingRecord {
     pub free_bytes: [u64; 4],
 }
 
-/// One call site: a return address in a call stack (spec §2 row 10).
+/// One call site: a return address in a call stack (docs/formats/mpatrol.md §2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallSite {
     /// Byte offset of the call site in the file.

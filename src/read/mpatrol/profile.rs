@@ -12,7 +12,7 @@ use crate::read::cursor::Cursor;
 use crate::read::options::ReadOptions;
 use crate::symbolize::{self, Binary, Relocation};
 
-/// The sample types, in this order (spec §3).
+/// The sample types, in this order (docs/formats/mpatrol.md §3).
 pub(super) const SAMPLE_TYPES: [(&str, &str); 6] = [
     ("alloc_objects", "count"),
     ("alloc_space", "bytes"),
@@ -97,7 +97,7 @@ pub(super) fn binary_mapping(
     Some((id, start, limit))
 }
 
-/// Turns a parsed file into a heap profile (spec §3).
+/// Turns a parsed file into a heap profile (docs/formats/mpatrol.md §3).
 pub fn to_profile(
     path: &Path,
     data: &[u8],

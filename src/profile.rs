@@ -40,6 +40,7 @@ impl Default for StringTable {
 }
 
 impl StringTable {
+    /// The id of `s`, adding it when new.
     pub fn intern(&mut self, s: &str) -> StrId {
         if let Some(&id) = self.index.get(s) {
             return id;
@@ -50,10 +51,12 @@ impl StringTable {
         id
     }
 
+    /// The string with id `id` (`""` when out of range).
     pub fn get(&self, id: StrId) -> &str {
         self.strings.get(id as usize).map_or("", String::as_str)
     }
 
+    /// Every string, by id.
     pub fn as_slice(&self) -> &[String] {
         &self.strings
     }
@@ -62,35 +65,55 @@ impl StringTable {
 /// A (type, unit) pair such as `cpu/nanoseconds` or `alloc_space/bytes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ValueType {
+    /// The type, e.g. `cpu`.
     pub kind: StrId,
+    /// The unit, e.g. `nanoseconds`.
     pub unit: StrId,
 }
 
 /// The value of a label: a string, or a number with an optional unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LabelValue {
+    /// A string value.
     Str(StrId),
-    Num { num: i64, unit: StrId },
+    /// A number, with its unit.
+    Num {
+        /// The value.
+        num: i64,
+        /// Its unit (`""` when none).
+        unit: StrId,
+    },
 }
 
 /// A key/value pair attached to a sample: pid, tid, cpu, event, size class...
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Label {
+    /// The label's name.
     pub key: StrId,
+    /// Its value.
     pub value: LabelValue,
 }
 
 /// An image mapped into the profiled address space.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Mapping {
+    /// First address of the mapping.
     pub start: u64,
+    /// One past its last address.
     pub limit: u64,
+    /// File offset that `start` corresponds to.
     pub file_offset: u64,
+    /// Path or name of the image.
     pub filename: StrId,
+    /// Build id (hex), `""` when unknown.
     pub build_id: StrId,
+    /// Some location of the mapping has a function.
     pub has_functions: bool,
+    /// Some location has a source file.
     pub has_filenames: bool,
+    /// Some location has a line number.
     pub has_line_numbers: bool,
+    /// Some location has inlined frames.
     pub has_inline_frames: bool,
 }
 
@@ -132,14 +155,18 @@ pub struct Function {
     pub name: StrId,
     /// Name as the system knows it (mangled).
     pub system_name: StrId,
+    /// Source file of the function (`""` when unknown).
     pub filename: StrId,
+    /// First line of the function (0 when unknown).
     pub start_line: i64,
 }
 
 /// One frame of a location: a function and a line in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Line {
+    /// The function of this frame.
     pub function: FunctionId,
+    /// The line in it (0 when unknown).
     pub line: i64,
 }
 
@@ -148,11 +175,14 @@ pub struct Line {
 /// lines is unsymbolized.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Location {
+    /// The image the address is in, if known.
     pub mapping: Option<MappingId>,
+    /// The address as profiled (before relocation).
     pub address: u64,
     /// The address is a return address (a caller frame): symbolize it at
     /// `address - 1` so that it lands inside the call instruction.
     pub is_return_address: bool,
+    /// Source frames, innermost first; empty when unsymbolized.
     pub lines: Vec<Line>,
 }
 
@@ -179,14 +209,19 @@ pub enum GroupBy {
 /// A profile in the intermediate representation.
 #[derive(Debug, Clone, Default)]
 pub struct Profile {
+    /// Interned strings; every `StrId` indexes it.
     pub strings: StringTable,
+    /// What each value of a sample measures, in order.
     pub sample_types: Vec<ValueType>,
     /// Index into `sample_types` of the type to show by default.
     pub default_sample_type: Option<usize>,
+    /// What the period counts.
     pub period_type: Option<ValueType>,
+    /// Events between two samples, in `period_type` units.
     pub period: i64,
     /// Start of the collection, nanoseconds since the Unix epoch (0 = unknown).
     pub time_nanos: i64,
+    /// Length of the collection in nanoseconds (0 = unknown).
     pub duration_nanos: i64,
     /// Free-form text that must survive conversion (input header lines, how
     /// stacks were made...). Written as pprof comments.
@@ -197,9 +232,13 @@ pub struct Profile {
     /// Synthetic root frames the readers suggest for folded/speedscope
     /// outputs; the command line may override them.
     pub group_by: Vec<GroupBy>,
+    /// Images, by [`MappingId`].
     pub mappings: Vec<Mapping>,
+    /// Functions, by [`FunctionId`].
     pub functions: Vec<Function>,
+    /// Locations, by [`LocationId`].
     pub locations: Vec<Location>,
+    /// Samples, each with a distinct (stack, labels).
     pub samples: Vec<Sample>,
     function_index: HashMap<Function, FunctionId>,
     location_index: HashMap<Location, LocationId>,
@@ -221,10 +260,12 @@ impl Profile {
         profile
     }
 
+    /// The id of `s` in the string table, adding it when new.
     pub fn intern(&mut self, s: &str) -> StrId {
         self.strings.intern(s)
     }
 
+    /// The string with id `id`.
     pub fn str(&self, id: StrId) -> &str {
         self.strings.get(id)
     }
@@ -258,6 +299,7 @@ impl Profile {
         (self.str(vt.kind), self.str(vt.unit))
     }
 
+    /// Sets the period type and period.
     pub fn set_period(&mut self, kind: &str, unit: &str, period: i64) {
         self.period_type = Some(ValueType {
             kind: self.intern(kind),
@@ -266,6 +308,7 @@ impl Profile {
         self.period = period;
     }
 
+    /// Adds a `key: value` fact about the input.
     pub fn add_metadata(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.metadata.push((key.into(), value.into()));
     }
@@ -304,6 +347,7 @@ impl Profile {
         (self.mappings.len() - 1) as MappingId
     }
 
+    /// Adds a function (or finds the equal one) and returns its id.
     pub fn add_function(
         &mut self,
         name: &str,
@@ -370,6 +414,7 @@ impl Profile {
         self.location_index.entry(location.clone()).or_insert(id);
     }
 
+    /// A label with a string value.
     pub fn label_str(&mut self, key: &str, value: &str) -> Label {
         Label {
             key: self.intern(key),
@@ -377,6 +422,7 @@ impl Profile {
         }
     }
 
+    /// A label with a numeric value in `unit` (`""` for none).
     pub fn label_num(&mut self, key: &str, num: i64, unit: &str) -> Label {
         Label {
             key: self.intern(key),
@@ -675,8 +721,11 @@ impl Profile {
 /// A frame as outputs show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame<'a> {
+    /// The function name (or a synthesized address name).
     pub name: std::borrow::Cow<'a, str>,
+    /// Its source file, when known.
     pub file: Option<&'a str>,
+    /// Its line (0 when unknown).
     pub line: i64,
 }
 

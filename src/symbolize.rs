@@ -15,6 +15,7 @@ use crate::profile::{Line, MappingId, Profile, SymbolFlags};
 /// A function symbol of the executable's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionSymbol {
+    /// Link-time address.
     pub address: u64,
     /// Size from the symbol table (0 when unknown).
     pub size: u64,
@@ -27,31 +28,44 @@ pub struct FunctionSymbol {
 /// One frame at an address, innermost first when inlined.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceFrame {
+    /// Readable (demangled) function name.
     pub function: String,
+    /// Name as in the symbol table or DWARF.
     pub system_name: String,
+    /// Source file (`""` when unknown).
     pub file: String,
+    /// Line (0 when unknown).
     pub line: i64,
 }
 
 /// A loadable segment of the executable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadSegment {
+    /// Link-time address of the segment.
     pub vaddr: u64,
+    /// Its size in memory.
     pub memsz: u64,
+    /// Its offset in the file.
     pub offset: u64,
+    /// Its size in the file.
     pub filesz: u64,
+    /// True for an executable segment.
     pub executable: bool,
 }
 
 /// An executable opened for symbolization.
 pub struct Binary {
+    /// The executable's path.
     pub path: PathBuf,
     /// Hex build id from `.note.gnu.build-id`, empty when there is none.
     pub build_id: String,
     /// ELF type ET_DYN (position-independent).
     pub is_pie: bool,
+    /// Address size in bytes.
     pub pointer_size: usize,
+    /// True for a big-endian executable.
     pub big_endian: bool,
+    /// Loadable segments (`PT_LOAD`).
     pub segments: Vec<LoadSegment>,
     /// The file DWARF was read from, when any was found.
     pub debug_file: Option<PathBuf>,
@@ -313,6 +327,7 @@ impl Binary {
         &self.symbols
     }
 
+    /// True when DWARF was found (in the file or a debug file).
     pub fn has_dwarf(&self) -> bool {
         self.dwarf.is_some()
     }
@@ -445,9 +460,13 @@ type RawFrame<'a> = (
 /// A frame borrowed from the binary's symbol table or debug information.
 #[derive(Debug, Clone, Copy)]
 pub struct FrameRef<'a> {
+    /// Readable function name.
     pub function: &'a str,
+    /// Name as the system knows it.
     pub system_name: &'a str,
+    /// Source file (`""` when unknown).
     pub file: &'a str,
+    /// Line (0 when unknown).
     pub line: i64,
 }
 
@@ -472,7 +491,9 @@ fn elf_segments<Elf: object::read::elf::FileHeader>(
 /// What a symbolization pass found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SymbolizeStats {
+    /// Unsymbolized locations of the mapping looked at.
     pub locations: usize,
+    /// How many of them got frames.
     pub symbolized: usize,
 }
 

@@ -46,6 +46,7 @@ pub fn lines(profile: &Profile, options: &WriteOptions) -> Result<Vec<String>> {
         .collect())
 }
 
+/// Writes the folded lines, one per distinct stack.
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
     let io = |e| Error::io(std::path::Path::new("<output>"), e);
     for line in lines(profile, options)? {

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::profile::Profile;
 use crate::write::{effective_group_by, sample_frames, WriteOptions};
 
+/// The schema speedscope documents its file format with.
 pub const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
 
 /// speedscope's unit for a pprof unit; units outside its enum become `none`.
@@ -24,6 +25,7 @@ pub fn unit(pprof_unit: &str) -> &'static str {
     }
 }
 
+/// The speedscope document of a profile: one sampled profile per sample type.
 pub fn to_json(profile: &Profile, options: &WriteOptions) -> Value {
     let group_by = effective_group_by(profile, options);
     // Frames are shared by function (name and file), not by line, so that a
@@ -103,6 +105,7 @@ pub fn to_json(profile: &Profile, options: &WriteOptions) -> Value {
     })
 }
 
+/// Writes the speedscope JSON document.
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
     let value = to_json(profile, options);
     serde_json::to_writer(&mut *out, &value)

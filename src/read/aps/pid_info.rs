@@ -13,6 +13,7 @@ pub struct PidInfo {
 }
 
 impl PidInfo {
+    /// Parses `ps` output lines (`pid tid tty time name`); other lines are skipped.
     pub fn parse(text: &str) -> PidInfo {
         let mut info = PidInfo::default();
         for line in text.lines() {
@@ -39,11 +40,13 @@ impl PidInfo {
         info
     }
 
+    /// Reads and parses a `pid_info` file.
     pub fn load(path: &Path) -> Result<PidInfo> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         Ok(PidInfo::parse(&String::from_utf8_lossy(&bytes)))
     }
 
+    /// The name of thread `tid` of process `pid` (or of `tid` in any process).
     pub fn thread_name(&self, pid: i64, tid: i64) -> Option<&str> {
         self.threads
             .get(&(pid, tid))
@@ -56,10 +59,12 @@ impl PidInfo {
         self.threads.get(&(pid, pid)).map(String::as_str)
     }
 
+    /// Threads named.
     pub fn len(&self) -> usize {
         self.threads.len()
     }
 
+    /// True when no thread is named.
     pub fn is_empty(&self) -> bool {
         self.threads.is_empty()
     }

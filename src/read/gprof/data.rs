@@ -14,12 +14,16 @@ use crate::read::cursor::Endian;
 /// Which layout a file uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
+    /// GNU tagged records.
     Gnu,
+    /// 4.4BSD header.
     Bsd44,
+    /// 4.3BSD header (no rate).
     Bsd43,
 }
 
 impl Variant {
+    /// How `info` names the variant.
     pub fn name(self) -> &'static str {
         match self {
             Variant::Gnu => "GNU gmon.out (tagged records)",
@@ -32,16 +36,22 @@ impl Variant {
 /// A PC histogram: `bins[i]` counts ticks in `[low_pc + i·w, low_pc + (i+1)·w)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Histogram {
+    /// First address covered by the bins.
     pub low_pc: u64,
+    /// One past the last address covered.
     pub high_pc: u64,
+    /// Clock ticks per second.
     pub prof_rate: u32,
+    /// The dimension's name (`seconds`).
     pub dimension: String,
+    /// Its abbreviation (`s`).
     pub dimension_abbrev: char,
     /// Counts (summed over records and files, so wider than the file's u16).
     pub bins: Vec<u64>,
 }
 
 impl Histogram {
+    /// Sum of all bins.
     pub fn total(&self) -> u64 {
         self.bins.iter().sum()
     }
@@ -59,17 +69,24 @@ impl Histogram {
 /// as is, like gprof does, not at `from_pc − 1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CallArc {
+    /// Caller site (a return address, or the caller's start in gmon.sum).
     pub from_pc: u64,
+    /// Callee address.
     pub self_pc: u64,
+    /// Calls along the arc.
     pub count: u64,
 }
 
 /// What one or more gmon.out files hold.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GmonData {
+    /// Which layout the file had.
     pub variant: Variant,
+    /// Its byte order.
     pub endian: Endian,
+    /// Its address size in bytes.
     pub pointer_size: usize,
+    /// Histograms, summed per address range.
     pub histograms: Vec<Histogram>,
     /// Summed per (from_pc, self_pc), sorted.
     pub arcs: Vec<CallArc>,
@@ -81,7 +98,9 @@ pub struct GmonData {
     pub rate_assumed: bool,
     /// Histogram and arc records read (before summing).
     pub histogram_records: usize,
+    /// Arc records read.
     pub arc_records: usize,
+    /// Basic-block records read.
     pub bb_records: usize,
 }
 

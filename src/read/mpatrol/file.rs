@@ -35,17 +35,22 @@ pub struct SizeBins {
     pub alloc_counts: Vec<u64>,
     /// Bytes of the allocations counted in the last bin.
     pub alloc_large_bytes: u64,
+    /// Free counts per bin.
     pub free_counts: Vec<u64>,
+    /// Bytes freed in the last bin.
     pub free_large_bytes: u64,
 }
 
 /// Totals of one side (allocations or frees) of the histogram.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BinTotals {
+    /// How many allocations (or frees).
     pub count: u128,
+    /// How many bytes.
     pub bytes: u128,
     /// Count and bytes of the last ("B bytes or more") bin.
     pub large_count: u64,
+    /// Bytes of the allocations in the last bin.
     pub large_bytes: u64,
 }
 
@@ -73,6 +78,7 @@ impl SizeBins {
         Self::totals(&self.alloc_counts, self.alloc_large_bytes)
     }
 
+    /// Totals of the free bins.
     pub fn free_totals(&self) -> BinTotals {
         Self::totals(&self.free_counts, self.free_large_bytes)
     }
@@ -86,9 +92,13 @@ pub struct ProfilingRecord {
     pub offset: usize,
     /// 1-based, in creation order.
     pub index: u64,
+    /// Allocations per size class.
     pub alloc_count: [u64; 4],
+    /// Bytes allocated per size class.
     pub alloc_bytes: [u64; 4],
+    /// Frees per size class.
     pub free_count: [u64; 4],
+    /// Bytes freed per size class.
     pub free_bytes: [u64; 4],
 }
 
@@ -114,7 +124,9 @@ pub struct CallSite {
 /// Everything an `mpatrol.out` file holds, checked.
 #[derive(Debug, Clone)]
 pub struct MpatrolFile {
+    /// Byte order of the file.
     pub endian: Endian,
+    /// Word size of the file in bytes.
     pub word_size: usize,
     /// `MP_VERNUM` of the library that wrote the file.
     pub version: u64,

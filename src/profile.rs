@@ -549,117 +549,13 @@ impl Profile {
     /// unit; types only `other` has are added. A type with the same name and a
     /// different unit is an error.
     pub fn merge(&mut self, other: &Profile) -> Result<()> {
-        let mut type_map = Vec::with_capacity(other.sample_types.len());
-        for i in 0..other.sample_types.len() {
-            let (kind, unit) = other.sample_type_name(i);
-            if let Some(j) = self.sample_type_index(kind) {
-                let (_, own_unit) = self.sample_type_name(j);
-                if own_unit != unit {
-                    return Err(Error::Usage(format!(
-                        "cannot merge profiles: sample type {kind} is in {own_unit} in one and {unit} in the other"
-                    )));
-                }
-                type_map.push(j);
-            } else {
-                let (kind, unit) = (kind.to_owned(), unit.to_owned());
-                type_map.push(self.add_sample_type(&kind, &unit));
-            }
-        }
-        if self.period_type.is_none() {
-            if let Some(pt) = other.period_type {
-                let (kind, unit) = (other.str(pt.kind).to_owned(), other.str(pt.unit).to_owned());
-                self.set_period(&kind, &unit, other.period);
-            }
-        }
-        if self.default_sample_type.is_none() {
-            self.default_sample_type = other.default_sample_type.map(|i| type_map[i]);
-        }
-        if other.time_nanos != 0 {
-            if self.time_nanos == 0 {
-                self.time_nanos = other.time_nanos;
-                self.duration_nanos = other.duration_nanos;
-            } else {
-                let start = self.time_nanos.min(other.time_nanos);
-                let end = (self.time_nanos + self.duration_nanos)
-                    .max(other.time_nanos + other.duration_nanos);
-                self.time_nanos = start;
-                self.duration_nanos = end - start;
-            }
-        }
-        for c in &other.comments {
-            if !self.comments.contains(c) {
-                self.comments.push(c.clone());
-            }
-        }
-        for kv in &other.metadata {
-            if !self.metadata.contains(kv) {
-                self.metadata.push(kv.clone());
-            }
-        }
-        for g in &other.group_by {
-            if !self.group_by.contains(g) {
-                self.group_by.push(g.clone());
-            }
-        }
-
-        let mut mapping_map = Vec::with_capacity(other.mappings.len());
-        for m in &other.mappings {
-            let mut m = m.clone();
-            m.filename = self.intern(other.str(m.filename));
-            m.build_id = self.intern(other.str(m.build_id));
-            mapping_map.push(self.add_mapping(m));
-        }
-        let mut function_map = Vec::with_capacity(other.functions.len());
-        for f in &other.functions {
-            let f = Function {
-                name: self.intern(other.str(f.name)),
-                system_name: self.intern(other.str(f.system_name)),
-                filename: self.intern(other.str(f.filename)),
-                start_line: f.start_line,
-            };
-            function_map.push(self.intern_function(f));
-        }
-        let mut location_map = Vec::with_capacity(other.locations.len());
-        for l in &other.locations {
-            let l = Location {
-                mapping: l.mapping.map(|m| mapping_map[m as usize]),
-                address: l.address,
-                is_return_address: l.is_return_address,
-                lines: l
-                    .lines
-                    .iter()
-                    .map(|line| Line {
-                        function: function_map[line.function as usize],
-                        line: line.line,
-                    })
-                    .collect(),
-            };
-            location_map.push(self.add_location(l));
-        }
-        let mut values = vec![0i64; self.sample_types.len()];
-        for s in &other.samples {
-            let stack: Vec<LocationId> =
-                s.stack.iter().map(|&l| location_map[l as usize]).collect();
-            values.iter_mut().for_each(|v| *v = 0);
-            for (i, v) in s.values.iter().enumerate() {
-                values[type_map[i]] = *v;
-            }
-            let labels: Vec<Label> = s
-                .labels
-                .iter()
-                .map(|l| Label {
-                    key: self.intern(other.str(l.key)),
-                    value: match l.value {
-                        LabelValue::Str(v) => LabelValue::Str(self.intern(other.str(v))),
-                        LabelValue::Num { num, unit } => LabelValue::Num {
-                            num,
-                            unit: self.intern(other.str(unit)),
-                        },
-                    },
-                })
-                .collect();
-            self.add_sample(&stack, &values, &labels);
-        }
+        let mut merger = Merger::new(self, other);
+        merger.map_sample_types()?;
+        merger.map_header();
+        merger.map_mappings();
+        merger.map_functions();
+        merger.map_locations();
+        merger.map_samples();
         Ok(())
     }
 
@@ -715,6 +611,170 @@ impl Profile {
                 LabelValue::Str(v) => self.str(v).to_owned(),
                 LabelValue::Num { num, .. } => num.to_string(),
             })
+    }
+}
+
+/// Merges one profile into another, one table at a time: each `map_*`
+/// adds a table of `src` to `dst` and remembers where each entry went, so
+/// that the next tables can translate their ids (google/pprof's merge.go).
+struct Merger<'a> {
+    dst: &'a mut Profile,
+    src: &'a Profile,
+    types: Vec<usize>,
+    mappings: Vec<MappingId>,
+    functions: Vec<FunctionId>,
+    locations: Vec<LocationId>,
+}
+
+impl<'a> Merger<'a> {
+    fn new(dst: &'a mut Profile, src: &'a Profile) -> Self {
+        Merger {
+            dst,
+            src,
+            types: Vec::new(),
+            mappings: Vec::new(),
+            functions: Vec::new(),
+            locations: Vec::new(),
+        }
+    }
+
+    /// The id in `dst` of the string `id` of `src`.
+    fn str(&mut self, id: StrId) -> StrId {
+        self.dst.intern(self.src.str(id))
+    }
+
+    /// Sample types by name and unit; a name in two units cannot be summed.
+    fn map_sample_types(&mut self) -> Result<()> {
+        for i in 0..self.src.sample_types.len() {
+            let (kind, unit) = self.src.sample_type_name(i);
+            let index = match self.dst.sample_type_index(kind) {
+                Some(j) => {
+                    let (_, own_unit) = self.dst.sample_type_name(j);
+                    if own_unit != unit {
+                        return Err(Error::Usage(format!(
+                            "cannot merge profiles: sample type {kind} is in {own_unit} in one and {unit} in the other"
+                        )));
+                    }
+                    j
+                }
+                None => self.dst.add_sample_type(kind, unit),
+            };
+            self.types.push(index);
+        }
+        Ok(())
+    }
+
+    /// Period, default type, time range, comments, metadata and groupings.
+    fn map_header(&mut self) {
+        let (dst, src) = (&mut *self.dst, self.src);
+        if dst.period_type.is_none() {
+            if let Some(pt) = src.period_type {
+                dst.set_period(src.str(pt.kind), src.str(pt.unit), src.period);
+            }
+        }
+        if dst.default_sample_type.is_none() {
+            dst.default_sample_type = src.default_sample_type.map(|i| self.types[i]);
+        }
+        if src.time_nanos != 0 {
+            if dst.time_nanos == 0 {
+                dst.time_nanos = src.time_nanos;
+                dst.duration_nanos = src.duration_nanos;
+            } else {
+                let start = dst.time_nanos.min(src.time_nanos);
+                let end =
+                    (dst.time_nanos + dst.duration_nanos).max(src.time_nanos + src.duration_nanos);
+                dst.time_nanos = start;
+                dst.duration_nanos = end - start;
+            }
+        }
+        for c in &src.comments {
+            if !dst.comments.contains(c) {
+                dst.comments.push(c.clone());
+            }
+        }
+        for kv in &src.metadata {
+            if !dst.metadata.contains(kv) {
+                dst.metadata.push(kv.clone());
+            }
+        }
+        for g in &src.group_by {
+            if !dst.group_by.contains(g) {
+                dst.group_by.push(g.clone());
+            }
+        }
+    }
+
+    fn map_mappings(&mut self) {
+        for m in &self.src.mappings {
+            let mut m = m.clone();
+            m.filename = self.str(m.filename);
+            m.build_id = self.str(m.build_id);
+            let id = self.dst.add_mapping(m);
+            self.mappings.push(id);
+        }
+    }
+
+    fn map_functions(&mut self) {
+        for f in &self.src.functions {
+            let f = Function {
+                name: self.str(f.name),
+                system_name: self.str(f.system_name),
+                filename: self.str(f.filename),
+                start_line: f.start_line,
+            };
+            let id = self.dst.intern_function(f);
+            self.functions.push(id);
+        }
+    }
+
+    fn map_locations(&mut self) {
+        for l in &self.src.locations {
+            let l = Location {
+                mapping: l.mapping.map(|m| self.mappings[m as usize]),
+                address: l.address,
+                is_return_address: l.is_return_address,
+                lines: l
+                    .lines
+                    .iter()
+                    .map(|line| Line {
+                        function: self.functions[line.function as usize],
+                        line: line.line,
+                    })
+                    .collect(),
+            };
+            let id = self.dst.add_location(l);
+            self.locations.push(id);
+        }
+    }
+
+    fn map_label(&mut self, l: &Label) -> Label {
+        Label {
+            key: self.str(l.key),
+            value: match l.value {
+                LabelValue::Str(v) => LabelValue::Str(self.str(v)),
+                LabelValue::Num { num, unit } => LabelValue::Num {
+                    num,
+                    unit: self.str(unit),
+                },
+            },
+        }
+    }
+
+    fn map_samples(&mut self) {
+        let mut values = vec![0i64; self.dst.sample_types.len()];
+        for s in &self.src.samples {
+            let stack: Vec<LocationId> = s
+                .stack
+                .iter()
+                .map(|&l| self.locations[l as usize])
+                .collect();
+            values.iter_mut().for_each(|v| *v = 0);
+            for (i, v) in s.values.iter().enumerate() {
+                values[self.types[i]] = *v;
+            }
+            let labels: Vec<Label> = s.labels.iter().map(|l| self.map_label(l)).collect();
+            self.dst.add_sample(&stack, &values, &labels);
+        }
     }
 }
 

@@ -12,14 +12,50 @@ use rustc_hash::{FxHashMap as HashMap, FxHasher};
 
 use crate::error::{Error, Result};
 
-/// Index into [`Profile::strings`]; 0 is always the empty string.
-pub type StrId = u32;
-/// Index into [`Profile::mappings`].
-pub type MappingId = u32;
-/// Index into [`Profile::functions`].
-pub type FunctionId = u32;
-/// Index into [`Profile::locations`].
-pub type LocationId = u32;
+/// An id of a table of the profile: a distinct type per table, so that a
+/// location id cannot be used as a mapping id.
+macro_rules! table_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(u32);
+
+        impl $name {
+            /// The 0-based position in the table.
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+
+            /// The id of the entry at 0-based position `index`.
+            pub fn from_index(index: usize) -> Self {
+                $name(index as u32)
+            }
+        }
+    };
+}
+
+table_id!(
+    /// Index into [`Profile::strings`]; 0 is always the empty string.
+    StrId
+);
+
+impl StrId {
+    /// The empty string, always at index 0.
+    pub const EMPTY: StrId = StrId(0);
+}
+
+table_id!(
+    /// Index into [`Profile::mappings`].
+    MappingId
+);
+table_id!(
+    /// Index into [`Profile::functions`].
+    FunctionId
+);
+table_id!(
+    /// Index into [`Profile::locations`].
+    LocationId
+);
 
 /// Interned strings. Index 0 is `""`, as pprof requires.
 #[derive(Debug, Clone)]
@@ -45,7 +81,7 @@ impl StringTable {
         if let Some(&id) = self.index.get(s) {
             return id;
         }
-        let id = self.strings.len() as StrId;
+        let id = StrId::from_index(self.strings.len());
         self.strings.push(s.to_owned());
         self.index.insert(s.to_owned(), id);
         id
@@ -53,7 +89,7 @@ impl StringTable {
 
     /// The string with id `id` (`""` when out of range).
     pub fn get(&self, id: StrId) -> &str {
-        self.strings.get(id as usize).map_or("", String::as_str)
+        self.strings.get(id.index()).map_or("", String::as_str)
     }
 
     /// Every string, by id.
@@ -317,12 +353,12 @@ impl Profile {
     /// same range in two processes is two mappings.
     pub fn add_distinct_mapping(&mut self, mapping: Mapping) -> MappingId {
         self.mappings.push(mapping);
-        (self.mappings.len() - 1) as MappingId
+        MappingId::from_index(self.mappings.len() - 1)
     }
 
     /// Sets the `has_*` flags of a mapping that `found` sets (never clears one).
     pub fn add_mapping_flags(&mut self, id: MappingId, found: SymbolFlags) {
-        if let Some(m) = self.mappings.get_mut(id as usize) {
+        if let Some(m) = self.mappings.get_mut(id.index()) {
             m.has_functions |= found.functions;
             m.has_filenames |= found.filenames;
             m.has_line_numbers |= found.line_numbers;
@@ -333,7 +369,7 @@ impl Profile {
     /// Sets the build id of a mapping (hex text, as pprof shows it).
     pub fn set_mapping_build_id(&mut self, id: MappingId, build_id: &str) {
         let build_id = self.intern(build_id);
-        if let Some(m) = self.mappings.get_mut(id as usize) {
+        if let Some(m) = self.mappings.get_mut(id.index()) {
             m.build_id = build_id;
         }
     }
@@ -341,10 +377,10 @@ impl Profile {
     /// Adds a mapping, or finds the equal one already there.
     pub fn add_mapping(&mut self, mapping: Mapping) -> MappingId {
         if let Some(i) = self.mappings.iter().position(|m| *m == mapping) {
-            return i as MappingId;
+            return MappingId::from_index(i);
         }
         self.mappings.push(mapping);
-        (self.mappings.len() - 1) as MappingId
+        MappingId::from_index(self.mappings.len() - 1)
     }
 
     /// Adds a function (or finds the equal one) and returns its id.
@@ -368,7 +404,7 @@ impl Profile {
         if let Some(&id) = self.function_index.get(&function) {
             return id;
         }
-        let id = self.functions.len() as FunctionId;
+        let id = FunctionId::from_index(self.functions.len());
         self.functions.push(function);
         self.function_index.insert(function, id);
         id
@@ -379,7 +415,7 @@ impl Profile {
         if let Some(&id) = self.location_index.get(&location) {
             return id;
         }
-        let id = self.locations.len() as LocationId;
+        let id = LocationId::from_index(self.locations.len());
         self.location_index.insert(location.clone(), id);
         self.locations.push(location);
         id
@@ -404,7 +440,7 @@ impl Profile {
     /// consistent. If an equal location already exists the two stay distinct
     /// ids with equal content, which every writer accepts.
     pub fn set_location_lines(&mut self, id: LocationId, lines: Vec<Line>) {
-        let Some(location) = self.locations.get_mut(id as usize) else {
+        let Some(location) = self.locations.get_mut(id.index()) else {
             return;
         };
         if self.location_index.get(location) == Some(&id) {
@@ -474,7 +510,7 @@ impl Profile {
     /// sorted, a default sample type that exists. Returns what is wrong.
     pub fn check(&self) -> std::result::Result<(), String> {
         let strings = self.strings.as_slice().len();
-        let str_ok = |id: StrId| (id as usize) < strings;
+        let str_ok = |id: StrId| id.index() < strings;
         let types = self.sample_types.len();
         if self.default_sample_type.is_some_and(|d| d >= types) {
             return Err(format!("default sample type out of {types} types"));
@@ -497,12 +533,12 @@ impl Profile {
             }
         }
         for (i, l) in self.locations.iter().enumerate() {
-            if l.mapping.is_some_and(|m| m as usize >= self.mappings.len()) {
+            if l.mapping.is_some_and(|m| m.index() >= self.mappings.len()) {
                 return Err(format!("location {i} has a mapping out of range"));
             }
             if l.lines
                 .iter()
-                .any(|line| line.function as usize >= self.functions.len())
+                .any(|line| line.function.index() >= self.functions.len())
             {
                 return Err(format!("location {i} has a function out of range"));
             }
@@ -519,7 +555,7 @@ impl Profile {
                     s.values.len()
                 ));
             }
-            if s.stack.iter().any(|&l| l as usize >= self.locations.len()) {
+            if s.stack.iter().any(|&l| l.index() >= self.locations.len()) {
                 return Err(format!("sample {i} has a location out of range"));
             }
             if !s.labels.is_sorted() {
@@ -562,7 +598,7 @@ impl Profile {
     /// The display frames of a location, innermost first: one per line
     /// (inlined frames), or one synthesized name for an unsymbolized address.
     pub fn location_frames(&self, id: LocationId) -> Vec<Frame<'_>> {
-        let Some(location) = self.locations.get(id as usize) else {
+        let Some(location) = self.locations.get(id.index()) else {
             return Vec::new();
         };
         if location.lines.is_empty() {
@@ -576,7 +612,7 @@ impl Profile {
             .lines
             .iter()
             .map(|line| {
-                let f = &self.functions[line.function as usize];
+                let f = &self.functions[line.function.index()];
                 let file = self.str(f.filename);
                 Frame {
                     name: std::borrow::Cow::Borrowed(self.str(f.name)),
@@ -589,7 +625,7 @@ impl Profile {
 
     /// `image+0xOFFSET` for an address in a named mapping, else `0xADDRESS`.
     pub fn address_name(&self, location: &Location) -> String {
-        match location.mapping.and_then(|m| self.mappings.get(m as usize)) {
+        match location.mapping.and_then(|m| self.mappings.get(m.index())) {
             Some(m) if !self.str(m.filename).is_empty() => {
                 let offset = location
                     .address
@@ -730,14 +766,14 @@ impl<'a> Merger<'a> {
     fn map_locations(&mut self) {
         for l in &self.src.locations {
             let l = Location {
-                mapping: l.mapping.map(|m| self.mappings[m as usize]),
+                mapping: l.mapping.map(|m| self.mappings[m.index()]),
                 address: l.address,
                 is_return_address: l.is_return_address,
                 lines: l
                     .lines
                     .iter()
                     .map(|line| Line {
-                        function: self.functions[line.function as usize],
+                        function: self.functions[line.function.index()],
                         line: line.line,
                     })
                     .collect(),
@@ -763,11 +799,8 @@ impl<'a> Merger<'a> {
     fn map_samples(&mut self) {
         let mut values = vec![0i64; self.dst.sample_types.len()];
         for s in &self.src.samples {
-            let stack: Vec<LocationId> = s
-                .stack
-                .iter()
-                .map(|&l| self.locations[l as usize])
-                .collect();
+            let stack: Vec<LocationId> =
+                s.stack.iter().map(|&l| self.locations[l.index()]).collect();
             values.iter_mut().for_each(|v| *v = 0);
             for (i, v) in s.values.iter().enumerate() {
                 values[self.types[i]] = *v;
@@ -914,7 +947,7 @@ mod tests {
     fn unsymbolized_frames_name_image_and_offset() {
         let mut p = Profile::default();
         let f = p.intern("/usr/lib/libc.so");
-        let m = p.add_mapping(Mapping::new(0x1000, 0x2000, 0x100, f, 0));
+        let m = p.add_mapping(Mapping::new(0x1000, 0x2000, 0x100, f, StrId::EMPTY));
         let l = p.address_location(Some(m), 0x1010, false);
         assert_eq!(p.location_frames(l)[0].name, "libc.so+0x110");
         let l = p.address_location(None, 0x1010, false);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
 
 use crate::error::{Error, Result};
-use crate::profile::{Line, MappingId, Profile, SymbolFlags};
+use crate::profile::{Line, LocationId, MappingId, Profile, SymbolFlags};
 
 /// A function symbol of the executable's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -571,7 +571,7 @@ pub fn symbolize_mapping(
         }
         stats.symbolized += 1;
         let lines = intern_frames(profile, &frames, &mut found);
-        profile.set_location_lines(id as u32, lines);
+        profile.set_location_lines(LocationId::from_index(id), lines);
     }
     profile.add_mapping_flags(mapping, found);
     stats

@@ -223,9 +223,9 @@ pub fn sample_frames<'p>(
                 let image = sample
                     .stack
                     .first()
-                    .and_then(|&l| profile.locations.get(l as usize))
+                    .and_then(|&l| profile.locations.get(l.index()))
                     .and_then(|l| l.mapping)
-                    .and_then(|m| profile.mappings.get(m as usize))
+                    .and_then(|m| profile.mappings.get(m.index()))
                     .map(|m| crate::profile::basename(profile.str(m.filename)).to_owned())
                     .filter(|n| !n.is_empty());
                 image.unwrap_or_else(|| "[unknown image]".to_owned())

@@ -71,7 +71,7 @@ pub(super) fn symbolize_images(profile: &mut Profile, root: &Path, images: &[Ima
     let mut missing = BTreeSet::new();
     let mut unreadable = BTreeSet::new();
     for id in used {
-        let Some(image) = images.get(id as usize) else {
+        let Some(image) = images.get(id.index()) else {
             continue;
         };
         let path = match image {

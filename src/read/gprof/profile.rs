@@ -282,7 +282,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         }
     }
     let (any_file, any_line, any_inline) = (locator.any_file, locator.any_line, locator.any_inline);
-    if let Some(m) = profile.mappings.get_mut(mapping as usize) {
+    if let Some(m) = profile.mappings.get_mut(mapping.index()) {
         m.has_functions = !funcs.is_empty();
         m.has_filenames = any_file;
         m.has_line_numbers = any_line;

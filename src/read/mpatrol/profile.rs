@@ -147,7 +147,7 @@ pub fn to_profile(
     // Names from the file itself where the binary gave none (or there is no
     // binary). A call site without a name stays an address, as mprof shows it.
     for (id, pos) in named {
-        if !profile.locations[id as usize].lines.is_empty() {
+        if !profile.locations[id.index()].lines.is_empty() {
             continue;
         }
         let site = &file.call_sites[pos];

@@ -20,12 +20,15 @@ use crate::write::{self, OutputFormat, WriteOptions};
 /// What an archive run is asked to do.
 #[derive(Debug, Clone)]
 pub struct ArchiveOptions {
+    /// The folder the converted files go to.
     pub out_dir: PathBuf,
+    /// The output formats, each written for every unit.
     pub formats: Vec<OutputFormat>,
     /// Options for every reader; `binary` applies to every input.
     pub read: ReadOptions,
     /// Input glob → binary, first match wins (`--binary-map`).
     pub binary_map: Vec<(Glob, PathBuf)>,
+    /// What the writers are told (the title is set per unit).
     pub write: WriteOptions,
     /// Parallel conversions (0 = all cores).
     pub jobs: usize,
@@ -38,6 +41,7 @@ pub struct ArchiveOptions {
 /// One input of the archive: a file, or a directory that is one profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unit {
+    /// The unit's path (a file, or a folder that is one profile).
     pub path: PathBuf,
     /// Path relative to the archive root, with `/` separators (lossy for
     /// names that are not UTF-8: for display and globs only).
@@ -46,7 +50,9 @@ pub struct Unit {
     /// extension: the input's own relative path (not lossy), less a `.gz`
     /// unless another input already has that name.
     pub out_stem: PathBuf,
+    /// True for a folder unit (a DCPI database, an APS capture).
     pub is_dir: bool,
+    /// Input bytes, for the progress bar.
     pub bytes: u64,
     /// Why the entry is listed but cannot be converted (a FIFO, a folder
     /// too deep or unreadable, a symbolic link), with the status to report.
@@ -89,26 +95,42 @@ pub enum Status {
 /// One record of the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Record {
+    /// The unit's path relative to the archive.
     pub path: String,
+    /// The detected format's name, when known.
     pub format: Option<&'static str>,
+    /// What became of the unit.
     pub status: Status,
+    /// The outputs' paths relative to the output folder.
     pub outputs: Vec<String>,
+    /// Input bytes.
     pub bytes: u64,
+    /// Wall-clock seconds the conversion took.
     pub seconds: f64,
+    /// The binary used to symbolize, if any.
     pub binary: Option<String>,
+    /// Why the unit failed or was skipped.
     pub error: Option<String>,
 }
 
 /// The report of a run: a summary and one record per unit, in plan order.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The archive folder, as given.
     pub archive: String,
+    /// The output folder, as given.
     pub out_dir: String,
+    /// Units converted in this run.
     pub converted: usize,
+    /// Units whose outputs were already up to date.
     pub unchanged: usize,
+    /// Units passed over (not a profile, links, special files).
     pub skipped: usize,
+    /// Units that failed.
     pub failed: usize,
+    /// Wall-clock seconds of the whole run.
     pub seconds: f64,
+    /// One record per unit, in walk order.
     pub inputs: Vec<Record>,
 }
 
@@ -316,11 +338,13 @@ fn prepare_output(out_dir: &Path, out: &Path) -> Result<()> {
 /// a regular expression automaton), whatever the pattern.
 #[derive(Debug, Clone)]
 pub struct Glob {
+    /// The pattern as written.
     pub pattern: String,
     matcher: globset::GlobMatcher,
 }
 
 impl Glob {
+    /// Compiles a `*`, `?`, `**` pattern; the error says what is wrong with it.
     pub fn new(pattern: &str) -> std::result::Result<Glob, String> {
         let glob = globset::GlobBuilder::new(pattern)
             .literal_separator(true)

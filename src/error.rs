@@ -9,17 +9,27 @@ pub enum Error {
     /// The input is malformed: `what` says what was expected at `offset`.
     #[error("{}: at byte {offset}: {what}", file.display())]
     Format {
+        /// The input file.
         file: PathBuf,
+        /// Byte offset in the (decompressed) input.
         offset: u64,
+        /// What was expected there, and what was found.
         what: String,
     },
     /// The input is well formed but uses a variant profconv does not read.
     #[error("{}: {what}", file.display())]
-    Unsupported { file: PathBuf, what: String },
+    Unsupported {
+        /// The input file.
+        file: PathBuf,
+        /// The variant it uses, and what to do instead.
+        what: String,
+    },
     /// Reading or writing a file failed.
     #[error("{}: {source}", file.display())]
     Io {
+        /// The file being read or written.
         file: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
@@ -29,6 +39,7 @@ pub enum Error {
 }
 
 impl Error {
+    /// A malformed-input error at `offset` of `file`.
     pub fn format(file: &Path, offset: u64, what: impl Into<String>) -> Self {
         Error::Format {
             file: file.to_path_buf(),
@@ -37,6 +48,7 @@ impl Error {
         }
     }
 
+    /// An unsupported-variant error about `file`.
     pub fn unsupported(file: &Path, what: impl Into<String>) -> Self {
         Error::Unsupported {
             file: file.to_path_buf(),
@@ -44,6 +56,7 @@ impl Error {
         }
     }
 
+    /// An I/O error on `file`.
     pub fn io(file: &Path, source: std::io::Error) -> Self {
         Error::Io {
             file: file.to_path_buf(),
@@ -58,4 +71,5 @@ impl Error {
     }
 }
 
+/// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

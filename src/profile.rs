@@ -12,14 +12,50 @@ use rustc_hash::{FxHashMap as HashMap, FxHasher};
 
 use crate::error::{Error, Result};
 
-/// Index into [`Profile::strings`]; 0 is always the empty string.
-pub type StrId = u32;
-/// Index into [`Profile::mappings`].
-pub type MappingId = u32;
-/// Index into [`Profile::functions`].
-pub type FunctionId = u32;
-/// Index into [`Profile::locations`].
-pub type LocationId = u32;
+/// An id of a table of the profile: a distinct type per table, so that a
+/// location id cannot be used as a mapping id.
+macro_rules! table_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(u32);
+
+        impl $name {
+            /// The 0-based position in the table.
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+
+            /// The id of the entry at 0-based position `index`.
+            pub fn from_index(index: usize) -> Self {
+                $name(index as u32)
+            }
+        }
+    };
+}
+
+table_id!(
+    /// Index into [`Profile::strings`]; 0 is always the empty string.
+    StrId
+);
+
+impl StrId {
+    /// The empty string, always at index 0.
+    pub const EMPTY: StrId = StrId(0);
+}
+
+table_id!(
+    /// Index into [`Profile::mappings`].
+    MappingId
+);
+table_id!(
+    /// Index into [`Profile::functions`].
+    FunctionId
+);
+table_id!(
+    /// Index into [`Profile::locations`].
+    LocationId
+);
 
 /// Interned strings. Index 0 is `""`, as pprof requires.
 #[derive(Debug, Clone)]
@@ -40,20 +76,23 @@ impl Default for StringTable {
 }
 
 impl StringTable {
+    /// The id of `s`, adding it when new.
     pub fn intern(&mut self, s: &str) -> StrId {
         if let Some(&id) = self.index.get(s) {
             return id;
         }
-        let id = self.strings.len() as StrId;
+        let id = StrId::from_index(self.strings.len());
         self.strings.push(s.to_owned());
         self.index.insert(s.to_owned(), id);
         id
     }
 
+    /// The string with id `id` (`""` when out of range).
     pub fn get(&self, id: StrId) -> &str {
-        self.strings.get(id as usize).map_or("", String::as_str)
+        self.strings.get(id.index()).map_or("", String::as_str)
     }
 
+    /// Every string, by id.
     pub fn as_slice(&self) -> &[String] {
         &self.strings
     }
@@ -62,35 +101,55 @@ impl StringTable {
 /// A (type, unit) pair such as `cpu/nanoseconds` or `alloc_space/bytes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ValueType {
+    /// The type, e.g. `cpu`.
     pub kind: StrId,
+    /// The unit, e.g. `nanoseconds`.
     pub unit: StrId,
 }
 
 /// The value of a label: a string, or a number with an optional unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LabelValue {
+    /// A string value.
     Str(StrId),
-    Num { num: i64, unit: StrId },
+    /// A number, with its unit.
+    Num {
+        /// The value.
+        num: i64,
+        /// Its unit (`""` when none).
+        unit: StrId,
+    },
 }
 
 /// A key/value pair attached to a sample: pid, tid, cpu, event, size class...
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Label {
+    /// The label's name.
     pub key: StrId,
+    /// Its value.
     pub value: LabelValue,
 }
 
 /// An image mapped into the profiled address space.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Mapping {
+    /// First address of the mapping.
     pub start: u64,
+    /// One past its last address.
     pub limit: u64,
+    /// File offset that `start` corresponds to.
     pub file_offset: u64,
+    /// Path or name of the image.
     pub filename: StrId,
+    /// Build id (hex), `""` when unknown.
     pub build_id: StrId,
+    /// Some location of the mapping has a function.
     pub has_functions: bool,
+    /// Some location has a source file.
     pub has_filenames: bool,
+    /// Some location has a line number.
     pub has_line_numbers: bool,
+    /// Some location has inlined frames.
     pub has_inline_frames: bool,
 }
 
@@ -112,6 +171,19 @@ impl Mapping {
     }
 }
 
+/// What symbolization found for a mapping's locations (pprof's `has_*` flags).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SymbolFlags {
+    /// Some location got a function name.
+    pub functions: bool,
+    /// Some location got a source file.
+    pub filenames: bool,
+    /// Some location got a line number.
+    pub line_numbers: bool,
+    /// Some location got inlined frames.
+    pub inline_frames: bool,
+}
+
 /// A function (or procedure) as a symbol table or debug information names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Function {
@@ -119,14 +191,18 @@ pub struct Function {
     pub name: StrId,
     /// Name as the system knows it (mangled).
     pub system_name: StrId,
+    /// Source file of the function (`""` when unknown).
     pub filename: StrId,
+    /// First line of the function (0 when unknown).
     pub start_line: i64,
 }
 
 /// One frame of a location: a function and a line in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Line {
+    /// The function of this frame.
     pub function: FunctionId,
+    /// The line in it (0 when unknown).
     pub line: i64,
 }
 
@@ -135,11 +211,14 @@ pub struct Line {
 /// lines is unsymbolized.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Location {
+    /// The image the address is in, if known.
     pub mapping: Option<MappingId>,
+    /// The address as profiled (before relocation).
     pub address: u64,
     /// The address is a return address (a caller frame): symbolize it at
     /// `address - 1` so that it lands inside the call instruction.
     pub is_return_address: bool,
+    /// Source frames, innermost first; empty when unsymbolized.
     pub lines: Vec<Line>,
 }
 
@@ -166,7 +245,9 @@ pub enum GroupBy {
 /// A profile in the intermediate representation.
 #[derive(Debug, Clone, Default)]
 pub struct Profile {
+    /// Interned strings; every `StrId` indexes it.
     pub strings: StringTable,
+    /// What each value of a sample measures, in order.
     pub sample_types: Vec<ValueType>,
     /// Index into `sample_types` of the type to show by default.
     pub default_sample_type: Option<usize>,
@@ -177,10 +258,13 @@ pub struct Profile {
     /// counts (callgrind) read them from here; for the others it is an
     /// ordinary sample type.
     pub call_count_type: Option<usize>,
+    /// What the period counts.
     pub period_type: Option<ValueType>,
+    /// Events between two samples, in `period_type` units.
     pub period: i64,
     /// Start of the collection, nanoseconds since the Unix epoch (0 = unknown).
     pub time_nanos: i64,
+    /// Length of the collection in nanoseconds (0 = unknown).
     pub duration_nanos: i64,
     /// Free-form text that must survive conversion (input header lines, how
     /// stacks were made...). Written as pprof comments.
@@ -191,9 +275,13 @@ pub struct Profile {
     /// Synthetic root frames the readers suggest for folded/speedscope
     /// outputs; the command line may override them.
     pub group_by: Vec<GroupBy>,
+    /// Images, by [`MappingId`].
     pub mappings: Vec<Mapping>,
+    /// Functions, by [`FunctionId`].
     pub functions: Vec<Function>,
+    /// Locations, by [`LocationId`].
     pub locations: Vec<Location>,
+    /// Samples, each with a distinct (stack, labels).
     pub samples: Vec<Sample>,
     function_index: HashMap<Function, FunctionId>,
     location_index: HashMap<Location, LocationId>,
@@ -215,10 +303,12 @@ impl Profile {
         profile
     }
 
+    /// The id of `s` in the string table, adding it when new.
     pub fn intern(&mut self, s: &str) -> StrId {
         self.strings.intern(s)
     }
 
+    /// The string with id `id`.
     pub fn str(&self, id: StrId) -> &str {
         self.strings.get(id)
     }
@@ -252,6 +342,7 @@ impl Profile {
         (self.str(vt.kind), self.str(vt.unit))
     }
 
+    /// Sets the period type and period.
     pub fn set_period(&mut self, kind: &str, unit: &str, period: i64) {
         self.period_type = Some(ValueType {
             kind: self.intern(kind),
@@ -260,6 +351,7 @@ impl Profile {
         self.period = period;
     }
 
+    /// Adds a `key: value` fact about the input.
     pub fn add_metadata(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.metadata.push((key.into(), value.into()));
     }
@@ -268,18 +360,37 @@ impl Profile {
     /// same range in two processes is two mappings.
     pub fn add_distinct_mapping(&mut self, mapping: Mapping) -> MappingId {
         self.mappings.push(mapping);
-        (self.mappings.len() - 1) as MappingId
+        MappingId::from_index(self.mappings.len() - 1)
+    }
+
+    /// Sets the `has_*` flags of a mapping that `found` sets (never clears one).
+    pub fn add_mapping_flags(&mut self, id: MappingId, found: SymbolFlags) {
+        if let Some(m) = self.mappings.get_mut(id.index()) {
+            m.has_functions |= found.functions;
+            m.has_filenames |= found.filenames;
+            m.has_line_numbers |= found.line_numbers;
+            m.has_inline_frames |= found.inline_frames;
+        }
+    }
+
+    /// Sets the build id of a mapping (hex text, as pprof shows it).
+    pub fn set_mapping_build_id(&mut self, id: MappingId, build_id: &str) {
+        let build_id = self.intern(build_id);
+        if let Some(m) = self.mappings.get_mut(id.index()) {
+            m.build_id = build_id;
+        }
     }
 
     /// Adds a mapping, or finds the equal one already there.
     pub fn add_mapping(&mut self, mapping: Mapping) -> MappingId {
         if let Some(i) = self.mappings.iter().position(|m| *m == mapping) {
-            return i as MappingId;
+            return MappingId::from_index(i);
         }
         self.mappings.push(mapping);
-        (self.mappings.len() - 1) as MappingId
+        MappingId::from_index(self.mappings.len() - 1)
     }
 
+    /// Adds a function (or finds the equal one) and returns its id.
     pub fn add_function(
         &mut self,
         name: &str,
@@ -300,7 +411,7 @@ impl Profile {
         if let Some(&id) = self.function_index.get(&function) {
             return id;
         }
-        let id = self.functions.len() as FunctionId;
+        let id = FunctionId::from_index(self.functions.len());
         self.functions.push(function);
         self.function_index.insert(function, id);
         id
@@ -311,7 +422,7 @@ impl Profile {
         if let Some(&id) = self.location_index.get(&location) {
             return id;
         }
-        let id = self.locations.len() as LocationId;
+        let id = LocationId::from_index(self.locations.len());
         self.location_index.insert(location.clone(), id);
         self.locations.push(location);
         id
@@ -336,7 +447,7 @@ impl Profile {
     /// consistent. If an equal location already exists the two stay distinct
     /// ids with equal content, which every writer accepts.
     pub fn set_location_lines(&mut self, id: LocationId, lines: Vec<Line>) {
-        let Some(location) = self.locations.get_mut(id as usize) else {
+        let Some(location) = self.locations.get_mut(id.index()) else {
             return;
         };
         if self.location_index.get(location) == Some(&id) {
@@ -346,6 +457,7 @@ impl Profile {
         self.location_index.entry(location.clone()).or_insert(id);
     }
 
+    /// A label with a string value.
     pub fn label_str(&mut self, key: &str, value: &str) -> Label {
         Label {
             key: self.intern(key),
@@ -353,6 +465,7 @@ impl Profile {
         }
     }
 
+    /// A label with a numeric value in `unit` (`""` for none).
     pub fn label_num(&mut self, key: &str, num: i64, unit: &str) -> Label {
         Label {
             key: self.intern(key),
@@ -399,6 +512,73 @@ impl Profile {
         });
     }
 
+    /// Checks the invariants every writer relies on: ids in range (strings,
+    /// mappings, functions, locations), one value per sample type, labels
+    /// sorted, a default sample type that exists. Returns what is wrong.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let strings = self.strings.as_slice().len();
+        let str_ok = |id: StrId| id.index() < strings;
+        let types = self.sample_types.len();
+        if self.default_sample_type.is_some_and(|d| d >= types) {
+            return Err(format!("default sample type out of {types} types"));
+        }
+        let value_types = self.sample_types.iter().chain(self.period_type.as_ref());
+        if let Some(t) = value_types
+            .into_iter()
+            .find(|t| !str_ok(t.kind) || !str_ok(t.unit))
+        {
+            return Err(format!("value type {t:?} names a string out of range"));
+        }
+        for (i, m) in self.mappings.iter().enumerate() {
+            if !str_ok(m.filename) || !str_ok(m.build_id) {
+                return Err(format!("mapping {i} names a string out of range"));
+            }
+        }
+        for (i, f) in self.functions.iter().enumerate() {
+            if ![f.name, f.system_name, f.filename].into_iter().all(str_ok) {
+                return Err(format!("function {i} names a string out of range"));
+            }
+        }
+        for (i, l) in self.locations.iter().enumerate() {
+            if l.mapping.is_some_and(|m| m.index() >= self.mappings.len()) {
+                return Err(format!("location {i} has a mapping out of range"));
+            }
+            if l.lines
+                .iter()
+                .any(|line| line.function.index() >= self.functions.len())
+            {
+                return Err(format!("location {i} has a function out of range"));
+            }
+        }
+        self.check_samples(str_ok)
+    }
+
+    fn check_samples(&self, str_ok: impl Fn(StrId) -> bool) -> std::result::Result<(), String> {
+        let types = self.sample_types.len();
+        for (i, s) in self.samples.iter().enumerate() {
+            if s.values.len() != types {
+                return Err(format!(
+                    "sample {i} has {} values for {types} sample types",
+                    s.values.len()
+                ));
+            }
+            if s.stack.iter().any(|&l| l.index() >= self.locations.len()) {
+                return Err(format!("sample {i} has a location out of range"));
+            }
+            if !s.labels.is_sorted() {
+                return Err(format!("sample {i} has unsorted labels"));
+            }
+            let label_strings = s.labels.iter().flat_map(|l| match l.value {
+                LabelValue::Str(v) => [l.key, v],
+                LabelValue::Num { unit, .. } => [l.key, unit],
+            });
+            if !label_strings.into_iter().all(&str_ok) {
+                return Err(format!("sample {i} has a label string out of range"));
+            }
+        }
+        Ok(())
+    }
+
     /// Sum of sample type `i` over all samples.
     pub fn total(&self, i: usize) -> i64 {
         self.samples
@@ -412,127 +592,20 @@ impl Profile {
     /// unit; types only `other` has are added. A type with the same name and a
     /// different unit is an error.
     pub fn merge(&mut self, other: &Profile) -> Result<()> {
-        let mut type_map = Vec::with_capacity(other.sample_types.len());
-        for i in 0..other.sample_types.len() {
-            let (kind, unit) = other.sample_type_name(i);
-            if let Some(j) = self.sample_type_index(kind) {
-                let (_, own_unit) = self.sample_type_name(j);
-                if own_unit != unit {
-                    return Err(Error::Usage(format!(
-                        "cannot merge profiles: sample type {kind} is in {own_unit} in one and {unit} in the other"
-                    )));
-                }
-                type_map.push(j);
-            } else {
-                let (kind, unit) = (kind.to_owned(), unit.to_owned());
-                type_map.push(self.add_sample_type(&kind, &unit));
-            }
-        }
-        if self.period_type.is_none() {
-            if let Some(pt) = other.period_type {
-                let (kind, unit) = (other.str(pt.kind).to_owned(), other.str(pt.unit).to_owned());
-                self.set_period(&kind, &unit, other.period);
-            }
-        }
-        if self.default_sample_type.is_none() {
-            self.default_sample_type = other.default_sample_type.map(|i| type_map[i]);
-        }
-        if self.call_count_type.is_none() {
-            self.call_count_type = other.call_count_type.map(|i| type_map[i]);
-        }
-        if other.time_nanos != 0 {
-            if self.time_nanos == 0 {
-                self.time_nanos = other.time_nanos;
-                self.duration_nanos = other.duration_nanos;
-            } else {
-                let start = self.time_nanos.min(other.time_nanos);
-                let end = (self.time_nanos + self.duration_nanos)
-                    .max(other.time_nanos + other.duration_nanos);
-                self.time_nanos = start;
-                self.duration_nanos = end - start;
-            }
-        }
-        for c in &other.comments {
-            if !self.comments.contains(c) {
-                self.comments.push(c.clone());
-            }
-        }
-        for kv in &other.metadata {
-            if !self.metadata.contains(kv) {
-                self.metadata.push(kv.clone());
-            }
-        }
-        for g in &other.group_by {
-            if !self.group_by.contains(g) {
-                self.group_by.push(g.clone());
-            }
-        }
-
-        let mut mapping_map = Vec::with_capacity(other.mappings.len());
-        for m in &other.mappings {
-            let mut m = m.clone();
-            m.filename = self.intern(other.str(m.filename));
-            m.build_id = self.intern(other.str(m.build_id));
-            mapping_map.push(self.add_mapping(m));
-        }
-        let mut function_map = Vec::with_capacity(other.functions.len());
-        for f in &other.functions {
-            let f = Function {
-                name: self.intern(other.str(f.name)),
-                system_name: self.intern(other.str(f.system_name)),
-                filename: self.intern(other.str(f.filename)),
-                start_line: f.start_line,
-            };
-            function_map.push(self.intern_function(f));
-        }
-        let mut location_map = Vec::with_capacity(other.locations.len());
-        for l in &other.locations {
-            let l = Location {
-                mapping: l.mapping.map(|m| mapping_map[m as usize]),
-                address: l.address,
-                is_return_address: l.is_return_address,
-                lines: l
-                    .lines
-                    .iter()
-                    .map(|line| Line {
-                        function: function_map[line.function as usize],
-                        line: line.line,
-                    })
-                    .collect(),
-            };
-            location_map.push(self.add_location(l));
-        }
-        let mut values = vec![0i64; self.sample_types.len()];
-        for s in &other.samples {
-            let stack: Vec<LocationId> =
-                s.stack.iter().map(|&l| location_map[l as usize]).collect();
-            values.iter_mut().for_each(|v| *v = 0);
-            for (i, v) in s.values.iter().enumerate() {
-                values[type_map[i]] = *v;
-            }
-            let labels: Vec<Label> = s
-                .labels
-                .iter()
-                .map(|l| Label {
-                    key: self.intern(other.str(l.key)),
-                    value: match l.value {
-                        LabelValue::Str(v) => LabelValue::Str(self.intern(other.str(v))),
-                        LabelValue::Num { num, unit } => LabelValue::Num {
-                            num,
-                            unit: self.intern(other.str(unit)),
-                        },
-                    },
-                })
-                .collect();
-            self.add_sample(&stack, &values, &labels);
-        }
+        let mut merger = Merger::new(self, other);
+        merger.map_sample_types()?;
+        merger.map_header();
+        merger.map_mappings();
+        merger.map_functions();
+        merger.map_locations();
+        merger.map_samples();
         Ok(())
     }
 
     /// The display frames of a location, innermost first: one per line
     /// (inlined frames), or one synthesized name for an unsymbolized address.
     pub fn location_frames(&self, id: LocationId) -> Vec<Frame<'_>> {
-        let Some(location) = self.locations.get(id as usize) else {
+        let Some(location) = self.locations.get(id.index()) else {
             return Vec::new();
         };
         if location.lines.is_empty() {
@@ -546,7 +619,7 @@ impl Profile {
             .lines
             .iter()
             .map(|line| {
-                let f = &self.functions[line.function as usize];
+                let f = &self.functions[line.function.index()];
                 let file = self.str(f.filename);
                 Frame {
                     name: std::borrow::Cow::Borrowed(self.str(f.name)),
@@ -559,7 +632,7 @@ impl Profile {
 
     /// `image+0xOFFSET` for an address in a named mapping, else `0xADDRESS`.
     pub fn address_name(&self, location: &Location) -> String {
-        match location.mapping.and_then(|m| self.mappings.get(m as usize)) {
+        match location.mapping.and_then(|m| self.mappings.get(m.index())) {
             Some(m) if !self.str(m.filename).is_empty() => {
                 let offset = location
                     .address
@@ -584,11 +657,178 @@ impl Profile {
     }
 }
 
+/// Merges one profile into another, one table at a time: each `map_*`
+/// adds a table of `src` to `dst` and remembers where each entry went, so
+/// that the next tables can translate their ids (google/pprof's merge.go).
+struct Merger<'a> {
+    dst: &'a mut Profile,
+    src: &'a Profile,
+    types: Vec<usize>,
+    mappings: Vec<MappingId>,
+    functions: Vec<FunctionId>,
+    locations: Vec<LocationId>,
+}
+
+impl<'a> Merger<'a> {
+    fn new(dst: &'a mut Profile, src: &'a Profile) -> Self {
+        Merger {
+            dst,
+            src,
+            types: Vec::new(),
+            mappings: Vec::new(),
+            functions: Vec::new(),
+            locations: Vec::new(),
+        }
+    }
+
+    /// The id in `dst` of the string `id` of `src`.
+    fn str(&mut self, id: StrId) -> StrId {
+        self.dst.intern(self.src.str(id))
+    }
+
+    /// Sample types by name and unit; a name in two units cannot be summed.
+    fn map_sample_types(&mut self) -> Result<()> {
+        for i in 0..self.src.sample_types.len() {
+            let (kind, unit) = self.src.sample_type_name(i);
+            let index = match self.dst.sample_type_index(kind) {
+                Some(j) => {
+                    let (_, own_unit) = self.dst.sample_type_name(j);
+                    if own_unit != unit {
+                        return Err(Error::Usage(format!(
+                            "cannot merge profiles: sample type {kind} is in {own_unit} in one and {unit} in the other"
+                        )));
+                    }
+                    j
+                }
+                None => self.dst.add_sample_type(kind, unit),
+            };
+            self.types.push(index);
+        }
+        Ok(())
+    }
+
+    /// Period, default type, time range, comments, metadata and groupings.
+    fn map_header(&mut self) {
+        let (dst, src) = (&mut *self.dst, self.src);
+        if dst.period_type.is_none() {
+            if let Some(pt) = src.period_type {
+                dst.set_period(src.str(pt.kind), src.str(pt.unit), src.period);
+            }
+        }
+        if dst.default_sample_type.is_none() {
+            dst.default_sample_type = src.default_sample_type.map(|i| self.types[i]);
+        }
+        if dst.call_count_type.is_none() {
+            dst.call_count_type = src.call_count_type.map(|i| self.types[i]);
+        }
+        if src.time_nanos != 0 {
+            if dst.time_nanos == 0 {
+                dst.time_nanos = src.time_nanos;
+                dst.duration_nanos = src.duration_nanos;
+            } else {
+                let start = dst.time_nanos.min(src.time_nanos);
+                let end =
+                    (dst.time_nanos + dst.duration_nanos).max(src.time_nanos + src.duration_nanos);
+                dst.time_nanos = start;
+                dst.duration_nanos = end - start;
+            }
+        }
+        for c in &src.comments {
+            if !dst.comments.contains(c) {
+                dst.comments.push(c.clone());
+            }
+        }
+        for kv in &src.metadata {
+            if !dst.metadata.contains(kv) {
+                dst.metadata.push(kv.clone());
+            }
+        }
+        for g in &src.group_by {
+            if !dst.group_by.contains(g) {
+                dst.group_by.push(g.clone());
+            }
+        }
+    }
+
+    fn map_mappings(&mut self) {
+        for m in &self.src.mappings {
+            let mut m = m.clone();
+            m.filename = self.str(m.filename);
+            m.build_id = self.str(m.build_id);
+            let id = self.dst.add_mapping(m);
+            self.mappings.push(id);
+        }
+    }
+
+    fn map_functions(&mut self) {
+        for f in &self.src.functions {
+            let f = Function {
+                name: self.str(f.name),
+                system_name: self.str(f.system_name),
+                filename: self.str(f.filename),
+                start_line: f.start_line,
+            };
+            let id = self.dst.intern_function(f);
+            self.functions.push(id);
+        }
+    }
+
+    fn map_locations(&mut self) {
+        for l in &self.src.locations {
+            let l = Location {
+                mapping: l.mapping.map(|m| self.mappings[m.index()]),
+                address: l.address,
+                is_return_address: l.is_return_address,
+                lines: l
+                    .lines
+                    .iter()
+                    .map(|line| Line {
+                        function: self.functions[line.function.index()],
+                        line: line.line,
+                    })
+                    .collect(),
+            };
+            let id = self.dst.add_location(l);
+            self.locations.push(id);
+        }
+    }
+
+    fn map_label(&mut self, l: &Label) -> Label {
+        Label {
+            key: self.str(l.key),
+            value: match l.value {
+                LabelValue::Str(v) => LabelValue::Str(self.str(v)),
+                LabelValue::Num { num, unit } => LabelValue::Num {
+                    num,
+                    unit: self.str(unit),
+                },
+            },
+        }
+    }
+
+    fn map_samples(&mut self) {
+        let mut values = vec![0i64; self.dst.sample_types.len()];
+        for s in &self.src.samples {
+            let stack: Vec<LocationId> =
+                s.stack.iter().map(|&l| self.locations[l.index()]).collect();
+            values.iter_mut().for_each(|v| *v = 0);
+            for (i, v) in s.values.iter().enumerate() {
+                values[self.types[i]] = *v;
+            }
+            let labels: Vec<Label> = s.labels.iter().map(|l| self.map_label(l)).collect();
+            self.dst.add_sample(&stack, &values, &labels);
+        }
+    }
+}
+
 /// A frame as outputs show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame<'a> {
+    /// The function name (or a synthesized address name).
     pub name: std::borrow::Cow<'a, str>,
+    /// Its source file, when known.
     pub file: Option<&'a str>,
+    /// Its line (0 when unknown).
     pub line: i64,
 }
 
@@ -689,6 +929,19 @@ mod tests {
     }
 
     #[test]
+    fn check_finds_a_sample_with_the_wrong_number_of_values() {
+        let mut p = Profile::new(&[("samples", "count")]);
+        let l = p.address_location(None, 0x10, false);
+        p.add_sample(&[l], &[1], &[]);
+        assert_eq!(p.check(), Ok(()));
+        p.samples[0].values.push(2);
+        assert!(p
+            .check()
+            .unwrap_err()
+            .contains("2 values for 1 sample types"));
+    }
+
+    #[test]
     fn apportion_keeps_the_total() {
         assert_eq!(apportion(10, &[1.0, 1.0, 1.0]).iter().sum::<i64>(), 10);
         assert_eq!(
@@ -704,7 +957,7 @@ mod tests {
     fn unsymbolized_frames_name_image_and_offset() {
         let mut p = Profile::default();
         let f = p.intern("/usr/lib/libc.so");
-        let m = p.add_mapping(Mapping::new(0x1000, 0x2000, 0x100, f, 0));
+        let m = p.add_mapping(Mapping::new(0x1000, 0x2000, 0x100, f, StrId::EMPTY));
         let l = p.address_location(Some(m), 0x1010, false);
         assert_eq!(p.location_frames(l)[0].name, "libc.so+0x110");
         let l = p.address_location(None, 0x1010, false);

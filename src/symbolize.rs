@@ -10,11 +10,12 @@ use std::path::{Path, PathBuf};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
 
 use crate::error::{Error, Result};
-use crate::profile::{Line, MappingId, Profile};
+use crate::profile::{Line, LocationId, MappingId, Profile, SymbolFlags};
 
 /// A function symbol of the executable's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionSymbol {
+    /// Link-time address.
     pub address: u64,
     /// Size from the symbol table (0 when unknown).
     pub size: u64,
@@ -27,19 +28,28 @@ pub struct FunctionSymbol {
 /// One frame at an address, innermost first when inlined.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceFrame {
+    /// Readable (demangled) function name.
     pub function: String,
+    /// Name as in the symbol table or DWARF.
     pub system_name: String,
+    /// Source file (`""` when unknown).
     pub file: String,
+    /// Line (0 when unknown).
     pub line: i64,
 }
 
 /// A loadable segment of the executable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoadSegment {
+    /// Link-time address of the segment.
     pub vaddr: u64,
+    /// Its size in memory.
     pub memsz: u64,
+    /// Its offset in the file.
     pub offset: u64,
+    /// Its size in the file.
     pub filesz: u64,
+    /// True for an executable segment.
     pub executable: bool,
 }
 
@@ -79,16 +89,22 @@ fn map_object(path: &Path) -> Result<memmap2::Mmap> {
 
 /// An executable opened for symbolization.
 pub struct Binary {
+    /// The executable's path.
     pub path: PathBuf,
     /// Hex build id from `.note.gnu.build-id`, empty when there is none.
     pub build_id: String,
     /// ELF type ET_DYN (position-independent).
     pub is_pie: bool,
+    /// Address size in bytes.
     pub pointer_size: usize,
+    /// True for a big-endian executable.
     pub big_endian: bool,
+    /// Loadable segments (`PT_LOAD`).
     pub segments: Vec<LoadSegment>,
     /// The file DWARF was read from, when any was found.
     pub debug_file: Option<PathBuf>,
+    /// Link-time address of each named section, in file order.
+    sections: Vec<(String, u64)>,
     symbols: Vec<FunctionSymbol>,
     dwarf: Option<addr2line::Loader>,
 }
@@ -292,6 +308,10 @@ impl Binary {
             }
         }
         let mut symbols = text_symbols(&file);
+        let sections = file
+            .sections()
+            .filter_map(|s| Some((s.name().ok()?.to_owned(), s.address())))
+            .collect();
 
         let mut debug_file = None;
         if has_dwarf(&file) {
@@ -330,6 +350,7 @@ impl Binary {
             big_endian,
             segments,
             debug_file,
+            sections,
             symbols,
             dwarf,
         })
@@ -340,6 +361,7 @@ impl Binary {
         &self.symbols
     }
 
+    /// True when DWARF was found (in the file or a debug file).
     pub fn has_dwarf(&self) -> bool {
         self.dwarf.is_some()
     }
@@ -358,6 +380,14 @@ impl Binary {
             self.symbols.get(i + 1).map_or(u64::MAX, |n| n.address)
         };
         (address < end).then_some(sym)
+    }
+
+    /// The link-time address of the first section called `name` (`.text`).
+    pub fn section_address(&self, name: &str) -> Option<u64> {
+        self.sections
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, address)| address)
     }
 
     /// The address range of the executable segments, `[start, limit)`.
@@ -464,9 +494,13 @@ type RawFrame<'a> = (
 /// A frame borrowed from the binary's symbol table or debug information.
 #[derive(Debug, Clone, Copy)]
 pub struct FrameRef<'a> {
+    /// Readable function name.
     pub function: &'a str,
+    /// Name as the system knows it.
     pub system_name: &'a str,
+    /// Source file (`""` when unknown).
     pub file: &'a str,
+    /// Line (0 when unknown).
     pub line: i64,
 }
 
@@ -491,24 +525,66 @@ fn elf_segments<Elf: object::read::elf::FileHeader>(
 /// What a symbolization pass found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SymbolizeStats {
+    /// Unsymbolized locations of the mapping looked at.
     pub locations: usize,
+    /// How many of them got frames.
     pub symbolized: usize,
 }
 
-/// Symbolizes every unsymbolized location of `mapping` with `binary`.
-/// `to_svma` turns a location's address into the binary's link-time address
-/// (identity for gprof, `pc − vm_start + offset` through the program headers
-/// for a process mapping). Return addresses are looked up one byte earlier.
-/// Sets the mapping's `has_*` flags from what was really found.
+/// How an image was loaded: turns a profiled address into the binary's
+/// link-time address (SVMA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relocation {
+    /// The profile's addresses are the link-time addresses (gprof, a kernel).
+    Identity,
+    /// The image was loaded `bias` bytes above its link-time addresses
+    /// (`svma = address − bias`, wrapping as the loader's arithmetic does).
+    Bias(u64),
+    /// A process mapping that starts at file offset 0 at `start`: the file
+    /// offset `address − start` is found in the program headers.
+    FileOffset {
+        /// The mapping's first address.
+        start: u64,
+    },
+    /// A section whose link-time address is `section` was loaded at `start`
+    /// (`svma = section + address − start`): SRE images, kernel modules, DCPI
+    /// images relocated away from their text.
+    Section {
+        /// Where the section was loaded.
+        start: u64,
+        /// The section's link-time address ([`Binary::section_address`]).
+        section: u64,
+    },
+}
+
+impl Relocation {
+    /// The link-time address of `address` in `binary`, if it has one.
+    pub fn svma(self, binary: &Binary, address: u64) -> Option<u64> {
+        match self {
+            Relocation::Identity => Some(address),
+            Relocation::Bias(bias) => Some(address.wrapping_sub(bias)),
+            Relocation::FileOffset { start } => address
+                .checked_sub(start)
+                .and_then(|offset| binary.file_offset_to_svma(offset)),
+            Relocation::Section { start, section } => address
+                .checked_sub(start)
+                .and_then(|offset| section.checked_add(offset)),
+        }
+    }
+}
+
+/// Symbolizes every unsymbolized location of `mapping` with `binary`, the
+/// image loaded as `relocation` says. Return addresses are looked up one
+/// byte earlier. Sets the mapping's `has_*` flags from what was really found
+/// and, when the binary has one, its build id.
 pub fn symbolize_mapping(
     profile: &mut Profile,
     mapping: MappingId,
     binary: &Binary,
-    to_svma: &dyn Fn(u64) -> Option<u64>,
+    relocation: Relocation,
 ) -> SymbolizeStats {
     let mut stats = SymbolizeStats::default();
-    let (mut any_function, mut any_file, mut any_line, mut any_inline) =
-        (false, false, false, false);
+    let mut found = SymbolFlags::default();
     for id in 0..profile.locations.len() {
         let location = &profile.locations[id];
         if location.mapping != Some(mapping) || !location.lines.is_empty() {
@@ -520,7 +596,7 @@ pub fn symbolize_mapping(
         } else {
             location.address
         };
-        let Some(svma) = to_svma(lookup) else {
+        let Some(svma) = relocation.svma(binary, lookup) else {
             continue;
         };
         let frames = binary.frames(svma);
@@ -528,27 +604,32 @@ pub fn symbolize_mapping(
             continue;
         }
         stats.symbolized += 1;
-        any_function = true;
-        any_inline |= frames.len() > 1;
-        let mut lines = Vec::with_capacity(frames.len());
-        for f in &frames {
-            any_file |= !f.file.is_empty();
-            any_line |= f.line > 0;
-            let function = profile.add_function(&f.function, &f.system_name, &f.file, 0);
-            lines.push(Line {
-                function,
-                line: f.line,
-            });
-        }
-        profile.set_location_lines(id as u32, lines);
+        let lines = intern_frames(profile, &frames, &mut found);
+        profile.set_location_lines(LocationId::from_index(id), lines);
     }
-    if let Some(m) = profile.mappings.get_mut(mapping as usize) {
-        m.has_functions |= any_function;
-        m.has_filenames |= any_file;
-        m.has_line_numbers |= any_line;
-        m.has_inline_frames |= any_inline;
-    }
+    profile.add_mapping_flags(mapping, found);
     stats
+}
+
+/// The IR lines of `frames`, noting in `found` what they carry.
+fn intern_frames(
+    profile: &mut Profile,
+    frames: &[SourceFrame],
+    found: &mut SymbolFlags,
+) -> Vec<Line> {
+    found.functions = true;
+    found.inline_frames |= frames.len() > 1;
+    let mut lines = Vec::with_capacity(frames.len());
+    for f in frames {
+        found.filenames |= !f.file.is_empty();
+        found.line_numbers |= f.line > 0;
+        let function = profile.add_function(&f.function, &f.system_name, &f.file, 0);
+        lines.push(Line {
+            function,
+            line: f.line,
+        });
+    }
+    lines
 }
 
 #[cfg(test)]

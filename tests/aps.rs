@@ -729,7 +729,7 @@ fn caller_frames_are_return_addresses_and_the_leaf_is_not() {
     let profile = aps::read(&open(&input), &ReadOptions::default()).unwrap();
     for sample in &profile.samples {
         for (i, &loc) in sample.stack.iter().enumerate() {
-            assert_eq!(profile.locations[loc as usize].is_return_address, i > 0);
+            assert_eq!(profile.locations[loc.index()].is_return_address, i > 0);
         }
     }
     assert!(p.location.iter().any(|l| l.address == 0x4000_0104));

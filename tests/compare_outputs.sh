@@ -50,6 +50,7 @@ cases=(
     "recursion-flat|$g/recursion.gmon --binary $g/recursion --gprof-stacks flat"
     "mpatrol|$fx/mpatrol/linux-x86_64/mpatrol.out"
     "mpatrol-classes|$fx/mpatrol/linux-x86_64/mpatrol.out --mpatrol-size-classes"
+    "mpatrol-twice|$fx/mpatrol/linux-x86_64/mpatrol.out $fx/mpatrol/linux-x86_64/mpatrol.out"
     "dcpicat|$fx/dcpi/dcpicat-manpage.txt"
     "dcpidb|$gen/dcpidb"
     "dcpidb-latest|$gen/dcpidb --epoch latest"
@@ -81,7 +82,7 @@ run_all() { # BINARY OUTDIR
 }
 
 # The old binary's outputs are kept between runs while it stays the same.
-stamp=$(sha256sum "$old" | cut -d' ' -f1)
+stamp=$(cat "$old" "$0" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$work/old/.stamp" 2>/dev/null)" != "$stamp" ]; then
     rm -rf "$work/old"
     run_all "$old" "$work/old"

@@ -652,7 +652,10 @@ fn a_bsd44_header_with_rate_0_asks_for_the_rate_instead_of_reading_as_bsd43() {
             "{text}"
         );
         let options = ReadOptions {
-            gmon_rate: Some(60),
+            gprof: GprofOptions {
+                rate: Some(60),
+                ..Default::default()
+            },
             ..ReadOptions::default()
         };
         let d = parse(Path::new("t"), &data, &options, None).unwrap();

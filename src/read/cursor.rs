@@ -10,11 +10,14 @@ use crate::error::{Error, Result};
 /// Byte order of the data being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Endian {
+    /// Least significant byte first.
     Little,
+    /// Most significant byte first.
     Big,
 }
 
 impl Endian {
+    /// `little-endian` or `big-endian`.
     pub fn name(self) -> &'static str {
         match self {
             Endian::Little => "little-endian",
@@ -22,6 +25,7 @@ impl Endian {
         }
     }
 
+    /// The u16 in the first two bytes of `b`.
     pub fn u16(self, b: &[u8]) -> u16 {
         match self {
             Endian::Little => LittleEndian::read_u16(b),
@@ -29,6 +33,7 @@ impl Endian {
         }
     }
 
+    /// The u32 in the first four bytes of `b`.
     pub fn u32(self, b: &[u8]) -> u32 {
         match self {
             Endian::Little => LittleEndian::read_u32(b),
@@ -36,6 +41,7 @@ impl Endian {
         }
     }
 
+    /// The u64 in the first eight bytes of `b`.
     pub fn u64(self, b: &[u8]) -> u64 {
         match self {
             Endian::Little => LittleEndian::read_u64(b),
@@ -57,6 +63,7 @@ pub struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    /// A cursor at offset 0 of `data`, read from `file`.
     pub fn new(file: &'a Path, data: &'a [u8], endian: Endian, word_size: usize) -> Self {
         Cursor {
             data,
@@ -67,30 +74,37 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// The file errors name.
     pub fn file(&self) -> &'a Path {
         self.file
     }
 
+    /// Current offset from the start of the data.
     pub fn offset(&self) -> usize {
         self.pos
     }
 
+    /// Length of the whole data.
     pub fn len(&self) -> usize {
         self.data.len()
     }
 
+    /// True for empty data.
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
     }
 
+    /// Bytes after the current offset.
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
 
+    /// True when nothing remains.
     pub fn at_end(&self) -> bool {
         self.pos >= self.data.len()
     }
 
+    /// The whole data.
     pub fn data(&self) -> &'a [u8] {
         self.data
     }
@@ -115,6 +129,7 @@ impl<'a> Cursor<'a> {
         self.error_at(self.pos, what)
     }
 
+    /// An error at `offset`.
     pub fn error_at(&self, offset: usize, what: impl Into<String>) -> Error {
         Error::format(self.file, offset as u64, what)
     }
@@ -145,28 +160,34 @@ impl<'a> Cursor<'a> {
         Ok(out)
     }
 
+    /// Skips `n` bytes of the named field.
     pub fn skip(&mut self, n: usize, what: &str) -> Result<()> {
         self.bytes(n, what).map(|_| ())
     }
 
+    /// The next byte.
     pub fn u8(&mut self, what: &str) -> Result<u8> {
         Ok(self.bytes(1, what)?[0])
     }
 
+    /// The next u16 in the cursor's byte order.
     pub fn u16(&mut self, what: &str) -> Result<u16> {
         let e = self.endian;
         Ok(e.u16(self.bytes(2, what)?))
     }
 
+    /// The next u32 in the cursor's byte order.
     pub fn u32(&mut self, what: &str) -> Result<u32> {
         let e = self.endian;
         Ok(e.u32(self.bytes(4, what)?))
     }
 
+    /// The next i32 in the cursor's byte order.
     pub fn i32(&mut self, what: &str) -> Result<i32> {
         Ok(self.u32(what)? as i32)
     }
 
+    /// The next u64 in the cursor's byte order.
     pub fn u64(&mut self, what: &str) -> Result<u64> {
         let e = self.endian;
         Ok(e.u64(self.bytes(8, what)?))

@@ -145,7 +145,7 @@ impl Callgrind {
         for sample in &profile.samples {
             stack.clear();
             for &loc in sample.stack.iter().rev() {
-                if let Some(sites) = location_sites.get(loc as usize) {
+                if let Some(sites) = location_sites.get(loc.index()) {
                     stack.extend_from_slice(sites);
                 }
             }
@@ -182,7 +182,7 @@ impl Callgrind {
         for location in &profile.locations {
             let object = location
                 .mapping
-                .and_then(|m| profile.mappings.get(m as usize))
+                .and_then(|m| profile.mappings.get(m.index()))
                 .map(|m| one_line(profile.str(m.filename)))
                 .unwrap_or_default();
             let mut sites = Vec::with_capacity(location.lines.len().max(1));
@@ -204,7 +204,7 @@ impl Callgrind {
             }
             for line in location.lines.iter().rev() {
                 self.has_lines = true;
-                let Some(function) = profile.functions.get(line.function as usize) else {
+                let Some(function) = profile.functions.get(line.function.index()) else {
                     continue;
                 };
                 let file = profile.str(function.filename);
@@ -438,9 +438,9 @@ pub fn is_callgrind_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Line, Location};
+    use crate::profile::{Line, Location, LocationId};
 
-    fn symbolized(p: &mut Profile, name: &str, line: i64, addr: u64) -> u32 {
+    fn symbolized(p: &mut Profile, name: &str, line: i64, addr: u64) -> LocationId {
         let f = p.add_function(name, name, "prog.c", 1);
         p.add_location(Location {
             mapping: None,

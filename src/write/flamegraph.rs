@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::profile::Profile;
 use crate::write::{chosen_sample_type, folded, WriteOptions};
 
+/// Writes the flamegraph SVG of the chosen sample type.
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
     let index = chosen_sample_type(profile, options)?;
     let (kind, unit) = profile.sample_type_name(index);

@@ -29,6 +29,7 @@ pub fn lines(profile: &Profile, options: &WriteOptions) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// Writes the folded lines, one per distinct stack.
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
     let io = |e| Error::io(std::path::Path::new("<output>"), e);
     each_line(profile, options, |line| writeln!(out, "{line}").map_err(io))

@@ -49,7 +49,7 @@ impl<'p> Frames<'p> {
             }
             table.group.push(start..table.ids.len());
             for &loc in sample.stack.iter().rev() {
-                let Some(slot) = table.location.get(loc as usize) else {
+                let Some(slot) = table.location.get(loc.index()) else {
                     continue;
                 };
                 if slot.is_some() {
@@ -62,7 +62,7 @@ impl<'p> Frames<'p> {
                     let id = intern(&mut table.frames, f);
                     table.ids.push(id);
                 }
-                table.location[loc as usize] = Some(start..table.ids.len());
+                table.location[loc.index()] = Some(start..table.ids.len());
             }
         }
         table
@@ -80,7 +80,7 @@ impl<'p> Frames<'p> {
             stack
                 .iter()
                 .rev()
-                .filter_map(|&loc| self.location.get(loc as usize).cloned().flatten())
+                .filter_map(|&loc| self.location.get(loc.index()).cloned().flatten())
                 .flat_map(|r| self.ids[r].iter().copied()),
         )
     }

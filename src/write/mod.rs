@@ -96,6 +96,7 @@ pub fn write(
     options: &WriteOptions,
     out: &mut dyn Write,
 ) -> Result<()> {
+    debug_assert_eq!(profile.check(), Ok(()), "the IR's invariants");
     match format {
         OutputFormat::Pprof => pprof::write(profile, true, out),
         OutputFormat::PprofRaw => pprof::write(profile, false, out),
@@ -247,9 +248,9 @@ pub fn group_frames<'p>(
                 let image = sample
                     .stack
                     .first()
-                    .and_then(|&l| profile.locations.get(l as usize))
+                    .and_then(|&l| profile.locations.get(l.index()))
                     .and_then(|l| l.mapping)
-                    .and_then(|m| profile.mappings.get(m as usize))
+                    .and_then(|m| profile.mappings.get(m.index()))
                     .map(|m| crate::profile::basename(profile.str(m.filename)).to_owned())
                     .filter(|n| !n.is_empty());
                 image.unwrap_or_else(|| "[unknown image]".to_owned())

@@ -11,6 +11,7 @@ use crate::profile::Profile;
 use crate::write::frames::Frames;
 use crate::write::{effective_group_by, WriteOptions};
 
+/// The schema speedscope documents its file format with.
 pub const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
 
 /// speedscope's unit for a pprof unit; units outside its enum become `none`.

@@ -9,6 +9,10 @@ use std::process::{Command, Output};
 
 pub mod gprof_program;
 
+pub mod golden;
+
+#[allow(unused_imports)]
+pub use golden::assert_golden;
 pub use profconv::pb;
 
 /// True when running under CI, where missing consumers fail the test.

@@ -46,18 +46,25 @@ pub(super) fn magic_order(bytes: &[u8], magic: u32) -> Option<Endian> {
 /// `file_head` (§3.1), in the byte order of its magic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileHead {
+    /// Byte order of the head and the records.
     pub endian: Endian,
     /// Number of records.
     pub index: u32,
+    /// Start of the capture, seconds (Unix time).
     pub begin_sec: i32,
+    /// Microseconds of the start.
     pub begin_usec: i32,
+    /// End of the capture, seconds.
     pub end_sec: i32,
+    /// Microseconds of the end.
     pub end_usec: i32,
     /// "start time: tick", unit unknown (§5).
     pub st_begin_time: u64,
+    /// Board tick counter at the end (unit unknown).
     pub st_end_time: u64,
     /// Events between two samples.
     pub reset_value: u64,
+    /// The CPU type code.
     pub cputype: u32,
 }
 
@@ -95,6 +102,7 @@ impl FileHead {
         i64::from(self.begin_sec) * 1_000_000_000 + i64::from(self.begin_usec) * 1000
     }
 
+    /// endtime in nanoseconds since the Unix epoch.
     pub fn end_nanos(&self) -> i64 {
         i64::from(self.end_sec) * 1_000_000_000 + i64::from(self.end_usec) * 1000
     }

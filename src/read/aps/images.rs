@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::mapping::Image;
 use super::tables::module_file_name;
 use crate::profile::{MappingId, Profile};
-use crate::symbolize::{self, Binary};
+use crate::symbolize::{self, Binary, Relocation};
 
 /// Where a process image is in the copy of the board's file system: its path
 /// under the root, with ':' replaced by '_' as the reporter does (§6).
@@ -60,14 +60,6 @@ pub(super) fn kernel_images(root: &Path) -> HashMap<String, PathBuf> {
     found
 }
 
-/// The address of the `.text` section of an ELF file.
-pub(super) fn text_section_address(path: &Path) -> Option<u64> {
-    use object::{Object, ObjectSection};
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
-    file.section_by_name(".text").map(|s| s.address())
-}
-
 /// Symbolizes every mapping that has locations with the ELF files found
 /// under `root` (§10): process images through their program headers (file
 /// offset `pc − vm_start`), SRE images and modules from `.text`, vmlinux
@@ -79,7 +71,7 @@ pub(super) fn symbolize_images(profile: &mut Profile, root: &Path, images: &[Ima
     let mut missing = BTreeSet::new();
     let mut unreadable = BTreeSet::new();
     for id in used {
-        let Some(image) = images.get(id as usize) else {
+        let Some(image) = images.get(id.index()) else {
             continue;
         };
         let path = match image {
@@ -103,34 +95,29 @@ pub(super) fn symbolize_images(profile: &mut Profile, root: &Path, images: &[Ima
             unreadable.insert(path.display().to_string());
             continue;
         };
-        let to_svma: Box<dyn Fn(u64) -> Option<u64>> = match image {
+        let relocation = match image {
             Image::User {
                 start,
                 is_sre: false,
                 ..
-            } => {
-                let start = u64::from(*start);
-                Box::new(move |a: u64| {
-                    a.checked_sub(start)
-                        .and_then(|off| binary.file_offset_to_svma(off))
-                })
-            }
-            Image::Kernel { name, .. } if name == "vmlinux" => Box::new(Some),
+            } => Relocation::FileOffset {
+                start: u64::from(*start),
+            },
+            Image::Kernel { name, .. } if name == "vmlinux" => Relocation::Identity,
             Image::User { start, .. } | Image::Kernel { start, .. } => {
-                let Some(text) = text_section_address(&path) else {
+                let Some(section) = binary.section_address(".text") else {
                     unreadable.insert(format!("{} (no .text section)", path.display()));
                     continue;
                 };
-                let start = u64::from(*start);
-                Box::new(move |a: u64| a.checked_sub(start).map(|off| text + off))
+                Relocation::Section {
+                    start: u64::from(*start),
+                    section,
+                }
             }
         };
-        symbolize::symbolize_mapping(profile, id, binary, &*to_svma);
+        symbolize::symbolize_mapping(profile, id, binary, relocation);
         if !binary.build_id.is_empty() {
-            let build_id = profile.intern(&binary.build_id);
-            if let Some(m) = profile.mappings.get_mut(id as usize) {
-                m.build_id = build_id;
-            }
+            profile.set_mapping_build_id(id, &binary.build_id);
         }
     }
     for file in missing {

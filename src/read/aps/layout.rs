@@ -45,19 +45,30 @@ impl Origin {
 /// The section offsets of one file, with D and P.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
+    /// Call depth D: caller addresses per record.
     pub call_depth: usize,
+    /// Where D came from.
     pub call_depth_origin: Origin,
+    /// Path length P of module and vma entries.
     pub path_len: usize,
+    /// Where P came from.
     pub path_len_origin: Origin,
+    /// Byte offset of the module table head.
     pub module_offset: u64,
+    /// Byte order of the module table.
     pub module_endian: Endian,
+    /// Module entries.
     pub module_count: u32,
+    /// Byte offset of the vma table head.
     pub vma_offset: u64,
+    /// Byte order of the vma table.
     pub vma_endian: Endian,
+    /// Vma entries.
     pub vma_count: u32,
 }
 
 impl Layout {
+    /// Bytes of one record: `36 + 4·D`.
     pub fn record_size(&self) -> u64 {
         RECORD_FIXED_SIZE + 4 * self.call_depth as u64
     }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::records::ApsFile;
 use super::tables::{merged_modules, module_file_name, VmaEntry};
-use crate::profile::{basename, Mapping, MappingId, Profile};
+use crate::profile::{basename, Mapping, MappingId, Profile, StrId};
 
 /// What a mapping stands for, to find and symbolize its image.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -107,7 +107,7 @@ impl Mapper {
             u64::from(end) + 1,
             0,
             filename,
-            0,
+            StrId::EMPTY,
         ));
         self.ids.insert(key, id);
         self.images.push(image);

@@ -1,4 +1,4 @@
-//! APS sample files (spec `aps.md`): the per-CPU sample files of Huawei's
+//! APS sample files (`docs/formats/aps.md`): the per-CPU sample files of Huawei's
 //! "Advanced Performance Solution" board profiler.
 //!
 //! A file is a 56-byte head, `index` fixed-size records (`36 + 4·D` bytes,

@@ -17,6 +17,7 @@ pub struct PidInfo {
 }
 
 impl PidInfo {
+    /// Parses `ps` output lines (`pid tid tty time name`); other lines are skipped.
     pub fn parse(text: &str) -> PidInfo {
         let mut info = PidInfo::default();
         for line in text.lines() {
@@ -65,6 +66,7 @@ impl PidInfo {
         Ok(PidInfo::parse(&String::from_utf8_lossy(&bytes)))
     }
 
+    /// The name of thread `tid` of process `pid` (or of `tid` in any process).
     pub fn thread_name(&self, pid: i64, tid: i64) -> Option<&str> {
         self.threads
             .get(&(pid, tid))
@@ -77,10 +79,12 @@ impl PidInfo {
         self.threads.get(&(pid, pid)).map(String::as_str)
     }
 
+    /// Threads named.
     pub fn len(&self) -> usize {
         self.threads.len()
     }
 
+    /// True when no thread is named.
     pub fn is_empty(&self) -> bool {
         self.threads.is_empty()
     }

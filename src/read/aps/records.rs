@@ -32,24 +32,31 @@ impl Record<'_> {
             .get(offset..offset + 4)
             .map_or(0, |b| self.endian.u32(b))
     }
+    /// True for a user-mode sample.
     pub fn user(&self) -> bool {
         self.field(0) != 0
     }
+    /// Process id.
     pub fn pid(&self) -> i32 {
         self.field(4) as i32
     }
+    /// Thread id.
     pub fn tid(&self) -> i32 {
         self.field(8) as i32
     }
+    /// Time since the previous sample (unit unknown).
     pub fn time_diff(&self) -> i32 {
         self.field(12) as i32
     }
+    /// Caller addresses recorded, as written (may be out of range).
     pub fn cs_layer(&self) -> i32 {
         self.field(20) as i32
     }
+    /// Event id (§5).
     pub fn event(&self) -> u32 {
         self.field(24)
     }
+    /// Sampled program counter.
     pub fn pc(&self) -> u32 {
         self.field(32)
     }
@@ -79,12 +86,19 @@ impl Record<'_> {
 
 /// One sample file: its head, layout and tables.
 pub struct ApsFile {
+    /// The file's name.
     pub path: PathBuf,
+    /// The CPU from the file name, when it follows the capture naming.
     pub cpu: Option<u32>,
+    /// Length in bytes.
     pub len: u64,
+    /// The file head.
     pub head: FileHead,
+    /// The solved layout.
     pub layout: Layout,
+    /// Module table entries, as read.
     pub modules: Vec<ModuleEntry>,
+    /// Vma table entries, as read.
     pub vmas: Vec<VmaEntry>,
 }
 

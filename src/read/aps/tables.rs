@@ -12,7 +12,9 @@ use crate::read::cursor::Cursor;
 /// A kernel image text range (`module_entry`), `end` inclusive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModuleEntry {
+    /// First address.
     pub start: u32,
+    /// Last address (inclusive).
     pub end: u32,
     /// Bare module name (no `.ko`) or `vmlinux`.
     pub name: String,
@@ -21,10 +23,15 @@ pub struct ModuleEntry {
 /// An executable mapping of a process (`vma_entry`), `end` inclusive.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct VmaEntry {
+    /// The process.
     pub pid: i32,
+    /// An SRE image (symbolized from `.text`).
     pub is_sre: bool,
+    /// First address.
     pub start: u32,
+    /// Last address (inclusive).
     pub end: u32,
+    /// Path of the mapped file on the board.
     pub file: String,
 }
 

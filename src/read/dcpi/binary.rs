@@ -1,4 +1,4 @@
-//! The binary section of a pdb-0.06/0.07 profile (spec dcpi §2.3):
+//! The binary section of a pdb-0.06/0.07 profile (docs/formats/dcpi.md §2.3):
 //! `<chunk>* <footer>`, little-endian `u32`s, where a chunk is
 //! `offset number count×number` and the footer `total_offsets total_samples`.
 

@@ -1,4 +1,4 @@
-//! Profile database directories (spec dcpi §3): one subdirectory per epoch,
+//! Profile database directories (docs/formats/dcpi.md §3): one subdirectory per epoch,
 //! named by its start time, and below it a layout the public sources do not
 //! describe. So the walk is recursive and picks profile files by content.
 

@@ -1,4 +1,4 @@
-//! `dcpicat` text dumps (spec dcpi §2.5): `keyword value` header lines, one
+//! `dcpicat` text dumps (docs/formats/dcpi.md §2.5): `keyword value` header lines, one
 //! `event W name:period:fraction` line per event, then rows of a PC and one
 //! count per event.
 

@@ -1,4 +1,4 @@
-//! The ASCII header of a binary DCPI profile file (spec dcpi §2.2): keyword
+//! The ASCII header of a binary DCPI profile file (docs/formats/dcpi.md §2.2): keyword
 //! lines up to a line that is exactly `samples`, after which the binary
 //! section starts at once.
 
@@ -194,7 +194,7 @@ pub fn parse_number(value: &str) -> Option<u64> {
 }
 
 /// Unix time in seconds of an epoch stamp: `YYMMDDHHMM`, `YYYYMMDDHHMM` or
-/// `YYYYMMDDHHMMSS`, UTC (spec §2.2). Two-digit years 70–99 are 19xx.
+/// `YYYYMMDDHHMMSS`, UTC (docs/formats/dcpi.md §2.2). Two-digit years 70–99 are 19xx.
 pub fn epoch_seconds(stamp: &str) -> Option<i64> {
     if !stamp.bytes().all(|b| b.is_ascii_digit()) {
         return None;

@@ -1,4 +1,4 @@
-//! DCPI reader (spec dcpi.md): binary profile files of versions 0.06/0.07
+//! DCPI reader (docs/formats/dcpi.md): binary profile files of versions 0.06/0.07
 //! and the older variant with no `version`/`tstart` lines, `dcpicat` text
 //! dumps, and whole profile database directories.
 //!
@@ -66,7 +66,7 @@ pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
     Ok(info::describe(&collection))
 }
 
-/// The instruction size from the options (spec §2.3: 4 unless told).
+/// The instruction size from the options (docs/formats/dcpi.md §2.3: 4 unless told).
 fn insn_size(options: &ReadOptions) -> Result<u32> {
     match options.dcpi.insn_size.unwrap_or(4) {
         n @ 1..=64 => Ok(n),
@@ -296,7 +296,7 @@ struct BinaryHeader {
     label: Option<String>,
 }
 
-/// Interprets the header lines of a binary profile (spec §2.2, §6.2).
+/// Interprets the header lines of a binary profile (docs/formats/dcpi.md §2.2, §6.2).
 fn interpret_header(
     file: &Path,
     raw: &header::RawHeader,

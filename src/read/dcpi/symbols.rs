@@ -1,21 +1,12 @@
-//! Symbolization of DCPI images with `--binary` or `--image-dir` (spec dcpi §6.7).
+//! Symbolization of DCPI images with `--binary` or `--image-dir` (docs/formats/dcpi.md §6.7).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::super::options::ReadOptions;
 use super::{Collection, Image, Warnings};
 use crate::error::Result;
 use crate::profile::{basename, MappingId, Profile};
-use crate::symbolize;
-
-/// The link-time address of `.text` in an executable, where `tstart` points
-/// when the image was not relocated.
-fn text_section_address(path: &Path) -> Option<u64> {
-    use object::{Object, ObjectSection};
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
-    file.section_by_name(".text").map(|s| s.address())
-}
+use crate::symbolize::{self, Relocation};
 
 /// Symbolizes the images that `--binary` or `--image-dir` provide.
 pub(super) fn symbolize_images(
@@ -87,17 +78,18 @@ pub(super) fn symbolize_images(
         let in_text = binary
             .text_range()
             .is_some_and(|(lo, hi)| image.tstart >= lo && image.tstart < hi);
-        let delta = if in_text {
-            0i128
+        let relocation = if in_text {
+            Relocation::Identity
         } else {
-            let text = text_section_address(&path)
-                .or_else(|| binary.text_segment().map(|s| s.vaddr))
-                .unwrap_or(0);
-            i128::from(text) - i128::from(image.tstart)
+            Relocation::Section {
+                start: image.tstart,
+                section: binary
+                    .section_address(".text")
+                    .or_else(|| binary.text_segment().map(|s| s.vaddr))
+                    .unwrap_or(0),
+            }
         };
-        let stats = symbolize::symbolize_mapping(profile, mapping, &binary, &|address| {
-            u64::try_from(i128::from(address) + delta).ok()
-        });
+        let stats = symbolize::symbolize_mapping(profile, mapping, &binary, relocation);
         if stats.symbolized == 0 && stats.locations > 0 {
             warnings.add(
                 &path,

@@ -1,4 +1,4 @@
-//! Checking the references between tables (§2.4): every record's call
+//! Checking the references between tables : every record's call
 //! site, every call site's parent and name, with the offset of the culprit.
 
 use super::file::MpatrolFile;
@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::read::cursor::Cursor;
 
 /// Checks every index and offset the file holds against what it holds, and
-/// that the parent chains end (spec §5), filling the index tables.
+/// that the parent chains end (docs/formats/mpatrol.md §5), filling the index tables.
 pub(super) fn check_references(c: &Cursor<'_>, file: &mut MpatrolFile) -> Result<()> {
     let record_count = file.records.len();
     let mut record_of_index = vec![usize::MAX; record_count];

@@ -11,7 +11,7 @@ pub const MAGIC: &[u8; 4] = b"MPTL";
 pub const FIRST_VERSIONED: u64 = 10300;
 
 /// Versions are `major * 10000 + minor * 100 + patch`: anything at or past
-/// this is not a version (spec §2, detection).
+/// this is not a version (docs/formats/mpatrol.md §2).
 pub(super) const VERSION_LIMIT: u64 = 1_000_000;
 
 /// Words in one profiling record: index, then four arrays of four.
@@ -19,7 +19,7 @@ pub(super) const RECORD_WORDS: usize = 17;
 /// Words in one call site.
 pub(super) const CALL_SITE_WORDS: usize = 6;
 
-/// The four size classes of a profiling record (spec §2, "Profiling record").
+/// The four size classes of a profiling record (docs/formats/mpatrol.md §2).
 pub const SIZE_CLASSES: [&str; 4] = ["small", "medium", "large", "xlarge"];
 
 /// At most this many frames in all the samples' stacks together: a small
@@ -27,7 +27,7 @@ pub const SIZE_CLASSES: [&str; 4] = ["small", "medium", "large", "xlarge"];
 /// square of its size, and the profile holds every frame.
 pub const MAX_STACK_FRAMES: u64 = 1 << 24;
 
-/// The whole-program size histogram (spec §2 row 6).
+/// The whole-program size histogram (docs/formats/mpatrol.md §2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SizeBins {
     /// `alloc_counts[k]`: allocations of exactly `k + 1` bytes, except the
@@ -35,17 +35,22 @@ pub struct SizeBins {
     pub alloc_counts: Vec<u64>,
     /// Bytes of the allocations counted in the last bin.
     pub alloc_large_bytes: u64,
+    /// Free counts per bin.
     pub free_counts: Vec<u64>,
+    /// Bytes freed in the last bin.
     pub free_large_bytes: u64,
 }
 
 /// Totals of one side (allocations or frees) of the histogram.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BinTotals {
+    /// How many allocations (or frees).
     pub count: u128,
+    /// How many bytes.
     pub bytes: u128,
     /// Count and bytes of the last ("B bytes or more") bin.
     pub large_count: u64,
+    /// Bytes of the allocations in the last bin.
     pub large_bytes: u64,
 }
 
@@ -73,26 +78,31 @@ impl SizeBins {
         Self::totals(&self.alloc_counts, self.alloc_large_bytes)
     }
 
+    /// Totals of the free bins.
     pub fn free_totals(&self) -> BinTotals {
         Self::totals(&self.free_counts, self.free_large_bytes)
     }
 }
 
 /// One profiling record: what the allocations of one call stack did, split
-/// by size class (spec §2 row 8).
+/// by size class (docs/formats/mpatrol.md §2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfilingRecord {
     /// Byte offset of the record in the file.
     pub offset: usize,
     /// 1-based, in creation order.
     pub index: u64,
+    /// Allocations per size class.
     pub alloc_count: [u64; 4],
+    /// Bytes allocated per size class.
     pub alloc_bytes: [u64; 4],
+    /// Frees per size class.
     pub free_count: [u64; 4],
+    /// Bytes freed per size class.
     pub free_bytes: [u64; 4],
 }
 
-/// One call site: a return address in a call stack (spec §2 row 10).
+/// One call site: a return address in a call stack (docs/formats/mpatrol.md §2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallSite {
     /// Byte offset of the call site in the file.
@@ -114,7 +124,9 @@ pub struct CallSite {
 /// Everything an `mpatrol.out` file holds, checked.
 #[derive(Debug, Clone)]
 pub struct MpatrolFile {
+    /// Byte order of the file.
     pub endian: Endian,
+    /// Word size of the file in bytes.
     pub word_size: usize,
     /// `MP_VERNUM` of the library that wrote the file.
     pub version: u64,

@@ -1,4 +1,4 @@
-//! mpatrol reader: `mpatrol.out` allocation profiles (spec: shared/specs/mpatrol.md).
+//! mpatrol reader: `mpatrol.out` allocation profiles (docs/formats/mpatrol.md).
 //!
 //! The file is a dump of native C words (`size_t`, `unsigned long`, `void *`)
 //! in the producing machine's byte order and word size, framed by the magic

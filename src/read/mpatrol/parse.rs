@@ -11,7 +11,7 @@ use super::file::{
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
 
-/// The (word size, byte order) combinations, in the order the spec tries them.
+/// The (word size, byte order) combinations, in the order §2 tries them.
 pub(super) const LAYOUTS: [(usize, Endian); 4] = [
     (8, Endian::Little),
     (8, Endian::Big),
@@ -19,7 +19,7 @@ pub(super) const LAYOUTS: [(usize, Endian); 4] = [
     (4, Endian::Big),
 ];
 
-/// Parses and checks a whole profiling file (spec §2).
+/// Parses and checks a whole profiling file (docs/formats/mpatrol.md §2).
 pub fn parse(path: &Path, data: &[u8]) -> Result<MpatrolFile> {
     if data.get(..4) != Some(&MAGIC[..]) {
         let found = data.get(..4).unwrap_or(data);
@@ -92,7 +92,7 @@ pub fn parse(path: &Path, data: &[u8]) -> Result<MpatrolFile> {
 /// Names the layouts profconv knows of but does not read, when `data` is one.
 pub(super) fn older_layout(path: &Path, data: &[u8], any_marker: bool) -> Option<Error> {
     // 64-bit Windows (LLP64): an 8-byte `size_t` marker, then a 4-byte
-    // `unsigned long` version (spec §5).
+    // `unsigned long` version (docs/formats/mpatrol.md §5).
     for endian in [Endian::Little, Endian::Big] {
         let mut c = Cursor::new(path, data, endian, 8);
         if c.seek(4).is_ok() && c.word("marker").ok() == Some(1) {

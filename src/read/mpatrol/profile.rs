@@ -10,9 +10,9 @@ use crate::error::{Error, Result};
 use crate::profile::{GroupBy, Line, LocationId, Mapping, MappingId, Profile};
 use crate::read::cursor::Cursor;
 use crate::read::options::ReadOptions;
-use crate::symbolize::{self, Binary};
+use crate::symbolize::{self, Binary, Relocation};
 
-/// The sample types, in this order (spec §3).
+/// The sample types, in this order (docs/formats/mpatrol.md §3).
 pub(super) const SAMPLE_TYPES: [(&str, &str); 6] = [
     ("alloc_objects", "count"),
     ("alloc_space", "bytes"),
@@ -97,7 +97,7 @@ pub(super) fn binary_mapping(
     Some((id, start, limit))
 }
 
-/// Turns a parsed file into a heap profile (spec §3).
+/// Turns a parsed file into a heap profile (docs/formats/mpatrol.md §3).
 pub fn to_profile(
     path: &Path,
     data: &[u8],
@@ -142,12 +142,12 @@ pub fn to_profile(
         named.push((id, pos));
     }
     if let (Some(b), Some((id, _, _))) = (&binary, mapping) {
-        symbolize::symbolize_mapping(&mut profile, id, b, &|addr| Some(addr.wrapping_sub(bias)));
+        symbolize::symbolize_mapping(&mut profile, id, b, Relocation::Bias(bias));
     }
     // Names from the file itself where the binary gave none (or there is no
     // binary). A call site without a name stays an address, as mprof shows it.
     for (id, pos) in named {
-        if !profile.locations[id as usize].lines.is_empty() {
+        if !profile.locations[id.index()].lines.is_empty() {
             continue;
         }
         let site = &file.call_sites[pos];

@@ -27,34 +27,34 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
         string_table.push(text);
     }
     let vt = |t: &crate::profile::ValueType| pb::ValueType {
-        r#type: t.kind as i64,
-        unit: t.unit as i64,
+        r#type: t.kind.index() as i64,
+        unit: t.unit.index() as i64,
     };
     let sample_type: Vec<pb::ValueType> = profile.sample_types.iter().map(vt).collect();
     let default_sample_type = profile
         .default_sample_type
         .and_then(|i| profile.sample_types.get(i))
-        .map_or(0, |t| t.kind as i64);
+        .map_or(0, |t| t.kind.index() as i64);
     let sample = profile
         .samples
         .iter()
         .filter(|s| s.values.iter().any(|v| *v != 0))
         .map(|s| pb::Sample {
-            location_id: s.stack.iter().map(|&l| l as u64 + 1).collect(),
+            location_id: s.stack.iter().map(|&l| l.index() as u64 + 1).collect(),
             value: s.values.clone(),
             label: s
                 .labels
                 .iter()
                 .map(|l| match l.value {
                     LabelValue::Str(v) => pb::Label {
-                        key: l.key as i64,
-                        str: v as i64,
+                        key: l.key.index() as i64,
+                        str: v.index() as i64,
                         ..Default::default()
                     },
                     LabelValue::Num { num, unit } => pb::Label {
-                        key: l.key as i64,
+                        key: l.key.index() as i64,
                         num,
-                        num_unit: unit as i64,
+                        num_unit: unit.index() as i64,
                         ..Default::default()
                     },
                 })
@@ -70,8 +70,8 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
             memory_start: m.start,
             memory_limit: m.limit,
             file_offset: m.file_offset,
-            filename: m.filename as i64,
-            build_id: m.build_id as i64,
+            filename: m.filename.index() as i64,
+            build_id: m.build_id.index() as i64,
             has_functions: m.has_functions,
             has_filenames: m.has_filenames,
             has_line_numbers: m.has_line_numbers,
@@ -84,13 +84,13 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
         .enumerate()
         .map(|(i, l)| pb::Location {
             id: i as u64 + 1,
-            mapping_id: l.mapping.map_or(0, |m| m as u64 + 1),
+            mapping_id: l.mapping.map_or(0, |m| m.index() as u64 + 1),
             address: l.address,
             line: l
                 .lines
                 .iter()
                 .map(|line| pb::Line {
-                    function_id: line.function as u64 + 1,
+                    function_id: line.function.index() as u64 + 1,
                     line: line.line,
                     column: 0,
                 })
@@ -104,9 +104,9 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
         .enumerate()
         .map(|(i, f)| pb::Function {
             id: i as u64 + 1,
-            name: f.name as i64,
-            system_name: f.system_name as i64,
-            filename: f.filename as i64,
+            name: f.name.index() as i64,
+            system_name: f.system_name.index() as i64,
+            filename: f.filename.index() as i64,
             start_line: f.start_line,
         })
         .collect();
@@ -180,6 +180,8 @@ fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
     })
 }
 
+/// Decodes pprof bytes (gzip-compressed or not, in one or more gzip
+/// members): for tests and `info`.
 pub fn decode(bytes: &[u8]) -> std::result::Result<pb::Profile, String> {
     let raw;
     let data = if bytes.starts_with(&[0x1f, 0x8b]) {

@@ -1,0 +1,185 @@
+//! The 4.4BSD and 4.3BSD formats (§2): a header with no magic, recognised by
+//! its sizes, then the histogram bins and the arcs.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
+use std::path::Path;
+
+use super::data::{GmonData, Histogram, Variant};
+use super::gnu::sorted_arcs;
+use crate::error::{Error, Result};
+use crate::read::cursor::{Cursor, Endian};
+
+pub(super) const BSD44_VERSION: u32 = 0x0005_1879;
+/// The clock rate assumed for 4.3BSD files, which do not record one.
+pub(super) const DEFAULT_RATE: u32 = 100;
+
+/// A BSD header layout that fits: (variant, endian, word size, header size, counter bytes).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BsdLayout {
+    pub(super) variant: Variant,
+    pub(super) endian: Endian,
+    pub(super) word: usize,
+    pub(super) header: usize,
+    pub(super) counter_bytes: usize,
+    pub(super) counter_signed: bool,
+    pub(super) lpc: u64,
+    pub(super) hpc: u64,
+    pub(super) ncnt: u64,
+    pub(super) rate: u32,
+}
+
+pub(super) fn bsd_layout(
+    head: &[u8],
+    file_len: u64,
+    pointer_size: Option<usize>,
+) -> Option<BsdLayout> {
+    let words: &[usize] = match pointer_size {
+        Some(4) => &[4],
+        Some(8) => &[8],
+        _ => &[8, 4],
+    };
+    let path = Path::new("");
+    for variant in [Variant::Bsd44, Variant::Bsd43] {
+        for &word in words {
+            for endian in [Endian::Little, Endian::Big] {
+                let mut c = Cursor::new(path, head, endian, word);
+                let (Ok(lpc), Ok(hpc), Ok(ncnt)) = (c.word(""), c.word(""), c.i32("")) else {
+                    continue;
+                };
+                let (header, rate, counter_bytes, counter_signed) = if variant == Variant::Bsd44 {
+                    let (Ok(version), Ok(rate), Ok(spare0)) = (c.u32(""), c.u32(""), c.i32(""))
+                    else {
+                        continue;
+                    };
+                    // A rate of 0 is still 4.4BSD (the version says so);
+                    // parse_bsd asks for --gmon-rate rather than reading the
+                    // file as 4.3BSD at other offsets.
+                    if version != BSD44_VERSION {
+                        continue;
+                    }
+                    // FreeBSD's histcounter_type: counter width in bits, negative = signed.
+                    let (bytes, signed) = match spare0 {
+                        0 => (2, false),
+                        8 | 16 | 32 | 64 => (spare0 as usize / 8, false),
+                        -8 | -16 | -32 | -64 => ((-spare0) as usize / 8, true),
+                        _ => continue,
+                    };
+                    // lpc, hpc, ncnt, version, profrate, spare[3]; word-aligned.
+                    (align(2 * word + 6 * 4, word), rate, bytes, signed)
+                } else {
+                    (align(2 * word + 4, word), 0, 2, false)
+                };
+                if ncnt < 0 {
+                    continue;
+                }
+                let ncnt = ncnt as u64;
+                let arc_size = 3 * word as u64;
+                if lpc >= hpc
+                    || ncnt < header as u64
+                    || ncnt > file_len
+                    || (ncnt - header as u64) % counter_bytes as u64 != 0
+                    || (file_len - ncnt) % arc_size != 0
+                {
+                    continue;
+                }
+                let counters = (ncnt - header as u64) / counter_bytes as u64;
+                // Plausibility: each counter covers between 1 and 1024 bytes of text.
+                if counters == 0 || (hpc - lpc) / counters > 1024 || (hpc - lpc) < counters {
+                    continue;
+                }
+                return Some(BsdLayout {
+                    variant,
+                    endian,
+                    word,
+                    header,
+                    counter_bytes,
+                    counter_signed,
+                    lpc,
+                    hpc,
+                    ncnt,
+                    rate,
+                });
+            }
+        }
+    }
+    None
+}
+
+pub(super) fn align(n: usize, to: usize) -> usize {
+    n.div_ceil(to) * to
+}
+
+pub(super) fn parse_bsd(
+    file: &Path,
+    data: &[u8],
+    l: BsdLayout,
+    rate: Option<u32>,
+) -> Result<GmonData> {
+    let mut c = Cursor::new(file, data, l.endian, l.word);
+    c.seek(l.header)?;
+    let counters = ((l.ncnt - l.header as u64) / l.counter_bytes as u64) as usize;
+    c.check_items(counters as u64, l.counter_bytes, "histogram counters")?;
+    let mut bins = Vec::with_capacity(counters);
+    let mut saturated = 0;
+    for _ in 0..counters {
+        let v: u64 = match (l.counter_bytes, l.counter_signed) {
+            (1, false) => c.u8("a counter")? as u64,
+            (1, true) => (c.u8("a counter")? as i8).max(0) as u64,
+            (2, false) => c.u16("a counter")? as u64,
+            (2, true) => (c.u16("a counter")? as i16).max(0) as u64,
+            (4, false) => c.u32("a counter")? as u64,
+            (4, true) => c.i32("a counter")?.max(0) as u64,
+            (_, false) => c.u64("a counter")?,
+            (_, true) => (c.u64("a counter")? as i64).max(0) as u64,
+        };
+        if l.counter_bytes == 2 && v == 0xffff {
+            saturated += 1;
+        }
+        bins.push(v);
+    }
+    let rate_assumed = l.variant == Variant::Bsd43 || l.rate == 0;
+    let prof_rate = match (l.variant, l.rate, rate) {
+        (Variant::Bsd43, _, given) => given.unwrap_or(DEFAULT_RATE),
+        (_, 0, Some(given)) => given,
+        (_, 0, None) => {
+            return Err(Error::format(
+                file,
+                2 * l.word as u64 + 8,
+                "the 4.4BSD header's clock rate (profrate) is 0: give the rate the program ran at with --gmon-rate HZ",
+            ))
+        }
+        (_, recorded, _) => recorded,
+    };
+    let mut arcs: HashMap<(u64, u64), u64> = HashMap::default();
+    let mut arc_records = 0;
+    while !c.at_end() {
+        let from_pc = c.word("rawarc frompc")?;
+        let self_pc = c.word("rawarc selfpc")?;
+        let count = c.sword("rawarc count")?.max(0) as u64;
+        arc_records += 1;
+        *arcs.entry((from_pc, self_pc)).or_insert(0) += count;
+    }
+    let arcs = sorted_arcs(arcs);
+    Ok(GmonData {
+        variant: l.variant,
+        endian: l.endian,
+        pointer_size: l.word,
+        histograms: vec![Histogram {
+            low_pc: l.lpc,
+            high_pc: l.hpc,
+            prof_rate,
+            dimension: "seconds".into(),
+            dimension_abbrev: 's',
+            bins,
+        }],
+        arcs,
+        basic_blocks: BTreeMap::new(),
+        saturated_bins: saturated,
+        rate_assumed,
+        histogram_records: 1,
+        arc_records,
+        bb_records: 0,
+    })
+}

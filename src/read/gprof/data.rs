@@ -1,0 +1,131 @@
+//! What a gmon.out holds once parsed, whatever its layout (§1): histograms,
+//! call arcs and basic-block counts, and how several files are summed
+//! (like `gprof -s`).
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
+use std::path::Path;
+
+use super::gnu::{add_histogram, sorted_arcs};
+use crate::error::Result;
+use crate::read::cursor::Endian;
+
+/// Which layout a file uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// GNU tagged records.
+    Gnu,
+    /// 4.4BSD header.
+    Bsd44,
+    /// 4.3BSD header (no rate).
+    Bsd43,
+}
+
+impl Variant {
+    /// How `info` names the variant.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Gnu => "GNU gmon.out (tagged records)",
+            Variant::Bsd44 => "4.4BSD gmon.out",
+            Variant::Bsd43 => "4.2/4.3BSD gmon.out",
+        }
+    }
+}
+
+/// A PC histogram: `bins[i]` counts ticks in `[low_pc + i·w, low_pc + (i+1)·w)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    /// First address covered by the bins.
+    pub low_pc: u64,
+    /// One past the last address covered.
+    pub high_pc: u64,
+    /// Clock ticks per second.
+    pub prof_rate: u32,
+    /// The dimension's name (`seconds`).
+    pub dimension: String,
+    /// Its abbreviation (`s`).
+    pub dimension_abbrev: char,
+    /// Counts (summed over records and files, so wider than the file's u16).
+    pub bins: Vec<u64>,
+}
+
+impl Histogram {
+    /// Sum of all bins.
+    pub fn total(&self) -> u64 {
+        self.bins.iter().sum()
+    }
+
+    /// Bytes of text per bin.
+    pub fn scale(&self) -> f64 {
+        (self.high_pc - self.low_pc) as f64 / self.bins.len().max(1) as f64
+    }
+}
+
+/// A call-graph arc: `from_pc` is an address in the caller, `self_pc` an
+/// address in the callee. The spec calls `from_pc` a return address, but
+/// glibc writes the start of the 16-byte hash bucket the return address fell
+/// in (and `gprof -s` writes the caller's first byte), so it is looked up
+/// as is, like gprof does, not at `from_pc − 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallArc {
+    /// Caller site (a return address, or the caller's start in gmon.sum).
+    pub from_pc: u64,
+    /// Callee address.
+    pub self_pc: u64,
+    /// Calls along the arc.
+    pub count: u64,
+}
+
+/// What one or more gmon.out files hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GmonData {
+    /// Which layout the file had.
+    pub variant: Variant,
+    /// Its byte order.
+    pub endian: Endian,
+    /// Its address size in bytes.
+    pub pointer_size: usize,
+    /// Histograms, summed per address range.
+    pub histograms: Vec<Histogram>,
+    /// Summed per (from_pc, self_pc), sorted.
+    pub arcs: Vec<CallArc>,
+    /// Basic-block execution counts per address, summed.
+    pub basic_blocks: BTreeMap<u64, u64>,
+    /// Bins at 65535, the u16 ceiling: the counts there are lower bounds.
+    pub saturated_bins: usize,
+    /// True when the clock rate was not in the file (4.3BSD).
+    pub rate_assumed: bool,
+    /// Histogram and arc records read (before summing).
+    pub histogram_records: usize,
+    /// Arc records read.
+    pub arc_records: usize,
+    /// Basic-block records read.
+    pub bb_records: usize,
+}
+
+/// Sums the data of several files of one program (like `gprof -s`).
+pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
+    let mut ranges = rustc_hash::FxHashMap::default();
+    for h in b.histograms {
+        add_histogram(file, 0, &mut a.histograms, &mut ranges, h)?;
+    }
+    let mut arcs: HashMap<(u64, u64), u64> = a
+        .arcs
+        .iter()
+        .map(|x| ((x.from_pc, x.self_pc), x.count))
+        .collect();
+    for x in b.arcs {
+        *arcs.entry((x.from_pc, x.self_pc)).or_insert(0) += x.count;
+    }
+    a.arcs = sorted_arcs(arcs);
+    for (addr, n) in b.basic_blocks {
+        *a.basic_blocks.entry(addr).or_insert(0) += n;
+    }
+    a.saturated_bins += b.saturated_bins;
+    a.rate_assumed |= b.rate_assumed;
+    a.histogram_records += b.histogram_records;
+    a.arc_records += b.arc_records;
+    a.bb_records += b.bb_records;
+    Ok(a)
+}

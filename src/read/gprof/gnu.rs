@@ -1,0 +1,238 @@
+//! The GNU tagged format (§1): the `gmon` magic, a version word that gives
+//! the byte order, then histogram, arc and basic-block records.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
+use std::path::Path;
+
+use super::data::{CallArc, GmonData, Histogram, Variant};
+use crate::error::{Error, Result};
+use crate::read::cursor::{Cursor, Endian};
+
+pub(super) const GMON_MAGIC: &[u8; 4] = b"gmon";
+pub(super) const TAG_TIME_HIST: u8 = 0;
+pub(super) const TAG_CG_ARC: u8 = 1;
+pub(super) const TAG_BB_COUNT: u8 = 2;
+/// True for the GNU format (the `gmon` magic).
+pub fn detect_gnu(head: &[u8]) -> bool {
+    head.len() >= 20 && head.starts_with(GMON_MAGIC) && gnu_endian(head).is_some()
+}
+
+pub(super) fn gnu_endian(head: &[u8]) -> Option<Endian> {
+    match head.get(4..8)? {
+        [1, 0, 0, 0] => Some(Endian::Little),
+        [0, 0, 0, 1] => Some(Endian::Big),
+        _ => None,
+    }
+}
+
+pub(super) fn parse_gnu(file: &Path, data: &[u8], pointer_size: Option<usize>) -> Result<GmonData> {
+    let Some(endian) = gnu_endian(data) else {
+        let mut c = Cursor::new(file, data, Endian::Little, 8);
+        c.skip(4, "magic")?;
+        let version = c.bytes(4, "the version")?;
+        return Err(Error::format(
+            file,
+            4,
+            format!("expected version 1 (01 00 00 00 or 00 00 00 01), found {version:02x?}"),
+        ));
+    };
+    if let Some(size) = pointer_size {
+        return parse_gnu_records(file, data, endian, size);
+    }
+    // The file does not say its address size: try 8, then 4 (§1).
+    let wide = parse_gnu_records(file, data, endian, 8);
+    let narrow = parse_gnu_records(file, data, endian, 4);
+    match (wide, narrow) {
+        (Ok(w), Err(_)) => Ok(w),
+        (Err(_), Ok(n)) => Ok(n),
+        (Ok(w), Ok(n)) if w == n => Ok(w),
+        (Ok(_), Ok(_)) => Err(Error::format(
+            file,
+            20,
+            "the records parse both with 4- and 8-byte addresses: say which with --gmon-pointer-size (or give --binary)",
+        )),
+        (Err(w), Err(n)) => Err(Error::format(
+            file,
+            gnu_error_offset(&w).max(gnu_error_offset(&n)),
+            format!(
+                "the records parse neither with 8-byte addresses ({}) nor with 4-byte ones ({})",
+                short(&w),
+                short(&n)
+            ),
+        )),
+    }
+}
+
+pub(super) fn gnu_error_offset(e: &Error) -> u64 {
+    match e {
+        Error::Format { offset, .. } => *offset,
+        _ => 0,
+    }
+}
+
+pub(super) fn short(e: &Error) -> String {
+    match e {
+        Error::Format { offset, what, .. } => format!("at byte {offset}: {what}"),
+        other => other.to_string(),
+    }
+}
+
+pub(super) fn parse_gnu_records(
+    file: &Path,
+    data: &[u8],
+    endian: Endian,
+    word: usize,
+) -> Result<GmonData> {
+    let mut c = Cursor::new(file, data, endian, word);
+    c.skip(20, "the 20-byte header")?;
+    let mut out = GmonData {
+        variant: Variant::Gnu,
+        endian,
+        pointer_size: word,
+        histograms: Vec::new(),
+        arcs: Vec::new(),
+        basic_blocks: BTreeMap::new(),
+        saturated_bins: 0,
+        rate_assumed: false,
+        histogram_records: 0,
+        arc_records: 0,
+        bb_records: 0,
+    };
+    let mut arcs: HashMap<(u64, u64), u64> = HashMap::default();
+    let mut ranges = HashMap::default();
+    while !c.at_end() {
+        let tag_at = c.offset();
+        match c.u8("a record tag")? {
+            TAG_TIME_HIST => {
+                let low_pc = c.word("histogram low_pc")?;
+                let high_pc = c.word("histogram high_pc")?;
+                let size_at = c.offset();
+                let hist_size = c.u32("histogram hist_size")?;
+                let prof_rate = c.u32("histogram prof_rate")?;
+                let dimen = c.bytes(15, "histogram dimension")?;
+                let abbrev = c.u8("histogram dimension abbreviation")?;
+                if low_pc >= high_pc {
+                    return Err(c.error_at(
+                        tag_at + 1,
+                        format!("histogram low_pc {low_pc:#x} is not below high_pc {high_pc:#x}"),
+                    ));
+                }
+                if prof_rate == 0 {
+                    return Err(c.error_at(size_at + 4, "histogram prof_rate is 0"));
+                }
+                let bytes = c.check_items(hist_size as u64, 2, "histogram bins").map_err(|_| {
+                    c.error_at(
+                        size_at,
+                        format!(
+                            "histogram claims {hist_size} bins ({} bytes) but only {} bytes remain",
+                            hist_size as u64 * 2,
+                            c.remaining()
+                        ),
+                    )
+                })?;
+                let raw = c.bytes(bytes, "histogram bins")?;
+                let bins: Vec<u64> = raw.chunks_exact(2).map(|b| endian.u16(b) as u64).collect();
+                out.saturated_bins += bins.iter().filter(|&&b| b == 0xffff).count();
+                let dimension = String::from_utf8_lossy(dimen.split(|&b| b == 0).next().unwrap_or(&[])).into_owned();
+                out.histogram_records += 1;
+                add_histogram(
+                    file,
+                    tag_at,
+                    &mut out.histograms,
+                    &mut ranges,
+                    Histogram {
+                        low_pc,
+                        high_pc,
+                        prof_rate,
+                        dimension,
+                        dimension_abbrev: abbrev as char,
+                        bins,
+                    },
+                )?;
+            }
+            TAG_CG_ARC => {
+                let from_pc = c.word("arc from_pc")?;
+                let self_pc = c.word("arc self_pc")?;
+                let count = c.u32("arc count")? as u64;
+                out.arc_records += 1;
+                *arcs.entry((from_pc, self_pc)).or_insert(0) += count;
+            }
+            TAG_BB_COUNT => {
+                let ncounts = c.u32("basic-block ncounts")?;
+                c.check_items(ncounts as u64, 2 * word, "basic-block records")?;
+                for _ in 0..ncounts {
+                    let addr = c.word("basic-block address")?;
+                    let count = c.word("basic-block count")?;
+                    *out.basic_blocks.entry(addr).or_insert(0) += count;
+                }
+                out.bb_records += 1;
+            }
+            other => {
+                return Err(c.error_at(
+                    tag_at,
+                    format!("expected a record tag 0 (histogram), 1 (arc) or 2 (basic blocks), found {other}"),
+                ))
+            }
+        }
+    }
+    out.arcs = sorted_arcs(arcs);
+    Ok(out)
+}
+
+/// Arcs summed per (from_pc, self_pc), as a sorted list.
+pub(super) fn sorted_arcs(arcs: HashMap<(u64, u64), u64>) -> Vec<CallArc> {
+    let mut out: Vec<CallArc> = arcs
+        .into_iter()
+        .map(|((from_pc, self_pc), count)| CallArc {
+            from_pc,
+            self_pc,
+            count,
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Adds a histogram record: equal ranges are summed bin by bin, others kept
+/// apart; a different rate or dimension cannot be combined (§1). `index`
+/// finds a range among `hists` (filled from them when empty).
+pub(super) fn add_histogram(
+    file: &Path,
+    offset: usize,
+    hists: &mut Vec<Histogram>,
+    index: &mut HashMap<(u64, u64, usize), usize>,
+    h: Histogram,
+) -> Result<()> {
+    if let Some(first) = hists.first() {
+        if first.prof_rate != h.prof_rate || first.dimension != h.dimension {
+            return Err(Error::format(
+                file,
+                offset as u64,
+                format!(
+                    "histogram at {} {} cannot be combined with one at {} {}",
+                    h.prof_rate, h.dimension, first.prof_rate, first.dimension
+                ),
+            ));
+        }
+    }
+    let key = (h.low_pc, h.high_pc, h.bins.len());
+    if index.is_empty() && !hists.is_empty() {
+        index.extend(
+            hists
+                .iter()
+                .enumerate()
+                .map(|(i, o)| ((o.low_pc, o.high_pc, o.bins.len()), i)),
+        );
+    }
+    if let Some(same) = index.get(&key).and_then(|&i| hists.get_mut(i)) {
+        for (a, b) in same.bins.iter_mut().zip(&h.bins) {
+            *a += b;
+        }
+    } else {
+        index.insert(key, hists.len());
+        hists.push(h);
+    }
+    Ok(())
+}

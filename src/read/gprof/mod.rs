@@ -1,0 +1,176 @@
+//! GNU gprof `gmon.out` reader: the GNU tagged format (both byte orders, 4-
+//! and 8-byte addresses), 4.4BSD and 4.3BSD headers (docs/formats/gprof.md §1–§2), and
+//! the mapping to the IR the way gprof reasons about it (§3–§4).
+
+mod bsd;
+mod callgraph;
+mod data;
+mod gnu;
+mod profile;
+mod ticks;
+
+pub use data::{sum, CallArc, GmonData, Histogram, Variant};
+pub use gnu::detect_gnu;
+pub use profile::to_profile;
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::input::{Detection, Input};
+use super::options::ReadOptions;
+use crate::error::{Error, Result};
+use crate::profile::Profile;
+use crate::symbolize::Binary;
+use bsd::bsd_layout;
+use bsd::parse_bsd;
+use gnu::parse_gnu;
+use gnu::GMON_MAGIC;
+use ticks::assign_ticks;
+use ticks::gprof_functions;
+
+/// The GNU format by its magic, the BSD formats by their header's sizes.
+pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
+    if detect_gnu(head) {
+        Detection::Magic
+    } else if bsd_layout(head, file_len, None).is_some() {
+        Detection::Likely
+    } else {
+        Detection::No
+    }
+}
+
+/// True for the BSD formats, recognised by their header's sizes (§2).
+pub fn detect(head: &[u8], file_len: u64) -> bool {
+    detect_gnu(head) || bsd_layout(head, file_len, None).is_some()
+}
+
+/// Parses one gmon.out file.
+pub fn parse(
+    file: &Path,
+    data: &[u8],
+    options: &ReadOptions,
+    elf_pointer_size: Option<usize>,
+) -> Result<GmonData> {
+    let pointer_size = options.gprof.pointer_size.or(elf_pointer_size);
+    if data.starts_with(GMON_MAGIC) {
+        return parse_gnu(file, data, pointer_size);
+    }
+    let Some(layout) = bsd_layout(data, data.len() as u64, pointer_size) else {
+        return Err(Error::format(
+            file,
+            0,
+            "expected a gmon.out: the GNU magic `gmon`, or a 4.4BSD/4.3BSD header whose histogram and arc sizes fit the file",
+        ));
+    };
+    parse_bsd(file, data, layout, options.gprof.rate)
+}
+
+/// Reads and sums every input.
+fn load(inputs: &[Input], options: &ReadOptions, binary: Option<&Binary>) -> Result<GmonData> {
+    let mut total: Option<GmonData> = None;
+    for input in inputs {
+        let path = input.name();
+        options.advance(input.len());
+        let parsed = parse(path, input.bytes(), options, binary.map(|b| b.pointer_size))?;
+        total = Some(match total {
+            None => parsed,
+            Some(acc) => sum(path, acc, parsed)?,
+        });
+    }
+    total.ok_or_else(|| Error::Usage("no gmon.out given".into()))
+}
+
+/// Reads and sums gmon.out inputs into one profile.
+pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
+    let binary = options
+        .binary
+        .as_deref()
+        .map(Binary::open_cached)
+        .transpose()?;
+    let data = load(inputs, options, binary.as_deref())?;
+    let mut profile = to_profile(&data, binary.as_deref(), options.gprof.stacks);
+    {
+        if let Some(t) = inputs.first().and_then(Input::modified) {
+            if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
+                profile.time_nanos = d.as_nanos() as i64;
+                profile.comments.push(
+                    "time: modification time of the gmon.out (written when the program exited)"
+                        .into(),
+                );
+            }
+        }
+    }
+    Ok(profile)
+}
+
+/// What `profconv info` prints for gmon.out files.
+pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
+    let binary = options.binary.as_deref().map(Binary::open).transpose()?;
+    let mut out = String::new();
+    for input in inputs {
+        let path = input.name();
+        let d = parse(
+            path,
+            input.bytes(),
+            options,
+            binary.as_ref().map(|b| b.pointer_size),
+        )?;
+        let _ = writeln!(out, "{}:", path.display());
+        let _ = writeln!(out, "  format:        gprof, {}", d.variant.name());
+        let _ = writeln!(out, "  byte order:    {}", d.endian.name());
+        let _ = writeln!(out, "  pointer size:  {} bytes", d.pointer_size);
+        let _ = writeln!(
+            out,
+            "  records:       {} histogram, {} arc, {} basic-block",
+            d.histogram_records, d.arc_records, d.bb_records
+        );
+        for (i, h) in d.histograms.iter().enumerate() {
+            let total = h.total();
+            let _ = writeln!(
+                out,
+                "  histogram {i}:   {:#x}..{:#x}, {} bins of {:.2} bytes, {} Hz, {} ticks = {:.2} {}{}",
+                h.low_pc,
+                h.high_pc,
+                h.bins.len(),
+                h.scale(),
+                h.prof_rate,
+                total,
+                total as f64 / h.prof_rate as f64,
+                h.dimension,
+                if d.rate_assumed { " (rate assumed)" } else { "" }
+            );
+        }
+        let calls: u64 = d.arcs.iter().map(|a| a.count).sum();
+        let _ = writeln!(
+            out,
+            "  arcs:          {} distinct, {} calls",
+            d.arcs.len(),
+            calls
+        );
+        if !d.basic_blocks.is_empty() {
+            let _ = writeln!(out, "  basic blocks:  {}", d.basic_blocks.len());
+        }
+        if d.saturated_bins > 0 {
+            let _ = writeln!(
+                out,
+                "  warning:       {} bins saturated at 65535",
+                d.saturated_bins
+            );
+        }
+        if let Some(b) = &binary {
+            let funcs = gprof_functions(b);
+            let hit: std::collections::BTreeSet<usize> = assign_ticks(&d, &funcs, 1.0)
+                .iter()
+                .filter_map(|t| t.func)
+                .collect();
+            let _ = writeln!(
+                out,
+                "  executable:    {} ({} functions, {} with samples)",
+                b.path.display(),
+                funcs.len(),
+                hit.len()
+            );
+        }
+    }
+    Ok(out)
+}

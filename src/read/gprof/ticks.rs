@@ -1,0 +1,307 @@
+//! Histogram ticks to functions (§3): each bin's ticks go to the function
+//! whose symbol range holds the bin, split where a bin straddles two.
+
+use super::data::GmonData;
+use crate::profile::apportion;
+use crate::symbolize::Binary;
+
+/// A function of the executable as gprof sees it: `[start, end)` runs to the
+/// next symbol (§3).
+#[derive(Debug, Clone)]
+pub(super) struct Func<'b> {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) name: &'b str,
+    pub(super) system_name: &'b str,
+}
+
+pub(super) fn gprof_functions(binary: &Binary) -> Vec<Func<'_>> {
+    let syms = binary.symbols();
+    syms.iter()
+        .enumerate()
+        .map(|(i, s)| Func {
+            start: s.address,
+            end: syms.get(i + 1).map_or(
+                if s.size > 0 {
+                    s.address + s.size
+                } else {
+                    u64::MAX
+                },
+                |n| n.address,
+            ),
+            name: &s.name,
+            system_name: &s.system_name,
+        })
+        .collect()
+}
+
+pub(super) fn function_at(funcs: &[Func<'_>], addr: u64) -> Option<usize> {
+    let i = funcs.partition_point(|f| f.start <= addr).checked_sub(1)?;
+    (addr < funcs[i].end).then_some(i)
+}
+
+/// One piece of histogram time: ticks credited to a function at an address.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Tick {
+    pub(super) func: Option<usize>,
+    pub(super) address: u64,
+    pub(super) samples: i64,
+    pub(super) nanos: i64,
+}
+
+/// Splits every non-empty bin over the functions it overlaps, in proportion
+/// to the overlap, as gprof's `hist_assign_samples` does (§3). The integer
+/// parts are apportioned so that every bin's total is kept exactly.
+///
+/// A bin that covers many whole functions (never in files `gcc -pg` writes,
+/// whose bins are a few bytes wide, but possible in a crafted file) hands
+/// those functions their share through [`Spread`], so the work stays linear
+/// in bins + functions instead of bins × functions.
+pub(super) fn assign_ticks(data: &GmonData, funcs: &[Func<'_>], period_ns: f64) -> Vec<Tick> {
+    let mut out = Vec::new();
+    let mut spread = Spread::new(funcs.len());
+    for h in &data.histograms {
+        let scale = h.scale();
+        for (i, &count) in h.bins.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let lo = h.low_pc + (scale * i as f64) as u64;
+            let hi = (h.low_pc + (scale * (i + 1) as f64) as u64).max(lo + 1);
+            let pieces = bin_pieces(funcs, lo, hi);
+            let weights: Vec<f64> = pieces.iter().map(|p| p.len() as f64).collect();
+            // Whole ticks are apportioned; time is gprof's credit,
+            // overlap × count / scale, which need not add up to the count
+            // when the bin width is not a whole number of bytes.
+            let samples = apportion(count as i64, &weights);
+            for (k, piece) in pieces.iter().enumerate() {
+                let nanos = (weights[k] * count as f64 / scale * period_ns).round() as i64;
+                match *piece {
+                    Piece::Span { func, start, .. } if samples[k] != 0 || nanos != 0 => {
+                        out.push(Tick {
+                            func,
+                            address: start,
+                            samples: samples[k],
+                            nanos,
+                        })
+                    }
+                    Piece::Span { .. } => {}
+                    Piece::Whole { first, end, len } => spread.add(
+                        first,
+                        end,
+                        samples[k],
+                        weights[k] * count as f64 / scale / len as f64 * period_ns,
+                        len,
+                    ),
+                }
+            }
+        }
+    }
+    out.extend(spread.ticks(funcs));
+    out
+}
+
+/// A part of a histogram bin: a stretch of one function (or of no function:
+/// a gap), or many whole functions `first..end` in one piece.
+#[derive(Debug, Clone, Copy)]
+enum Piece {
+    Span {
+        func: Option<usize>,
+        start: u64,
+        len: u64,
+    },
+    Whole {
+        first: usize,
+        end: usize,
+        len: u64,
+    },
+}
+
+impl Piece {
+    fn len(&self) -> u64 {
+        match *self {
+            Piece::Span { len, .. } | Piece::Whole { len, .. } => len,
+        }
+    }
+}
+
+/// How many whole functions a bin may cover before they become one piece.
+const WHOLE_FUNCTIONS_APART: usize = 16;
+
+/// The pieces of the bin `[lo, hi)`.
+fn bin_pieces(funcs: &[Func<'_>], lo: u64, hi: u64) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    // Functions starting inside the bin: a..b.
+    let a = funcs.partition_point(|f| f.start <= lo);
+    let b = funcs.partition_point(|f| f.start < hi);
+    let mut end = b;
+    while end > a && funcs[end - 1].end > hi {
+        end -= 1;
+    }
+    // Functions run to the next symbol (gprof_functions), so a..end tile
+    // funcs[a].start..funcs[end - 1].end.
+    if end > a && end - a > WHOLE_FUNCTIONS_APART {
+        let (s, e) = (funcs[a].start, funcs[end - 1].end);
+        spans(funcs, lo, s, &mut pieces);
+        pieces.push(Piece::Whole {
+            first: a,
+            end,
+            len: e - s,
+        });
+        spans(funcs, e, hi, &mut pieces);
+    } else {
+        spans(funcs, lo, hi, &mut pieces);
+    }
+    pieces
+}
+
+/// The function (or gap) stretches of `[lo, hi)`, one by one.
+fn spans(funcs: &[Func<'_>], lo: u64, hi: u64, pieces: &mut Vec<Piece>) {
+    let mut at = lo;
+    while at < hi {
+        let (func, next) = match function_at(funcs, at) {
+            Some(f) => (Some(f), funcs[f].end.min(hi)),
+            None => {
+                let next = funcs
+                    .get(funcs.partition_point(|f| f.start <= at))
+                    .map_or(hi, |f| f.start.min(hi));
+                (None, next)
+            }
+        };
+        pieces.push(Piece::Span {
+            func,
+            start: at,
+            len: next - at,
+        });
+        at = next;
+    }
+}
+
+/// Time spread evenly over runs of whole functions, kept as per-byte
+/// densities in difference arrays over the function index and turned into
+/// one tick per function at the end (at the function's start address).
+struct Spread {
+    /// Whole ticks given to all runs together: apportioned at the end.
+    samples: i64,
+    sample_density: Vec<f64>,
+    nanos_density: Vec<f64>,
+}
+
+impl Spread {
+    fn new(n: usize) -> Spread {
+        Spread {
+            samples: 0,
+            sample_density: vec![0.0; n + 1],
+            nanos_density: vec![0.0; n + 1],
+        }
+    }
+
+    /// `samples` ticks and `nanos_per_byte` over the functions `first..end`,
+    /// which are `len` bytes long together.
+    fn add(&mut self, first: usize, end: usize, samples: i64, nanos_per_byte: f64, len: u64) {
+        let per_byte = samples as f64 / len as f64;
+        self.samples += samples;
+        self.sample_density[first] += per_byte;
+        self.sample_density[end] -= per_byte;
+        self.nanos_density[first] += nanos_per_byte;
+        self.nanos_density[end] -= nanos_per_byte;
+    }
+
+    fn ticks(&self, funcs: &[Func<'_>]) -> Vec<Tick> {
+        if self.samples == 0 && self.nanos_density.iter().all(|&d| d == 0.0) {
+            return Vec::new();
+        }
+        let (mut s, mut n) = (0.0, 0.0);
+        let mut weights = Vec::with_capacity(funcs.len());
+        let mut nanos = Vec::with_capacity(funcs.len());
+        for (f, func) in funcs.iter().enumerate() {
+            s += self.sample_density[f];
+            n += self.nanos_density[f];
+            let len = func.end.saturating_sub(func.start) as f64;
+            weights.push((s * len).max(0.0));
+            nanos.push((n * len).max(0.0).round() as i64);
+        }
+        let samples = apportion(self.samples, &weights);
+        (0..funcs.len())
+            .filter(|&f| samples[f] != 0 || nanos[f] != 0)
+            .map(|f| Tick {
+                func: Some(f),
+                address: funcs[f].start,
+                samples: samples[f],
+                nanos: nanos[f],
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::read::cursor::Endian;
+    use crate::read::gprof::data::{Histogram, Variant};
+
+    fn data_with_bins(low_pc: u64, high_pc: u64, bins: Vec<u64>) -> GmonData {
+        GmonData {
+            variant: Variant::Gnu,
+            endian: Endian::Little,
+            pointer_size: 8,
+            histograms: vec![Histogram {
+                low_pc,
+                high_pc,
+                prof_rate: 100,
+                dimension: "seconds".into(),
+                dimension_abbrev: 's',
+                bins,
+            }],
+            arcs: Vec::new(),
+            basic_blocks: BTreeMap::new(),
+            saturated_bins: 0,
+            rate_assumed: false,
+            histogram_records: 1,
+            arc_records: 0,
+            bb_records: 0,
+        }
+    }
+
+    #[test]
+    fn a_bin_over_many_whole_functions_shares_its_time_by_size_in_one_pass() {
+        // 100 functions of 16 bytes from 0x1000 (and a 64-byte one after),
+        // one bin over 0x1008..0x1648: half of the first, all of 2..99,
+        // part of the last.
+        let names: Vec<String> = (0..101).map(|i| format!("f{i}")).collect();
+        let funcs: Vec<Func<'_>> = (0..101)
+            .map(|i| Func {
+                start: 0x1000 + 16 * i as u64,
+                end: 0x1000 + 16 * i as u64 + if i == 100 { 64 } else { 16 },
+                name: &names[i],
+                system_name: &names[i],
+            })
+            .collect();
+        let (lo, hi) = (0x1008, 0x1648);
+        let pieces = bin_pieces(&funcs, lo, hi);
+        assert!(pieces.len() <= 3, "{pieces:?}");
+        let count = 3001;
+        let data = data_with_bins(lo, hi, vec![count]);
+        let ticks = assign_ticks(&data, &funcs, 1e7);
+        let samples: i64 = ticks.iter().map(|t| t.samples).sum();
+        assert_eq!(samples, count as i64, "every tick kept");
+        let width = (hi - lo) as f64;
+        for (f, func) in funcs.iter().enumerate() {
+            let overlap = (func.end.min(hi)).saturating_sub(func.start.max(lo)) as f64;
+            let want_ns = overlap * count as f64 / width * 1e7;
+            let got: Vec<&Tick> = ticks.iter().filter(|t| t.func == Some(f)).collect();
+            let ns: i64 = got.iter().map(|t| t.nanos).sum();
+            let n: i64 = got.iter().map(|t| t.samples).sum();
+            assert!(
+                (ns as f64 - want_ns).abs() <= 1.0,
+                "f{f}: {ns} ns, want {want_ns}"
+            );
+            assert!(
+                (n as f64 - overlap * count as f64 / width).abs() < 1.0,
+                "f{f}: {n} ticks"
+            );
+        }
+    }
+}

@@ -855,8 +855,14 @@ pub fn apportion(total: i64, weights: &[f64]) -> Vec<i64> {
         })
         .collect();
     let mut parts: Vec<i64> = exact.iter().map(|e| e.floor() as i64).collect();
-    let mut rest = total - parts.iter().sum::<i64>();
-    let mut order: Vec<usize> = (0..weights.len()).collect();
+    // What flooring left over: fewer than one per part in exact arithmetic,
+    // but anything when the total is too large for an f64 to hold exactly
+    // (a crafted count near 2^63): handed out in bulk, never one by one.
+    let assigned: i128 = parts.iter().map(|&p| i128::from(p)).sum();
+    let mut rest = i128::from(total) - assigned;
+    let mut order: Vec<usize> = (0..weights.len())
+        .filter(|&i| exact[i] > 0.0 || weights[i] > 0.0)
+        .collect();
     order.sort_by(|&a, &b| {
         let ra = exact[a] - exact[a].floor();
         let rb = exact[b] - exact[b].floor();
@@ -864,22 +870,26 @@ pub fn apportion(total: i64, weights: &[f64]) -> Vec<i64> {
             .unwrap_or(std::cmp::Ordering::Equal)
             .then(a.cmp(&b))
     });
-    let mut k = 0;
-    while rest > 0 && !order.is_empty() {
-        let i = order[k % order.len()];
-        if weights[i] > 0.0 {
-            parts[i] += 1;
-            rest -= 1;
-        }
-        k += 1;
+    if order.is_empty() {
+        return parts;
     }
-    while rest < 0 && !order.is_empty() {
-        let i = order[order.len() - 1 - (k % order.len())];
-        if parts[i] > 0 {
-            parts[i] -= 1;
-            rest += 1;
+    let n = order.len() as i128;
+    if rest > 0 {
+        let (each, extra) = (rest / n, rest % n);
+        for (k, &i) in order.iter().enumerate() {
+            let add = each + i128::from((k as i128) < extra);
+            parts[i] = (i128::from(parts[i]) + add).clamp(i64::MIN.into(), i64::MAX.into()) as i64;
         }
-        k += 1;
+        rest = 0;
+    }
+    // Too much given (rounding up): taken back from the smallest remainders.
+    for &i in order.iter().rev() {
+        if rest >= 0 {
+            break;
+        }
+        let take = (-rest).min(i128::from(parts[i].max(0)));
+        parts[i] -= take as i64;
+        rest += take;
     }
     parts
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use super::data::{GmonData, Histogram, Variant};
+use super::data::{add_count, GmonData, Histogram, Variant};
 use super::gnu::sorted_arcs;
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
@@ -159,7 +159,7 @@ pub(super) fn parse_bsd(
         let self_pc = c.word("rawarc selfpc")?;
         let count = c.sword("rawarc count")?.max(0) as u64;
         arc_records += 1;
-        *arcs.entry((from_pc, self_pc)).or_insert(0) += count;
+        add_count(arcs.entry((from_pc, self_pc)).or_insert(0), count);
     }
     let arcs = sorted_arcs(arcs);
     Ok(GmonData {

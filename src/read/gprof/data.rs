@@ -53,7 +53,7 @@ pub struct Histogram {
 impl Histogram {
     /// Sum of all bins.
     pub fn total(&self) -> u64 {
-        self.bins.iter().sum()
+        self.bins.iter().fold(0u64, |t, &b| t.saturating_add(b))
     }
 
     /// Bytes of text per bin.
@@ -116,11 +116,11 @@ pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
         .map(|x| ((x.from_pc, x.self_pc), x.count))
         .collect();
     for x in b.arcs {
-        *arcs.entry((x.from_pc, x.self_pc)).or_insert(0) += x.count;
+        add_count(arcs.entry((x.from_pc, x.self_pc)).or_insert(0), x.count);
     }
     a.arcs = sorted_arcs(arcs);
     for (addr, n) in b.basic_blocks {
-        *a.basic_blocks.entry(addr).or_insert(0) += n;
+        add_count(a.basic_blocks.entry(addr).or_insert(0), n);
     }
     a.saturated_bins += b.saturated_bins;
     a.rate_assumed |= b.rate_assumed;
@@ -128,4 +128,10 @@ pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
     a.arc_records += b.arc_records;
     a.bb_records += b.bb_records;
     Ok(a)
+}
+
+/// Adds a count from the file to a running total: counts are the file's to
+/// choose, so the sum saturates instead of overflowing.
+pub(super) fn add_count(total: &mut u64, count: u64) {
+    *total = total.saturating_add(count);
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use super::data::{CallArc, GmonData, Histogram, Variant};
+use super::data::{add_count, CallArc, GmonData, Histogram, Variant};
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
 
@@ -157,7 +157,7 @@ pub(super) fn parse_gnu_records(
                 let self_pc = c.word("arc self_pc")?;
                 let count = c.u32("arc count")? as u64;
                 out.arc_records += 1;
-                *arcs.entry((from_pc, self_pc)).or_insert(0) += count;
+                add_count(arcs.entry((from_pc, self_pc)).or_insert(0), count);
             }
             TAG_BB_COUNT => {
                 let ncounts = c.u32("basic-block ncounts")?;
@@ -165,7 +165,7 @@ pub(super) fn parse_gnu_records(
                 for _ in 0..ncounts {
                     let addr = c.word("basic-block address")?;
                     let count = c.word("basic-block count")?;
-                    *out.basic_blocks.entry(addr).or_insert(0) += count;
+                    add_count(out.basic_blocks.entry(addr).or_insert(0), count);
                 }
                 out.bb_records += 1;
             }

@@ -140,7 +140,7 @@ pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
                 if d.rate_assumed { " (rate assumed)" } else { "" }
             );
         }
-        let calls: u64 = d.arcs.iter().map(|a| a.count).sum();
+        let calls: u64 = d.arcs.iter().fold(0u64, |t, a| t.saturating_add(a.count));
         let _ = writeln!(
             out,
             "  arcs:          {} distinct, {} calls",

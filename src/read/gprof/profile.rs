@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller};
-use super::data::{GmonData, Histogram};
+use super::data::GmonData;
 use super::ticks::{assign_ticks, function_at, gprof_functions, Func, Tick};
 use crate::profile::{apportion, Line, LocationId, Mapping, MappingId, Profile};
 use crate::read::options::GprofStacks;
@@ -82,12 +82,12 @@ pub(super) fn add_arcs(
         if locator.binary.is_some() {
             let parent = function_at(funcs, arc.from_pc);
             let Some(child) = function_at(funcs, arc.self_pc) else {
-                dropped_arcs += arc.count;
+                dropped_arcs = dropped_arcs.saturating_add(arc.count);
                 continue;
             };
             let Some(parent) = parent else {
                 spontaneous[child] = true;
-                dropped_arcs += arc.count;
+                dropped_arcs = dropped_arcs.saturating_add(arc.count);
                 continue;
             };
             if parent != child {
@@ -132,7 +132,10 @@ pub(super) fn add_synthesized_ticks(
     }
     let self_ns: Vec<i64> = per_func
         .iter()
-        .map(|ts| ts.iter().map(|t| t.nanos.max(0)).sum())
+        .map(|ts| {
+            ts.iter()
+                .fold(0i64, |t, x| t.saturating_add(x.nanos.max(0)))
+        })
         .collect();
     let stacks = graph.stacks(&self_ns);
     let mut values = vec![0i64; profile.sample_types.len()];
@@ -289,7 +292,10 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         m.has_line_numbers = any_line;
         m.has_inline_frames = any_inline;
     }
-    let ticks_total: u64 = data.histograms.iter().map(Histogram::total).sum();
+    let ticks_total: u64 = data
+        .histograms
+        .iter()
+        .fold(0u64, |t, h| t.saturating_add(h.total()));
     profile.duration_nanos = (ticks_total as f64 * period_ns).round() as i64;
     profile
 }

@@ -837,6 +837,23 @@ pub fn basename(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
+/// The most sample values a profile may hold: one `i64` per sample type per
+/// sample, 2^27 of them (1 GiB). An input whose distinct stacks times sample
+/// types exceed it (thousands of event types, say) is refused with
+/// [`too_many_values`] before the values are allocated.
+pub const MAX_VALUES: u64 = 1 << 27;
+
+/// `None` when `types` sample types over `samples` samples fit
+/// [`MAX_VALUES`]; else what to say about it.
+pub fn too_many_values(types: usize, samples: u64) -> Option<String> {
+    let values = (types as u64).saturating_mul(samples);
+    (values > MAX_VALUES).then(|| {
+        format!(
+            "{types} sample types (one per event) over {samples} distinct stacks would need {values} values, more than the {MAX_VALUES} profconv holds in memory; convert fewer events at a time"
+        )
+    })
+}
+
 /// Splits `total` into integer parts proportional to `weights`, so that the
 /// parts add up to `total` exactly (largest-remainder rounding).
 pub fn apportion(total: i64, weights: &[f64]) -> Vec<i64> {

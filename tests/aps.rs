@@ -1762,3 +1762,32 @@ fn a_pid_info_that_never_ends_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("pid_info") && err.contains("MiB"), "{err}");
 }
+
+#[test]
+fn thousands_of_event_ids_are_refused_before_their_values_are_allocated() {
+    let dir = tempdir();
+    let mut a = board();
+    a.records = (0..17_000u32)
+        .map(|e| user(100, 100, 1000 + e, 0x8010, &[0x8200]))
+        .collect();
+    let input = a.write(dir.path(), BOARD_FILE);
+    // 17 000 sample types over 17 000 stacks: 289 M values (2.3 GB) if
+    // they were allocated; the limit refuses it in a few megabytes.
+    let out = std::process::Command::new("prlimit")
+        .arg("--as=1000000000")
+        .arg("--")
+        .arg(profconv_bin())
+        .arg(&input)
+        .args(["-o", "/dev/null", "--to", "pprof"])
+        .output();
+    let Ok(out) = out else {
+        assert!(!in_ci(), "prlimit (util-linux) is needed");
+        return;
+    };
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("17001 sample types") && err.contains("fewer events"),
+        "{err}"
+    );
+}

@@ -89,7 +89,7 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
         counts,
         pid_info.as_ref(),
         inputs.pid_info.as_deref(),
-    );
+    )?;
     if let Some(root) = &options.aps.image_root {
         symbolize_images(&mut profile, root, &images);
     }

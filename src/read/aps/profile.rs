@@ -8,7 +8,8 @@ use super::head::event_name;
 use super::mapping::{main_executables, FileMaps, Image, Mapper};
 use super::pid_info::PidInfo;
 use super::records::{ApsFile, FileCounts};
-use crate::profile::{Label, Profile};
+use crate::error::{Error, Result};
+use crate::profile::{too_many_values, Label, Profile};
 
 /// The profile of the counted records, and the image of each mapping.
 pub(super) fn build_profile(
@@ -16,7 +17,7 @@ pub(super) fn build_profile(
     counts: Vec<FileCounts>,
     pid_info: Option<&PidInfo>,
     pid_info_path: Option<&Path>,
-) -> (Profile, Vec<Image>) {
+) -> Result<(Profile, Vec<Image>)> {
     let mut profile = Profile::new(&[("samples", "count")]);
     // Samples per event id, to name the sample types and the period.
     let mut events: BTreeMap<u32, u64> = BTreeMap::new();
@@ -25,6 +26,13 @@ pub(super) fn build_profile(
             let slot = events.entry(event).or_insert(0);
             *slot = slot.saturating_add(*n);
         }
+    }
+    let stacks: usize = counts.iter().map(|c| c.entries.len()).sum();
+    if let Some(why) = too_many_values(events.len() + 1, stacks as u64) {
+        let path = files
+            .first()
+            .map_or(Path::new("<aps>"), |f| f.path.as_path());
+        return Err(Error::unsupported(path, why));
     }
     let mut event_type = HashMap::new();
     for &event in events.keys() {
@@ -157,5 +165,5 @@ pub(super) fn build_profile(
             profile.add_sample(&stack, &values, &labels);
         }
     }
-    (profile, mapper.images)
+    Ok((profile, mapper.images))
 }

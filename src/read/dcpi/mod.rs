@@ -703,6 +703,15 @@ fn build_profile(collection: &Collection, options: &ReadOptions) -> Result<Profi
                 .for_each_nonzero(|address, count| entries.push((address, c as u32, count)));
         }
         entries.sort_unstable_by_key(|&(address, c, _)| (address, c));
+        let distinct = entries.windows(2).filter(|w| w[0].0 != w[1].0).count() + 1;
+        let samples = (profile.samples.len() + distinct.min(entries.len())) as u64;
+        if let Some(why) = crate::profile::too_many_values(width, samples) {
+            let path = collection
+                .files
+                .first()
+                .map_or(Path::new("<dcpi>"), |f| f.path.as_path());
+            return Err(Error::unsupported(path, why));
+        }
         let mut values = vec![0i64; width];
         let mut i = 0;
         while let Some(&(address, _, _)) = entries.get(i) {

@@ -197,3 +197,17 @@ fn collect(dir: &Path, into: &mut Vec<PathBuf>) {
 
 // ---------------------------------------------------------------------------
 // The kept inputs.
+
+case!(
+    #[ignore = "fuzz crash: gprof.rs:1014 `ticks.iter().map(|t| t.nanos).sum()` overflows i64 (4.4BSD 64-bit counters)"]
+    gprof_bsd_total_of_tick_nanos_does_not_overflow,
+    "gprof_bsd",
+    "tick-nanos-sum-overflow"
+);
+
+case!(
+    #[ignore = "fuzz crash: gprof.rs:374 basic-block counts of one address summed with `+=` overflow u64"]
+    gprof_gnu_basic_block_counts_of_one_address_do_not_overflow,
+    "gprof_gnu",
+    "bb-count-sum-overflow"
+);

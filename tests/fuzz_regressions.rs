@@ -211,3 +211,10 @@ case!(
     "gprof_gnu",
     "bb-count-sum-overflow"
 );
+
+case!(
+    #[ignore = "fuzz crash: gprof.rs:1136 `info` sums the arcs' call counts with `.sum()`, which overflows u64 (4.4BSD word-sized counts)"]
+    pipeline_gprof_info_total_calls_do_not_overflow,
+    "pipeline",
+    "gprof-info-arc-calls-overflow"
+);

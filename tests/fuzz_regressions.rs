@@ -218,3 +218,24 @@ case!(
     "pipeline",
     "gprof-info-arc-calls-overflow"
 );
+
+case!(
+    #[ignore = "fuzz crash: gprof.rs:473 BSD arc counts of one (from, self) pair summed with `+=` overflow u64"]
+    gprof_bsd_arc_counts_of_one_pair_do_not_overflow,
+    "gprof_bsd",
+    "arc-count-sum-overflow"
+);
+
+case!(
+    #[ignore = "fuzz crash: gprof.rs:981 `dropped_arcs += arc.count` overflows u64 when arcs fall outside the --binary's functions"]
+    gprof_bsd_dropped_arc_total_does_not_overflow,
+    "gprof_bsd",
+    "dropped-arcs-overflow"
+);
+
+case!(
+    #[ignore = "fuzz hang: profile.rs:617-632 `apportion` moves one tick per loop turn; a 4.4BSD count near 2^63 (or past it, negative as i64) loops for ever from gprof.rs:692"]
+    gprof_bsd_huge_bin_count_is_apportioned_in_bounded_time,
+    "gprof_bsd",
+    "apportion-hang"
+);

@@ -239,3 +239,10 @@ case!(
     "gprof_bsd",
     "apportion-hang"
 );
+
+case!(
+    #[ignore = "fuzz crash: gprof.rs:668 `h.low_pc + scale * (i + 1)` overflows u64 for a histogram near the top of the address space"]
+    gprof_gnu_histogram_at_the_top_of_the_address_space_does_not_overflow,
+    "gprof_gnu",
+    "bin-address-overflow"
+);

@@ -95,7 +95,13 @@ fn replay(test: &str, target: &str, file: &str) {
         return;
     }
     let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([test, "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            test,
+            "--exact",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_VAR, "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -148,7 +154,11 @@ fn every_kept_input_is_replayed_by_a_test() {
         return;
     };
     for target in targets.flatten() {
-        for file in std::fs::read_dir(target.path()).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(target.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let name = file.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') || name == "README.md" {
                 continue;
@@ -172,13 +182,21 @@ fn every_fixture_goes_through_every_target_without_panicking() {
     for format in ["gprof", "mpatrol", "dcpi"] {
         collect(&root.join(format), &mut files);
     }
-    assert!(files.len() > 10, "fixtures not found under {}", root.display());
+    assert!(
+        files.len() > 10,
+        "fixtures not found under {}",
+        root.display()
+    );
     for path in files {
         let data = std::fs::read(&path).unwrap();
         let mut with_control = vec![0u8];
         with_control.extend_from_slice(&data);
         for (target, run) in harness::TARGETS {
-            let input = if target == "pipeline" { &data } else { &with_control };
+            let input = if target == "pipeline" {
+                &data
+            } else {
+                &with_control
+            };
             let _ = run(input);
         }
     }
@@ -189,7 +207,10 @@ fn collect(dir: &Path, into: &mut Vec<PathBuf>) {
         let path = entry.path();
         if path.is_dir() {
             collect(&path, into);
-        } else if path.extension().is_some_and(|e| e == "gmon" || e == "out" || e == "txt") {
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "gmon" || e == "out" || e == "txt")
+        {
             into.push(path);
         }
     }

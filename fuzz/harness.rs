@@ -1,0 +1,233 @@
+//! What each fuzz target does with its bytes, shared by the libFuzzer
+//! targets (`fuzz/fuzz_targets/*.rs`) and the regression tests that replay
+//! the inputs they found (`tests/fuzz_regressions.rs`), so that a kept input
+//! goes through exactly the path that made it fail.
+//!
+//! Every input stays in memory: an [`Input`] is made from the bytes, never
+//! from a file. The reader targets take their options from the first byte
+//! (the *control byte*, decoded below) and the file from the rest; the
+//! pipeline target takes the whole input as a file, as the command line
+//! would with no flags.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use profconv::read::{self, Format, GprofStacks, Input, ReadOptions};
+use profconv::write::{self, OutputFormat, WriteOptions};
+use profconv::Result;
+
+/// A fixture of the main crate, found from either crate's manifest folder.
+fn fixture(relative: &str) -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = if here.ends_with("fuzz") {
+        here.parent().unwrap_or(here)
+    } else {
+        here
+    };
+    root.join("tests/fixtures").join(relative)
+}
+
+/// Splits an input into its control byte and the file.
+fn split(data: &[u8]) -> Option<(u8, &[u8])> {
+    data.split_first().map(|(&c, rest)| (c, rest))
+}
+
+/// The input as one in-memory file. The folder does not exist, so readers
+/// that look beside their input (APS's `pid_info`) find nothing.
+fn input(name: &str, bytes: &[u8]) -> Vec<Input> {
+    vec![Input::from_bytes(
+        Path::new("/nonexistent-profconv-fuzz").join(name),
+        bytes.to_vec(),
+    )]
+}
+
+/// gprof options from the control byte: bits 0–1 the pointer size (detect,
+/// 4, 8, detect), bit 2 flat stacks, bits 3–4 the executable (none,
+/// callgraph-nopie, callgraph-m32, callgraph-pie), bits 5–7 the 4.3BSD rate.
+fn gprof_options(control: u8) -> ReadOptions {
+    let mut o = ReadOptions {
+        format: Some(Format::Gprof),
+        ..ReadOptions::default()
+    };
+    o.gprof.pointer_size = match control & 3 {
+        1 => Some(4),
+        2 => Some(8),
+        _ => None,
+    };
+    if control & 4 != 0 {
+        o.gprof.stacks = GprofStacks::Flat;
+    }
+    o.binary = match (control >> 3) & 3 {
+        1 => Some(fixture("gprof/callgraph-nopie")),
+        2 => Some(fixture("gprof/callgraph-m32")),
+        3 => Some(fixture("gprof/callgraph-pie")),
+        _ => None,
+    };
+    o.gprof.rate = match control >> 5 {
+        0 => None,
+        1 => Some(1),
+        2 => Some(60),
+        3 => Some(100),
+        4 => Some(1000),
+        5 => Some(1_000_000),
+        6 => Some(u32::MAX),
+        _ => Some(0),
+    };
+    o
+}
+
+/// Target `gprof_gnu`: GNU tagged gmon.out (files starting with `gmon`).
+pub fn gprof_gnu(data: &[u8]) -> Result<()> {
+    let Some((control, file)) = split(data) else {
+        return Ok(());
+    };
+    if !file.starts_with(b"gmon") {
+        return Ok(());
+    }
+    read::gprof::read(&input("gmon.out", file), &gprof_options(control)).map(drop)
+}
+
+/// Target `gprof_bsd`: 4.4BSD and 4.3BSD gmon.out (anything without the
+/// GNU magic, recognised by its header's sizes or refused).
+pub fn gprof_bsd(data: &[u8]) -> Result<()> {
+    let Some((control, file)) = split(data) else {
+        return Ok(());
+    };
+    if file.starts_with(b"gmon") {
+        return Ok(());
+    }
+    read::gprof::read(&input("gmon.out", file), &gprof_options(control)).map(drop)
+}
+
+/// Target `mpatrol`: bit 0 of the control byte splits by size class.
+pub fn mpatrol(data: &[u8]) -> Result<()> {
+    let Some((control, file)) = split(data) else {
+        return Ok(());
+    };
+    let mut o = ReadOptions {
+        format: Some(Format::Mpatrol),
+        ..ReadOptions::default()
+    };
+    o.mpatrol.size_classes = control & 1 != 0;
+    read::mpatrol::read(&input("mpatrol.out", file), &o).map(drop)
+}
+
+/// DCPI options from the control byte: bits 0–1 the instruction size
+/// (default, 4, 1, 64).
+fn dcpi_options(control: u8) -> ReadOptions {
+    let mut o = ReadOptions {
+        format: Some(Format::Dcpi),
+        ..ReadOptions::default()
+    };
+    o.dcpi.insn_size = match control & 3 {
+        1 => Some(4),
+        2 => Some(1),
+        3 => Some(64),
+        _ => None,
+    };
+    o
+}
+
+/// True for what the reader takes for a dcpicat dump: a `name` line first.
+fn starts_like_dcpicat(file: &[u8]) -> bool {
+    file.starts_with(b"name")
+}
+
+/// Target `dcpi`: binary DCPI profile files (header lines, `samples`, then
+/// chunks and a footer).
+pub fn dcpi(data: &[u8]) -> Result<()> {
+    let Some((control, file)) = split(data) else {
+        return Ok(());
+    };
+    if starts_like_dcpicat(file) {
+        return Ok(());
+    }
+    read::dcpi::read(&input("profile", file), &dcpi_options(control)).map(drop)
+}
+
+/// Target `dcpicat`: `dcpicat` text dumps (first line `name ...`).
+pub fn dcpicat(data: &[u8]) -> Result<()> {
+    let Some((control, file)) = split(data) else {
+        return Ok(());
+    };
+    if !starts_like_dcpicat(file) {
+        return Ok(());
+    }
+    read::dcpi::read(&input("dump.txt", file), &dcpi_options(control)).map(drop)
+}
+
+/// Target `aps`: APS sample files. Control byte: bits 0–1 the call depth
+/// (detect, 0, 5, 64), bits 2–3 the path length (detect, 256, 16, 0), bit 4
+/// drops pid 0, bit 5 names the file without a CPU number.
+pub fn aps(data: &[u8]) -> Result<()> {
+    let Some((control, file)) = split(data) else {
+        return Ok(());
+    };
+    let mut o = ReadOptions {
+        format: Some(Format::Aps),
+        ..ReadOptions::default()
+    };
+    o.aps.call_depth = match control & 3 {
+        1 => Some(0),
+        2 => Some(5),
+        3 => Some(64),
+        _ => None,
+    };
+    o.aps.path_len = match (control >> 2) & 3 {
+        1 => Some(256),
+        2 => Some(16),
+        3 => Some(0),
+        _ => None,
+    };
+    o.aps.drop_idle = control & 16 != 0;
+    let name = if control & 32 != 0 {
+        "samples.bin"
+    } else {
+        "sample_cpu_1_20150716_130220"
+    };
+    read::aps::read(&input(name, file), &o).map(drop)
+}
+
+/// Every output format the library writes.
+pub const OUTPUTS: [OutputFormat; 5] = [
+    OutputFormat::Pprof,
+    OutputFormat::PprofRaw,
+    OutputFormat::Folded,
+    OutputFormat::Svg,
+    OutputFormat::Speedscope,
+];
+
+/// Target `pipeline`: the command line's path with no flags: detection,
+/// `info`, the reader of the detected format, then every writer.
+pub fn pipeline(data: &[u8]) -> Result<()> {
+    let inputs = input("input", data);
+    let Some(format) = read::detect_input(&inputs[0]) else {
+        return Ok(());
+    };
+    let options = ReadOptions::default();
+    let info = (read::reader(format).info)(&inputs, &options);
+    let profile = read::read_inputs(&inputs, &options);
+    let (_, profile) = (info?, profile?);
+    let write_options = WriteOptions {
+        title: "input".into(),
+        ..WriteOptions::default()
+    };
+    let mut out = Vec::new();
+    for format in OUTPUTS {
+        out.clear();
+        write::write(&profile, format, &write_options, &mut out)?;
+    }
+    Ok(())
+}
+
+/// The targets by name, for the regression tests.
+pub const TARGETS: [(&str, fn(&[u8]) -> Result<()>); 7] = [
+    ("gprof_gnu", gprof_gnu),
+    ("gprof_bsd", gprof_bsd),
+    ("mpatrol", mpatrol),
+    ("dcpi", dcpi),
+    ("dcpicat", dcpicat),
+    ("aps", aps),
+    ("pipeline", pipeline),
+];

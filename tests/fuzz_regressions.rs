@@ -220,49 +220,42 @@ fn collect(dir: &Path, into: &mut Vec<PathBuf>) {
 // The kept inputs.
 
 case!(
-    #[ignore = "fuzz crash: gprof.rs:1014 `ticks.iter().map(|t| t.nanos).sum()` overflows i64 (4.4BSD 64-bit counters)"]
     gprof_bsd_total_of_tick_nanos_does_not_overflow,
     "gprof_bsd",
     "tick-nanos-sum-overflow"
 );
 
 case!(
-    #[ignore = "fuzz crash: gprof.rs:374 basic-block counts of one address summed with `+=` overflow u64"]
     gprof_gnu_basic_block_counts_of_one_address_do_not_overflow,
     "gprof_gnu",
     "bb-count-sum-overflow"
 );
 
 case!(
-    #[ignore = "fuzz crash: gprof.rs:1136 `info` sums the arcs' call counts with `.sum()`, which overflows u64 (4.4BSD word-sized counts)"]
     pipeline_gprof_info_total_calls_do_not_overflow,
     "pipeline",
     "gprof-info-arc-calls-overflow"
 );
 
 case!(
-    #[ignore = "fuzz crash: gprof.rs:473 BSD arc counts of one (from, self) pair summed with `+=` overflow u64"]
     gprof_bsd_arc_counts_of_one_pair_do_not_overflow,
     "gprof_bsd",
     "arc-count-sum-overflow"
 );
 
 case!(
-    #[ignore = "fuzz crash: gprof.rs:981 `dropped_arcs += arc.count` overflows u64 when arcs fall outside the --binary's functions"]
     gprof_bsd_dropped_arc_total_does_not_overflow,
     "gprof_bsd",
     "dropped-arcs-overflow"
 );
 
 case!(
-    #[ignore = "fuzz hang: profile.rs:617-632 `apportion` moves one tick per loop turn; a 4.4BSD count near 2^63 (or past it, negative as i64) loops for ever from gprof.rs:692"]
     gprof_bsd_huge_bin_count_is_apportioned_in_bounded_time,
     "gprof_bsd",
     "apportion-hang"
 );
 
 case!(
-    #[ignore = "fuzz crash: gprof.rs:668 `h.low_pc + scale * (i + 1)` overflows u64 for a histogram near the top of the address space"]
     gprof_gnu_histogram_at_the_top_of_the_address_space_does_not_overflow,
     "gprof_gnu",
     "bin-address-overflow"

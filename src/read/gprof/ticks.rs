@@ -66,8 +66,13 @@ pub(super) fn assign_ticks(data: &GmonData, funcs: &[Func<'_>], period_ns: f64) 
             if count == 0 {
                 continue;
             }
-            let lo = h.low_pc + (scale * i as f64) as u64;
-            let hi = (h.low_pc + (scale * (i + 1) as f64) as u64).max(lo + 1);
+            // Saturating: a crafted histogram may end at the top of the
+            // address space.
+            let lo = h.low_pc.saturating_add((scale * i as f64) as u64);
+            let hi = h
+                .low_pc
+                .saturating_add((scale * (i + 1) as f64) as u64)
+                .max(lo.saturating_add(1));
             let pieces = bin_pieces(funcs, lo, hi);
             let weights: Vec<f64> = pieces.iter().map(|p| p.len() as f64).collect();
             // Whole ticks are apportioned; time is gprof's credit,

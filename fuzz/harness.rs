@@ -221,8 +221,11 @@ pub fn pipeline(data: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// A target: reads the bytes the fuzzer made, as its reader would.
+pub type Target = fn(&[u8]) -> Result<()>;
+
 /// The targets by name, for the regression tests.
-pub const TARGETS: [(&str, fn(&[u8]) -> Result<()>); 7] = [
+pub const TARGETS: [(&str, Target); 7] = [
     ("gprof_gnu", gprof_gnu),
     ("gprof_bsd", gprof_bsd),
     ("mpatrol", mpatrol),

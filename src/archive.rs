@@ -523,62 +523,8 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
         record.error = Some(why.clone());
         return record;
     }
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<Status> {
-        if std::fs::symlink_metadata(&unit.path).is_ok_and(|m| m.file_type().is_symlink()) {
-            record.error = Some("symbolic link, not followed".into());
-            return Ok(Status::Skipped);
-        }
-        let input = read::Input::open(&unit.path, options.read.max_input_size)?;
-        let format = match options.read.format {
-            Some(f) => Some(f),
-            None => read::detect_input(&input),
-        };
-        let Some(format) = format else {
-            record.error = Some("not a profile of a known format".into());
-            return Ok(Status::Skipped);
-        };
-        record.format = Some(format.name());
-        let targets: Vec<(OutputFormat, PathBuf)> = options
-            .formats
-            .iter()
-            .map(|&f| (f, output_path(&options.out_dir, unit, f)))
-            .collect();
-        record.outputs = targets
-            .iter()
-            .map(|(_, p)| relative(&options.out_dir, p))
-            .collect();
-        let input_time = newest_input_time(unit);
-        let todo: Vec<&(OutputFormat, PathBuf)> = targets
-            .iter()
-            .filter(|(_, out)| {
-                if options.force {
-                    return true;
-                }
-                match modified(out) {
-                    None => true,
-                    // --resume redoes an output older than its input.
-                    Some(t) => options.resume && input_time.is_some_and(|i| i > t),
-                }
-            })
-            .collect();
-        if todo.is_empty() {
-            return Ok(Status::Unchanged);
-        }
-        let mut read_options = options.read.clone();
-        read_options.format = Some(format);
-        read_options.binary = binary_for(unit, format, options, neighbours);
-        record.binary = read_options
-            .binary
-            .as_ref()
-            .map(|b| b.display().to_string());
-        let profile = read::read_inputs(std::slice::from_ref(&input), &read_options)?;
-        let mut write_options = options.write.clone();
-        write_options.title = unit.rel.clone();
-        for (format, out) in todo {
-            prepare_output(&options.out_dir, out)?;
-            write::write_atomically(out, |w| write::write(&profile, *format, &write_options, w))?;
-        }
-        Ok(Status::Converted)
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        convert(unit, options, neighbours, &mut record)
     }));
     match result {
         Ok(Ok(status)) => record.status = status,
@@ -597,6 +543,70 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
     }
     record.seconds = started.elapsed().as_secs_f64();
     record
+}
+
+/// Converts one unit, filling in `record` on the way; the status it ends with.
+fn convert(
+    unit: &Unit,
+    options: &ArchiveOptions,
+    neighbours: &Neighbours,
+    record: &mut Record,
+) -> Result<Status> {
+    if std::fs::symlink_metadata(&unit.path).is_ok_and(|m| m.file_type().is_symlink()) {
+        record.error = Some("symbolic link, not followed".into());
+        return Ok(Status::Skipped);
+    }
+    let input = read::Input::open(&unit.path, options.read.max_input_size)?;
+    let format = match options.read.format {
+        Some(f) => Some(f),
+        None => read::detect_input(&input),
+    };
+    let Some(format) = format else {
+        record.error = Some("not a profile of a known format".into());
+        return Ok(Status::Skipped);
+    };
+    record.format = Some(format.name());
+    let targets: Vec<(OutputFormat, PathBuf)> = options
+        .formats
+        .iter()
+        .map(|&f| (f, output_path(&options.out_dir, unit, f)))
+        .collect();
+    record.outputs = targets
+        .iter()
+        .map(|(_, p)| relative(&options.out_dir, p))
+        .collect();
+    let input_time = newest_input_time(unit);
+    let todo: Vec<&(OutputFormat, PathBuf)> = targets
+        .iter()
+        .filter(|(_, out)| {
+            if options.force {
+                return true;
+            }
+            match modified(out) {
+                None => true,
+                // --resume redoes an output older than its input.
+                Some(t) => options.resume && input_time.is_some_and(|i| i > t),
+            }
+        })
+        .collect();
+    if todo.is_empty() {
+        return Ok(Status::Unchanged);
+    }
+    let mut read_options = options.read.clone();
+    read_options.format = Some(format);
+    read_options.binary = binary_for(unit, format, options, neighbours);
+    record.binary = read_options
+        .binary
+        .as_ref()
+        .map(|b| b.display().to_string());
+    let profile = read::read_inputs(std::slice::from_ref(&input), &read_options)?;
+    let mut write_options = options.write.clone();
+    write_options.title = unit.rel.clone();
+    for (format, out) in todo {
+        prepare_output(&options.out_dir, out)?;
+        write::write_atomically(out, |w| write::write(&profile, *format, &write_options, w))?;
+    }
+    Ok(Status::Converted)
 }
 
 /// Removes temporary files a killed earlier run left in the output tree

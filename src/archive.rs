@@ -140,7 +140,7 @@ const MAX_DEPTH: usize = 64;
 /// Walks `root` into units, sorted by relative path. The output directory,
 /// when it lies inside the archive, is left out. Every entry is listed: what
 /// cannot be converted (unreadable folders, folders deeper than
-/// [`MAX_DEPTH`], FIFOs and devices, symbolic links) is a unit with a
+/// `MAX_DEPTH` (64), FIFOs and devices, symbolic links) is a unit with a
 /// problem, so the report accounts for the whole tree.
 pub fn plan(root: &Path, exclude: Option<&Path>) -> Result<Vec<Unit>> {
     let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;

@@ -10,7 +10,6 @@ pub mod pprof;
 pub mod speedscope;
 pub mod target;
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -218,22 +217,6 @@ pub fn chosen_sample_type(profile: &Profile, options: &WriteOptions) -> Result<u
         .unwrap_or(profile.sample_types.len() - 1))
 }
 
-/// Display frames of a sample, **root first**, with the synthetic group
-/// frames (image, process, thread) at the root.
-pub fn sample_frames<'p>(
-    profile: &'p Profile,
-    sample: &Sample,
-    group_by: &[GroupBy],
-) -> Vec<Frame<'p>> {
-    let mut frames = group_frames(profile, sample, group_by);
-    for &loc in sample.stack.iter().rev() {
-        let mut inlined = profile.location_frames(loc);
-        inlined.reverse();
-        frames.extend(inlined);
-    }
-    frames
-}
-
 /// The synthetic frames `group_by` puts at the root of a sample's stack
 /// (its image, process, thread...), root first.
 pub fn group_frames<'p>(
@@ -292,29 +275,4 @@ fn group_frame_name(profile: &Profile, sample: &Sample, key: &str) -> String {
 /// The group frames to use: the options' choice, else the reader's.
 pub fn effective_group_by<'a>(profile: &'a Profile, options: &'a WriteOptions) -> &'a [GroupBy] {
     options.group_by.as_deref().unwrap_or(&profile.group_by)
-}
-
-/// Stacks as `(root-first frame names, value)` for sample type `index`,
-/// merged by name and in a stable order (sorted by the joined names).
-pub fn named_stacks(
-    profile: &Profile,
-    index: usize,
-    group_by: &[GroupBy],
-) -> Vec<(Vec<String>, i64)> {
-    let mut merged: HashMap<Vec<String>, i64> = HashMap::new();
-    for sample in &profile.samples {
-        let value = sample.values.get(index).copied().unwrap_or(0);
-        if value == 0 {
-            continue;
-        }
-        let names: Vec<String> = sample_frames(profile, sample, group_by)
-            .into_iter()
-            .map(|f| f.name.into_owned())
-            .collect();
-        let slot = merged.entry(names).or_insert(0);
-        *slot = slot.saturating_add(value);
-    }
-    let mut out: Vec<(Vec<String>, i64)> = merged.into_iter().filter(|(_, v)| *v != 0).collect();
-    out.sort();
-    out
 }

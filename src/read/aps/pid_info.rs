@@ -44,7 +44,7 @@ impl PidInfo {
         info
     }
 
-    /// Reads a `pid_info` file of at most [`PID_INFO_LIMIT`] bytes (a `ps`
+    /// Reads a `pid_info` file of at most `PID_INFO_LIMIT` bytes (a `ps`
     /// listing; `--pid-info /dev/zero` must not read forever).
     pub fn load(path: &Path) -> Result<PidInfo> {
         use std::io::Read;

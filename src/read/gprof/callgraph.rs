@@ -52,6 +52,8 @@ pub(super) struct CallGraph {
     pub(super) inner_callees: Vec<Vec<(usize, u64)>>,
     /// [`CallGraph::search_down`] of each entry member asked for so far.
     pub(super) inner_trees: std::cell::RefCell<HashMap<usize, InnerTree>>,
+    /// Nodes in `inner_trees`, kept as they are added.
+    pub(super) inner_tree_nodes: std::cell::Cell<usize>,
 }
 
 impl CallGraph {
@@ -92,6 +94,7 @@ impl CallGraph {
             root_entry,
             inner_callees,
             inner_trees: Default::default(),
+            inner_tree_nodes: Default::default(),
         }
     }
 
@@ -107,11 +110,14 @@ impl CallGraph {
         if !trees.contains_key(&entry) {
             // Bounded memory for cycles of thousands of functions entered
             // in many places: forget the trees kept so far past a limit.
-            let kept: usize = trees.values().map(HashMap::len).sum();
-            if kept > MAX_KEPT_TREE_NODES {
+            if self.inner_tree_nodes.get() > MAX_KEPT_TREE_NODES {
                 trees.clear();
+                self.inner_tree_nodes.set(0);
             }
-            trees.insert(entry, self.search_down(entry));
+            let tree = self.search_down(entry);
+            self.inner_tree_nodes
+                .set(self.inner_tree_nodes.get() + tree.len());
+            trees.insert(entry, tree);
         }
         let tree = &trees[&entry];
         let mut at = target;

@@ -163,87 +163,15 @@ pub(super) fn parse_body(mut c: Cursor<'_>, version: u64) -> Result<MpatrolFile>
         c.word("the medium allocation bound")?,
         c.word("the large allocation bound")?,
     ];
-    let bin_count = c.word("the allocation bin count")?;
-    let bins = if bin_count > 0 {
-        // Two arrays of B words and two totals.
-        c.check_items(
-            bin_count,
-            2 * c.word_size,
-            "allocation and deallocation bins",
-        )?;
-        let alloc_counts = words(&mut c, bin_count, "allocation bins")?;
-        let alloc_large_bytes = c.word("the large allocation total")?;
-        let free_counts = words(&mut c, bin_count, "deallocation bins")?;
-        let free_large_bytes = c.word("the large deallocation total")?;
-        Some(SizeBins {
-            alloc_counts,
-            alloc_large_bytes,
-            free_counts,
-            free_large_bytes,
-        })
-    } else {
-        None
-    };
-
-    let record_count = c.word("the number of profiling records")?;
-    c.check_items(
-        record_count,
-        RECORD_WORDS * c.word_size,
-        "profiling records",
-    )?;
-    let mut records = Vec::with_capacity(record_count as usize);
-    for _ in 0..record_count {
-        let offset = c.offset();
-        records.push(ProfilingRecord {
-            offset,
-            index: c.word("a profiling record index")?,
-            alloc_count: word_array4(&mut c, "allocation counts")?,
-            alloc_bytes: word_array4(&mut c, "allocation totals")?,
-            free_count: word_array4(&mut c, "deallocation counts")?,
-            free_bytes: word_array4(&mut c, "deallocation totals")?,
-        });
-    }
-
-    let call_site_count = c.word("the number of call sites")?;
-    c.check_items(call_site_count, CALL_SITE_WORDS * c.word_size, "call sites")?;
-    let mut call_sites = Vec::with_capacity(call_site_count as usize);
-    for _ in 0..call_site_count {
-        let offset = c.offset();
-        call_sites.push(CallSite {
-            offset,
-            index: c.word("a call site index")?,
-            parent: c.word("a parent call site index")?,
-            address: c.word("a call site address")?,
-            symbol: c.word("a symbol index")?,
-            name_offset: c.word("a symbol name offset")?,
-            record: c.word("a profiling record index")?,
-        });
-    }
-
+    let bins = parse_bins(&mut c)?;
+    let records = parse_records(&mut c)?;
+    let call_sites = parse_call_sites(&mut c)?;
     let symbol_count = c.word("the number of symbols")?;
     let symbol_addresses = words(&mut c, symbol_count, "symbol addresses")?;
-
     let strings_len = c.word("the string table size")?;
     let strings_len = c.check_items(strings_len, 1, "the string table")?;
     let strings = c.bytes(strings_len, "the string table")?.to_vec();
-
-    let magic_at = c.offset();
-    let magic = c.bytes(4, "the trailing magic \"MPTL\"")?;
-    if magic != MAGIC {
-        return Err(c.error_at(
-            magic_at,
-            format!(
-                "expected the trailing magic \"MPTL\", found {}",
-                show_bytes(magic)
-            ),
-        ));
-    }
-    if !c.at_end() {
-        return Err(c.error(format!(
-            "{} bytes follow the trailing magic, which must end the file",
-            c.remaining()
-        )));
-    }
+    expect_trailer(&mut c)?;
 
     let mut file = MpatrolFile {
         endian: c.endian,
@@ -261,4 +189,94 @@ pub(super) fn parse_body(mut c: Cursor<'_>, version: u64) -> Result<MpatrolFile>
     };
     check_references(&c, &mut file)?;
     Ok(file)
+}
+
+/// The whole-program size histogram, if the file has one (a bin count of 0
+/// means none).
+fn parse_bins(c: &mut Cursor<'_>) -> Result<Option<SizeBins>> {
+    let bin_count = c.word("the allocation bin count")?;
+    if bin_count == 0 {
+        return Ok(None);
+    }
+    // Two arrays of B words and two totals.
+    c.check_items(
+        bin_count,
+        2 * c.word_size,
+        "allocation and deallocation bins",
+    )?;
+    let alloc_counts = words(c, bin_count, "allocation bins")?;
+    let alloc_large_bytes = c.word("the large allocation total")?;
+    let free_counts = words(c, bin_count, "deallocation bins")?;
+    let free_large_bytes = c.word("the large deallocation total")?;
+    Ok(Some(SizeBins {
+        alloc_counts,
+        alloc_large_bytes,
+        free_counts,
+        free_large_bytes,
+    }))
+}
+
+/// The profiling records: counted, and checked to fit before any is read.
+fn parse_records(c: &mut Cursor<'_>) -> Result<Vec<ProfilingRecord>> {
+    let record_count = c.word("the number of profiling records")?;
+    c.check_items(
+        record_count,
+        RECORD_WORDS * c.word_size,
+        "profiling records",
+    )?;
+    let mut records = Vec::with_capacity(record_count as usize);
+    for _ in 0..record_count {
+        let offset = c.offset();
+        records.push(ProfilingRecord {
+            offset,
+            index: c.word("a profiling record index")?,
+            alloc_count: word_array4(c, "allocation counts")?,
+            alloc_bytes: word_array4(c, "allocation totals")?,
+            free_count: word_array4(c, "deallocation counts")?,
+            free_bytes: word_array4(c, "deallocation totals")?,
+        });
+    }
+    Ok(records)
+}
+
+/// The call sites: counted, and checked to fit before any is read.
+fn parse_call_sites(c: &mut Cursor<'_>) -> Result<Vec<CallSite>> {
+    let call_site_count = c.word("the number of call sites")?;
+    c.check_items(call_site_count, CALL_SITE_WORDS * c.word_size, "call sites")?;
+    let mut call_sites = Vec::with_capacity(call_site_count as usize);
+    for _ in 0..call_site_count {
+        let offset = c.offset();
+        call_sites.push(CallSite {
+            offset,
+            index: c.word("a call site index")?,
+            parent: c.word("a parent call site index")?,
+            address: c.word("a call site address")?,
+            symbol: c.word("a symbol index")?,
+            name_offset: c.word("a symbol name offset")?,
+            record: c.word("a profiling record index")?,
+        });
+    }
+    Ok(call_sites)
+}
+
+/// The trailing magic, which must end the file.
+fn expect_trailer(c: &mut Cursor<'_>) -> Result<()> {
+    let magic_at = c.offset();
+    let magic = c.bytes(4, "the trailing magic \"MPTL\"")?;
+    if magic != MAGIC {
+        return Err(c.error_at(
+            magic_at,
+            format!(
+                "expected the trailing magic \"MPTL\", found {}",
+                show_bytes(magic)
+            ),
+        ));
+    }
+    if !c.at_end() {
+        return Err(c.error(format!(
+            "{} bytes follow the trailing magic, which must end the file",
+            c.remaining()
+        )));
+    }
+    Ok(())
 }

@@ -105,17 +105,7 @@ pub fn to_profile(
     options: &ReadOptions,
 ) -> Result<Profile> {
     let c = Cursor::new(path, data, file.endian, file.word_size);
-    let copies = if options.mpatrol.size_classes { 4 } else { 1 };
-    if file.stack_frames.saturating_mul(copies) > MAX_STACK_FRAMES {
-        return Err(Error::unsupported(
-            path,
-            format!(
-                "the stacks of the {} profiling records hold {} frames in all, more than profconv's limit of {MAX_STACK_FRAMES}",
-                file.records.len(),
-                file.stack_frames.saturating_mul(copies)
-            ),
-        ));
-    }
+    check_frame_limit(path, file, options)?;
     let mut profile = Profile::new(&SAMPLE_TYPES);
     profile.default_sample_type = Some(DEFAULT_SAMPLE_TYPE);
     profile.set_period("space", "bytes", 1);
@@ -125,72 +115,18 @@ pub fn to_profile(
         Some(b) => Some(Binary::open(b)?),
         None => None,
     };
-    let bias = binary.as_ref().map_or(0, |b| load_bias(file, b));
-    let mapping = match &binary {
-        Some(b) => binary_mapping(&mut profile, b, bias),
-        None => None,
-    };
-
-    // One location per call site, shared by equal addresses.
-    let mut location_of_site: Vec<Option<LocationId>> = vec![None; file.call_sites.len()];
-    let mut named: Vec<(LocationId, usize)> = Vec::new();
-    for (pos, site) in file.call_sites.iter().enumerate() {
-        let in_binary =
-            mapping.filter(|&(_, start, limit)| site.address >= start && site.address < limit);
-        let id = profile.address_location(in_binary.map(|m| m.0), site.address, true);
-        location_of_site[pos] = Some(id);
-        named.push((id, pos));
-    }
-    if let (Some(b), Some((id, _, _))) = (&binary, mapping) {
-        symbolize::symbolize_mapping(&mut profile, id, b, Relocation::Bias(bias));
-    }
-    // Names from the file itself where the binary gave none (or there is no
-    // binary). A call site without a name stays an address, as mprof shows it.
-    for (id, pos) in named {
-        if !profile.locations[id.index()].lines.is_empty() {
-            continue;
-        }
-        let site = &file.call_sites[pos];
-        if let Some(raw) = file.name(site) {
-            let name = addr2line::demangle_auto(raw.as_str().into(), None).into_owned();
-            let function = profile.add_function(&name, &raw, "", 0);
-            profile.set_location_lines(id, vec![Line { function, line: 0 }]);
-        }
-    }
-
+    let location_of_site = site_locations(&mut profile, file, binary.as_ref());
     let mut stack: Vec<LocationId> = Vec::new();
     let mut positions = Vec::new();
-    let mut labels = Vec::new();
     for (pos, site) in file.call_sites.iter().enumerate() {
         let Some(record) = file.record(site.record) else {
             continue;
         };
         file.stack_positions(pos, &mut positions);
         stack.clear();
-        stack.extend(
-            positions
-                .iter()
-                .filter_map(|&p| location_of_site.get(p).copied().flatten()),
-        );
+        stack.extend(positions.iter().filter_map(|&p| location_of_site.get(p)));
         if options.mpatrol.size_classes {
-            for (k, class) in SIZE_CLASSES.iter().enumerate() {
-                let values = record_values(&c, record, k..k + 1)?;
-                if values[..4].iter().all(|&v| v == 0) {
-                    continue;
-                }
-                labels.clear();
-                labels.push(profile.label_str("size_class", class));
-                if let Some(&bound) = file.bounds.get(k) {
-                    let bound = value(
-                        &c,
-                        4 + (2 + k) * file.word_size,
-                        u128::from(bound),
-                        "an allocation bound",
-                    )?;
-                    labels.push(profile.label_num("size_class_max", bound, "bytes"));
-                }
-                profile.add_sample(&stack, &values, &labels);
-            }
+            add_class_samples(&mut profile, &c, file, record, &stack)?;
         } else {
             let values = record_values(&c, record, 0..4)?;
             profile.add_sample(&stack, &values, &[]);
@@ -200,6 +136,90 @@ pub fn to_profile(
         profile.group_by.push(GroupBy::Label("size_class".into()));
     }
     Ok(profile)
+}
+
+/// Refuses a file whose stacks, all together, would hold more frames than
+/// profconv keeps (a small hostile file can make them grow quadratically).
+fn check_frame_limit(path: &Path, file: &MpatrolFile, options: &ReadOptions) -> Result<()> {
+    let copies = if options.mpatrol.size_classes { 4 } else { 1 };
+    let frames = file.stack_frames.saturating_mul(copies);
+    if frames <= MAX_STACK_FRAMES {
+        return Ok(());
+    }
+    Err(Error::unsupported(
+        path,
+        format!(
+            "the stacks of the {} profiling records hold {frames} frames in all, more than profconv's limit of {MAX_STACK_FRAMES}",
+            file.records.len(),
+        ),
+    ))
+}
+
+/// One location per call site (equal addresses share one), symbolized from
+/// the binary when there is one, else named from the file itself.
+fn site_locations(
+    profile: &mut Profile,
+    file: &MpatrolFile,
+    binary: Option<&Binary>,
+) -> Vec<LocationId> {
+    let bias = binary.map_or(0, |b| load_bias(file, b));
+    let mapping = binary.and_then(|b| binary_mapping(profile, b, bias));
+    let location_of_site: Vec<LocationId> = file
+        .call_sites
+        .iter()
+        .map(|site| {
+            let in_binary =
+                mapping.filter(|&(_, start, limit)| site.address >= start && site.address < limit);
+            profile.address_location(in_binary.map(|m| m.0), site.address, true)
+        })
+        .collect();
+    if let (Some(b), Some((id, _, _))) = (binary, mapping) {
+        symbolize::symbolize_mapping(profile, id, b, Relocation::Bias(bias));
+    }
+    // Names from the file itself where the binary gave none (or there is no
+    // binary). A call site without a name stays an address, as mprof shows it.
+    for (site, &id) in file.call_sites.iter().zip(&location_of_site) {
+        if !profile.locations[id.index()].lines.is_empty() {
+            continue;
+        }
+        if let Some(raw) = file.name(site) {
+            let name = addr2line::demangle_auto(raw.as_str().into(), None).into_owned();
+            let function = profile.add_function(&name, &raw, "", 0);
+            profile.set_location_lines(id, vec![Line { function, line: 0 }]);
+        }
+    }
+    location_of_site
+}
+
+/// One sample per size class that has any count, labelled with the class and
+/// its upper bound.
+fn add_class_samples(
+    profile: &mut Profile,
+    c: &Cursor<'_>,
+    file: &MpatrolFile,
+    record: &ProfilingRecord,
+    stack: &[LocationId],
+) -> Result<()> {
+    let mut labels = Vec::new();
+    for (k, class) in SIZE_CLASSES.iter().enumerate() {
+        let values = record_values(c, record, k..k + 1)?;
+        if values[..4].iter().all(|&v| v == 0) {
+            continue;
+        }
+        labels.clear();
+        labels.push(profile.label_str("size_class", class));
+        if let Some(&bound) = file.bounds.get(k) {
+            let bound = value(
+                c,
+                4 + (2 + k) * file.word_size,
+                u128::from(bound),
+                "an allocation bound",
+            )?;
+            labels.push(profile.label_num("size_class_max", bound, "bytes"));
+        }
+        profile.add_sample(stack, &values, &labels);
+    }
+    Ok(())
 }
 
 pub(super) fn bounds_text(b: &[u64; 3]) -> String {

@@ -15,6 +15,7 @@ pub mod aps;
 pub mod cursor;
 pub mod dcpi;
 pub mod gprof;
+pub mod info;
 pub mod input;
 pub mod mpatrol;
 pub mod options;
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 
+pub use info::{Entry, Summary};
 pub use input::{read_head, read_input, Detection, Input, DETECT_BYTES};
 pub use options::{
     ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
@@ -72,7 +74,7 @@ pub struct ReaderSpec {
     /// Reads inputs of this format into one profile.
     pub read: fn(&[Input], &ReadOptions) -> Result<Profile>,
     /// Describes inputs of this format.
-    pub info: fn(&[Input], &ReadOptions) -> Result<String>,
+    pub info: fn(&[Input], &ReadOptions) -> Result<Summary>,
 }
 
 /// The readers, in detection order: among the readers that recognise an
@@ -205,7 +207,7 @@ pub fn read_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
 }
 
 /// Describes what the inputs hold, without converting them.
-pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<String> {
+pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<Summary> {
     let inputs = open_all(paths, options)?;
     let format = format_of(&inputs, options)?;
     (reader(format).info)(&inputs, options)

@@ -34,9 +34,9 @@ pub use pid_info::PidInfo;
 pub use records::{ApsFile, Record};
 pub use tables::{merged_modules, ModuleEntry, VmaEntry};
 
-use std::fmt::Write as _;
 use std::path::Path;
 
+use super::info::{Entry, Summary};
 use super::input::{Detection, Input};
 use super::options::ReadOptions;
 use crate::error::Result;
@@ -46,7 +46,7 @@ use capture::sample_files_in;
 use head::magic_order;
 use head::TABLE_HEAD_SIZE;
 use images::symbolize_images;
-use info::describe_file;
+use info::{describe_file, KEY_WIDTH};
 use profile::build_profile;
 use records::count_records;
 
@@ -97,20 +97,21 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
 }
 
 /// Describes the inputs: layout, head fields, tables and record counts.
-pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
+pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
     let inputs = expand_inputs(inputs, options)?;
-    let mut out = String::new();
+    let mut summary = Summary {
+        // The pid_info line's value lines up with the files' values.
+        align: Some(KEY_WIDTH + 2),
+        entries: Vec::new(),
+    };
     for sample_file in &inputs.files {
-        sample_file.with(options, |input| describe_file(&mut out, input, options))?;
+        let entry = sample_file.with(options, |input| describe_file(input, options))?;
+        summary.push(entry);
     }
     if let Some(p) = &inputs.pid_info {
         let info = PidInfo::load(p)?;
-        let _ = writeln!(
-            out,
-            "pid_info:        {} ({} threads)",
-            p.display(),
-            info.len()
-        );
+        let value = format!("{} ({} threads)", p.display(), info.len());
+        summary.push(Entry::field("pid_info", value));
     }
-    Ok(out)
+    Ok(summary)
 }

@@ -1,44 +1,83 @@
-//! What `profconv info` prints about DCPI inputs.
+//! What `profconv info` shows about DCPI inputs.
 
-use std::fmt::Write as _;
+use super::{event_order, Collection, FileKind, FileSummary, Image};
+use crate::read::info::{Entry, Summary};
 
-use super::{event_order, Collection, FileKind};
+/// At most this many files are listed one by one.
+const LISTED: usize = 50;
 
-/// What `profconv info` prints.
-pub(super) fn describe(c: &Collection) -> String {
-    let mut out = String::new();
+/// The collection's files, epochs, events and images, its header facts and
+/// its warnings.
+pub(super) fn describe(c: &Collection) -> Summary {
+    let mut entries = vec![
+        Entry::field("format", format_line(c)),
+        Entry::field("instruction size", format!("{} bytes", c.insn)),
+        Entry::block(
+            "epochs:",
+            c.epochs
+                .iter()
+                .map(|(epoch, n)| Entry::line(format!("{epoch}  ({n} files)")))
+                .collect(),
+        ),
+        Entry::block("events:", events(c)),
+        Entry::block("images:", c.images.iter().map(|i| image(c, i)).collect()),
+    ];
+    if !c.facts.0.is_empty() {
+        let facts = c.facts.0.iter().map(|(k, v)| Entry::field(k, v.join(", ")));
+        entries.push(Entry::block("header facts:", facts.collect()));
+    }
+    if let [only] = c.files.as_slice() {
+        let lines = only
+            .header
+            .iter()
+            .map(|line| Entry::line(format!("{} {}", line.keyword, line.value)));
+        let title = format!("header of {}:", only.path.display());
+        entries.push(Entry::block(title, lines.collect()));
+    }
+    let mut files: Vec<Entry> = c.files.iter().take(LISTED).map(file).collect();
+    if c.files.len() > LISTED {
+        let more = c.files.len() - LISTED;
+        files.push(Entry::line(format!("… and {more} more files")));
+    }
+    entries.push(Entry::block("files:", files));
+    let warnings = c.warnings.lines();
+    if !warnings.is_empty() {
+        let lines = warnings.iter().map(|w| Entry::line(w.to_string()));
+        entries.push(Entry::block("warnings:", lines.collect()));
+    }
+    Summary {
+        align: None,
+        entries,
+    }
+}
+
+/// How many files of each kind, and how many were skipped.
+fn format_line(c: &Collection) -> String {
     let binaries = c
         .files
         .iter()
         .filter(|f| matches!(f.kind, FileKind::Binary(_)))
         .count();
-    let _ = writeln!(
-        out,
-        "format: DCPI ({} profile files: {binaries} binary, {} dcpicat dumps){}",
+    let skipped = if c.skipped > 0 {
+        format!("; {} other files skipped", c.skipped)
+    } else {
+        String::new()
+    };
+    format!(
+        "DCPI ({} profile files: {binaries} binary, {} dcpicat dumps){skipped}",
         c.files.len(),
         c.files.len() - binaries,
-        if c.skipped > 0 {
-            format!("; {} other files skipped", c.skipped)
-        } else {
-            String::new()
-        }
-    );
-    let _ = writeln!(out, "instruction size: {} bytes", c.insn);
-    let _ = writeln!(out, "epochs:");
-    for (epoch, n) in &c.epochs {
-        let _ = writeln!(out, "  {epoch}  ({n} files)");
-    }
-    let _ = writeln!(out, "events:");
+    )
+}
+
+/// Each event's periods and its samples and events over every image.
+fn events(c: &Collection) -> Vec<Entry> {
+    let mut entries = Vec::new();
     for &e in &event_order(&c.events) {
-        let name = &c.events[e];
         let mut periods: Vec<u64> = Vec::new();
         let (mut samples, mut events) = (0u64, 0u128);
-        for column in c
-            .images
-            .iter()
-            .flat_map(|i| &i.columns)
-            .filter(|col| col.event == e)
-        {
+        let columns = c.images.iter().flat_map(|i| &i.columns);
+        for column in columns.filter(|col| col.event == e) {
             if !periods.contains(&column.period) {
                 periods.push(column.period);
             }
@@ -47,92 +86,66 @@ pub(super) fn describe(c: &Collection) -> String {
             events += u128::from(total) * u128::from(column.period);
         }
         let periods: Vec<String> = periods.iter().map(u64::to_string).collect();
-        let _ = writeln!(
-            out,
-            "  {name}: period {}, {samples} samples, {events} events",
+        let value = format!(
+            "period {}, {samples} samples, {events} events",
             periods.join("/")
         );
+        entries.push(Entry::field(&c.events[e], value));
     }
-    let _ = writeln!(out, "images:");
-    for image in &c.images {
-        let _ = write!(out, "  {} {}", image.id, image.name);
-        if let Some(label) = &image.label {
-            let _ = write!(out, " label {label}");
-        }
-        let _ = write!(out, ": text {:#x}", image.tstart);
-        if let Some(size) = image.tsize {
-            let _ = write!(out, "+{size:#x}");
-        }
-        let _ = write!(out, ", {} files;", image.files);
-        for &e in &event_order(&c.events) {
-            let total: u64 = image
-                .columns
-                .iter()
-                .filter(|col| col.event == e)
-                .map(|col| col.counts.total())
-                .sum();
-            if total > 0 {
-                let _ = write!(out, " {} {total}", c.events[e]);
-            }
-        }
-        let _ = writeln!(out);
+    entries
+}
+
+/// One image: its id, name, text range, file count and samples per event.
+fn image(c: &Collection, image: &Image) -> Entry {
+    let mut text = format!("{} {}", image.id, image.name);
+    if let Some(label) = &image.label {
+        text += &format!(" label {label}");
     }
-    if !c.facts.0.is_empty() {
-        let _ = writeln!(out, "header facts:");
-        for (k, v) in &c.facts.0 {
-            let _ = writeln!(out, "  {k}: {}", v.join(", "));
+    text += &format!(": text {:#x}", image.tstart);
+    if let Some(size) = image.tsize {
+        text += &format!("+{size:#x}");
+    }
+    text += &format!(", {} files;", image.files);
+    for &e in &event_order(&c.events) {
+        let total: u64 = image
+            .columns
+            .iter()
+            .filter(|col| col.event == e)
+            .map(|col| col.counts.total())
+            .sum();
+        if total > 0 {
+            text += &format!(" {} {total}", c.events[e]);
         }
     }
-    if let [only] = c.files.as_slice() {
-        let _ = writeln!(out, "header of {}:", only.path.display());
-        for line in &only.header {
-            let _ = writeln!(out, "  {} {}", line.keyword, line.value);
+    Entry::line(text)
+}
+
+/// One profile file: its kind, image, epoch, events and how much it holds.
+fn file(f: &FileSummary) -> Entry {
+    let kind = match &f.kind {
+        FileKind::Binary(Some(v)) => v.clone(),
+        FileKind::Binary(None) => "pdb-0.x (no version line)".to_owned(),
+        FileKind::Dcpicat => "dcpicat dump".to_owned(),
+    };
+    let mut text = format!(
+        "{}: {kind}, image {}, epoch {}",
+        f.path.display(),
+        f.image,
+        f.epoch.as_deref().unwrap_or("(none)")
+    );
+    for e in &f.events {
+        text += &format!(", {} period {} {} samples", e.name, e.period, e.samples);
+        if let Some(d) = e.declared {
+            text += &format!(" (declared {d})");
         }
     }
-    const LISTED: usize = 50;
-    let _ = writeln!(out, "files:");
-    for f in c.files.iter().take(LISTED) {
-        let kind = match &f.kind {
-            FileKind::Binary(Some(v)) => v.clone(),
-            FileKind::Binary(None) => "pdb-0.x (no version line)".to_owned(),
-            FileKind::Dcpicat => "dcpicat dump".to_owned(),
-        };
-        let _ = write!(
-            out,
-            "  {}: {kind}, image {}, epoch {}",
-            f.path.display(),
-            f.image,
-            f.epoch.as_deref().unwrap_or("(none)")
+    if f.kind == FileKind::Dcpicat {
+        text += &format!(", {} rows", f.addresses);
+    } else {
+        text += &format!(
+            ", {} chunks, {} addresses with samples",
+            f.chunks, f.addresses
         );
-        for e in &f.events {
-            let _ = write!(
-                out,
-                ", {} period {} {} samples",
-                e.name, e.period, e.samples
-            );
-            if let Some(d) = e.declared {
-                let _ = write!(out, " (declared {d})");
-            }
-        }
-        if f.kind == FileKind::Dcpicat {
-            let _ = writeln!(out, ", {} rows", f.addresses);
-        } else {
-            let _ = writeln!(
-                out,
-                ", {} chunks, {} addresses with samples",
-                f.chunks, f.addresses
-            );
-        }
     }
-    if c.files.len() > LISTED {
-        let _ = writeln!(out, "  … and {} more files", c.files.len() - LISTED);
-    }
-    let warnings = c.warnings.lines();
-    if !warnings.is_empty() {
-        let _ = writeln!(out, "warnings:");
-        for w in warnings {
-            let _ = writeln!(out, "  {w}");
-        }
-    }
-    out
+    Entry::line(text)
 }

@@ -17,6 +17,7 @@ mod symbols;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use super::info::Summary;
 use super::input::Detection;
 use super::input::{Input, DETECT_BYTES};
 use super::options::ReadOptions;
@@ -61,7 +62,7 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
 }
 
 /// Describes DCPI inputs: files, images, events, epochs and warnings.
-pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
+pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
     let collection = collect(inputs, options)?;
     Ok(info::describe(&collection))
 }

@@ -6,14 +6,15 @@ mod bsd;
 mod callgraph;
 mod data;
 mod gnu;
+mod info;
 mod profile;
 mod ticks;
 
 pub use data::{sum, CallArc, GmonData, Histogram, Variant};
 pub use gnu::detect_gnu;
+pub use info::info;
 pub use profile::to_profile;
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use super::input::{Detection, Input};
@@ -25,8 +26,6 @@ use bsd::bsd_layout;
 use bsd::parse_bsd;
 use gnu::parse_gnu;
 use gnu::GMON_MAGIC;
-use ticks::assign_ticks;
-use ticks::gprof_functions;
 
 /// The GNU format by its magic, the BSD formats by their header's sizes.
 pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
@@ -101,76 +100,4 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
         }
     }
     Ok(profile)
-}
-
-/// What `profconv info` prints for gmon.out files.
-pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<String> {
-    let binary = options.binary.as_deref().map(Binary::open).transpose()?;
-    let mut out = String::new();
-    for input in inputs {
-        let path = input.name();
-        let d = parse(
-            path,
-            input.bytes(),
-            options,
-            binary.as_ref().map(|b| b.pointer_size),
-        )?;
-        let _ = writeln!(out, "{}:", path.display());
-        let _ = writeln!(out, "  format:        gprof, {}", d.variant.name());
-        let _ = writeln!(out, "  byte order:    {}", d.endian.name());
-        let _ = writeln!(out, "  pointer size:  {} bytes", d.pointer_size);
-        let _ = writeln!(
-            out,
-            "  records:       {} histogram, {} arc, {} basic-block",
-            d.histogram_records, d.arc_records, d.bb_records
-        );
-        for (i, h) in d.histograms.iter().enumerate() {
-            let total = h.total();
-            let _ = writeln!(
-                out,
-                "  histogram {i}:   {:#x}..{:#x}, {} bins of {:.2} bytes, {} Hz, {} ticks = {:.2} {}{}",
-                h.low_pc,
-                h.high_pc,
-                h.bins.len(),
-                h.scale(),
-                h.prof_rate,
-                total,
-                total as f64 / h.prof_rate as f64,
-                h.dimension,
-                if d.rate_assumed { " (rate assumed)" } else { "" }
-            );
-        }
-        let calls: u64 = d.arcs.iter().fold(0u64, |t, a| t.saturating_add(a.count));
-        let _ = writeln!(
-            out,
-            "  arcs:          {} distinct, {} calls",
-            d.arcs.len(),
-            calls
-        );
-        if !d.basic_blocks.is_empty() {
-            let _ = writeln!(out, "  basic blocks:  {}", d.basic_blocks.len());
-        }
-        if d.saturated_bins > 0 {
-            let _ = writeln!(
-                out,
-                "  warning:       {} bins saturated at 65535",
-                d.saturated_bins
-            );
-        }
-        if let Some(b) = &binary {
-            let funcs = gprof_functions(b);
-            let hit: std::collections::BTreeSet<usize> = assign_ticks(&d, &funcs, 1.0)
-                .iter()
-                .filter_map(|t| t.func)
-                .collect();
-            let _ = writeln!(
-                out,
-                "  executable:    {} ({} functions, {} with samples)",
-                b.path.display(),
-                funcs.len(),
-                hit.len()
-            );
-        }
-    }
-    Ok(out)
 }

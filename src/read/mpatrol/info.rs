@@ -1,97 +1,133 @@
-//! What `profconv info` prints for mpatrol files.
+//! What `profconv info` shows about mpatrol files.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
-use super::file::{MpatrolFile, SIZE_CLASSES};
+use super::file::{MpatrolFile, SizeBins, SIZE_CLASSES};
 use super::profile::bounds_text;
+use crate::read::info::Entry;
 
-pub(super) fn describe(out: &mut String, path: &Path, file: &MpatrolFile) {
-    let _ = writeln!(
-        out,
-        "{}: mpatrol profiling file (mpatrol.out)",
-        path.display()
-    );
-    let _ = writeln!(
-        out,
-        "  mpatrol version: {} ({})",
-        file.version_text(),
-        file.version
-    );
-    let _ = writeln!(out, "  word size: {} bytes", file.word_size);
-    let _ = writeln!(out, "  byte order: {}", file.endian.name());
-    let _ = writeln!(out, "  allocation bounds: {}", bounds_text(&file.bounds));
-    let _ = writeln!(
-        out,
-        "  profiling records: {}, call sites: {}, symbols: {}, string table: {} bytes",
-        file.records.len(),
-        file.call_sites.len(),
-        file.symbol_addresses.len(),
-        file.strings.len()
-    );
+/// At most this many of the busiest size bins are listed.
+const BUSIEST_BINS: usize = 10;
+
+/// The file's header, the totals of its profiling records and its size histogram.
+pub(super) fn describe(path: &Path, file: &MpatrolFile) -> Entry {
+    let mut entries = vec![
+        Entry::field(
+            "mpatrol version",
+            format!("{} ({})", file.version_text(), file.version),
+        ),
+        Entry::field("word size", format!("{} bytes", file.word_size)),
+        Entry::field("byte order", file.endian.name()),
+        Entry::field("allocation bounds", bounds_text(&file.bounds)),
+        Entry::field(
+            "profiling records",
+            format!(
+                "{}, call sites: {}, symbols: {}, string table: {} bytes",
+                file.records.len(),
+                file.call_sites.len(),
+                file.symbol_addresses.len(),
+                file.strings.len()
+            ),
+        ),
+        record_totals(file),
+    ];
+    entries.push(match &file.bins {
+        Some(bins) => histogram(bins),
+        None => Entry::field("size histogram", "none (bin count 0)"),
+    });
+    Entry::block(
+        format!("{}: mpatrol profiling file (mpatrol.out)", path.display()),
+        entries,
+    )
+}
+
+/// `objects, bytes` as info shows a count and a size.
+fn objects(count: impl std::fmt::Display, bytes: impl std::fmt::Display) -> String {
+    format!("{count} objects, {bytes} bytes")
+}
+
+/// What the profiling records add up to, in all and per size class.
+fn record_totals(file: &MpatrolFile) -> Entry {
     let totals = file.class_totals();
     let sum = |i: usize| totals.iter().map(|t| t[i]).sum::<u128>();
-    let _ = writeln!(out, "  totals of the profiling records:");
-    let _ = writeln!(out, "    allocated: {} objects, {} bytes", sum(0), sum(1));
-    let _ = writeln!(out, "    freed:     {} objects, {} bytes", sum(2), sum(3));
-    let _ = writeln!(
-        out,
-        "    in use:    {} objects, {} bytes",
-        sum(0) as i128 - sum(2) as i128,
-        sum(1) as i128 - sum(3) as i128
-    );
+    let mut entries = vec![
+        Entry::field("allocated", objects(sum(0), sum(1))),
+        Entry::field("freed", objects(sum(2), sum(3))),
+        Entry::field(
+            "in use",
+            objects(
+                sum(0) as i128 - sum(2) as i128,
+                sum(1) as i128 - sum(3) as i128,
+            ),
+        ),
+    ];
     for (class, t) in SIZE_CLASSES.iter().zip(totals) {
-        let _ = writeln!(
-            out,
-            "    {class:<7} allocated {} objects, {} bytes; freed {} objects, {} bytes",
-            t[0], t[1], t[2], t[3]
-        );
+        entries.push(Entry::line(format!(
+            "{class:<7} allocated {}; freed {}",
+            objects(t[0], t[1]),
+            objects(t[2], t[3])
+        )));
     }
-    let Some(bins) = &file.bins else {
-        let _ = writeln!(out, "  size histogram: none (bin count 0)");
-        return;
-    };
+    Entry::aligned("totals of the profiling records:", 11, entries)
+}
+
+/// The whole-program size histogram: totals and the busiest bins.
+fn histogram(bins: &SizeBins) -> Entry {
     let n = bins.alloc_counts.len();
     let a = bins.alloc_totals();
     let f = bins.free_totals();
-    let _ = writeln!(out, "  size histogram ({n} bins, whole program):");
-    let _ = writeln!(out, "    allocated: {} objects, {} bytes", a.count, a.bytes);
-    let _ = writeln!(out, "    freed:     {} objects, {} bytes", f.count, f.bytes);
-    let _ = writeln!(
-        out,
-        "    unfreed:   {} objects, {} bytes",
-        a.count as i128 - f.count as i128,
-        a.bytes as i128 - f.bytes as i128
-    );
-    // The busiest bins (at most ten), shown in size order.
+    let mut entries = vec![
+        Entry::field("allocated", objects(a.count, a.bytes)),
+        Entry::field("freed", objects(f.count, f.bytes)),
+        Entry::field(
+            "unfreed",
+            objects(
+                a.count as i128 - f.count as i128,
+                a.bytes as i128 - f.bytes as i128,
+            ),
+        ),
+    ];
+    // The busiest bins, shown in size order.
     let mut busiest: Vec<usize> = (0..n).filter(|&k| bins.alloc_counts[k] != 0).collect();
     busiest.sort_by_key(|&k| std::cmp::Reverse(bins.alloc_counts[k]));
-    let shown = busiest.len().min(10);
+    let shown = busiest.len().min(BUSIEST_BINS);
     let mut top: Vec<usize> = busiest[..shown].to_vec();
     top.sort_unstable();
     if !top.is_empty() {
-        let _ = writeln!(
-            out,
-            "    {:>8}  {:>10}  {:>10}  {:>12}",
-            "size", "allocated", "freed", "bytes"
-        );
-        for k in top {
-            let count = bins.alloc_counts[k];
-            let freed = bins.free_counts.get(k).copied().unwrap_or(0);
-            let (size, bytes) = if k + 1 == n {
-                (format!(">={n}"), u128::from(bins.alloc_large_bytes))
-            } else {
-                ((k + 1).to_string(), u128::from(count) * (k as u128 + 1))
-            };
-            let _ = writeln!(out, "    {size:>8}  {count:>10}  {freed:>10}  {bytes:>12}");
-        }
-        if busiest.len() > shown {
-            let _ = writeln!(
-                out,
-                "    ({} more non-empty bin{})",
-                busiest.len() - shown,
-                if busiest.len() - shown == 1 { "" } else { "s" }
-            );
-        }
+        entries.push(Entry::Table {
+            header: ["size", "allocated", "freed", "bytes"]
+                .map(String::from)
+                .to_vec(),
+            widths: vec![8, 10, 10, 12],
+            rows: top.into_iter().map(|k| bin_row(bins, k)).collect(),
+        });
     }
+    let more = busiest.len() - shown;
+    if more > 0 {
+        let s = if more == 1 { "" } else { "s" };
+        entries.push(Entry::line(format!("({more} more non-empty bin{s})")));
+    }
+    Entry::aligned(
+        format!("size histogram ({n} bins, whole program):"),
+        11,
+        entries,
+    )
+}
+
+/// One bin: its size (the last bin is "B bytes or more"), counts and bytes.
+fn bin_row(bins: &SizeBins, k: usize) -> Vec<String> {
+    let n = bins.alloc_counts.len();
+    let count = bins.alloc_counts[k];
+    let freed = bins.free_counts.get(k).copied().unwrap_or(0);
+    let (size, bytes) = if k + 1 == n {
+        (format!(">={n}"), u128::from(bins.alloc_large_bytes))
+    } else {
+        ((k + 1).to_string(), u128::from(count) * (k as u128 + 1))
+    };
+    vec![
+        size,
+        count.to_string(),
+        freed.to_string(),
+        bytes.to_string(),
+    ]
 }

@@ -20,6 +20,7 @@ pub use file::{
 pub use parse::parse;
 pub use profile::to_profile;
 
+use super::info::Summary;
 use super::input::{Detection, Input};
 use super::options::ReadOptions;
 use crate::error::{Error, Result};
@@ -58,13 +59,13 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     out.ok_or_else(|| Error::Usage("no input given".into()))
 }
 
-/// What `profconv info` prints for each file.
-pub fn info(inputs: &[Input], _options: &ReadOptions) -> Result<String> {
-    let mut out = String::new();
+/// What `profconv info` shows about each file.
+pub fn info(inputs: &[Input], _options: &ReadOptions) -> Result<Summary> {
+    let mut summary = Summary::default();
     for input in inputs {
         let path = input.name();
         let file = parse(path, input.bytes())?;
-        describe(&mut out, path, &file);
+        summary.push(describe(path, &file));
     }
-    Ok(out)
+    Ok(summary)
 }

@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 
 pub mod gprof_program;
 
+pub mod gen;
 pub mod golden;
 
 #[allow(unused_imports)]
@@ -415,47 +416,17 @@ pub fn small_aps_file() -> Vec<u8> {
 
 /// [`small_aps_file`] with `hot` samples at `app+0x10` (56 bytes each).
 pub fn aps_file(hot: usize) -> Vec<u8> {
-    fn rec(out: &mut Vec<u8>, user: bool, pid: u32, pc: u32, cs: &[u32]) {
-        let head = [u32::from(user), pid, pid, 3, 1, cs.len() as u32, 17, 0, pc];
-        for v in head
-            .into_iter()
-            .chain((0..5).map(|i| cs.get(i).copied().unwrap_or(0)))
-        {
-            out.extend(v.to_le_bytes());
-        }
+    use gen::aps::{kernel, user, vma, Aps};
+    let mut records = vec![user(100, 100, 17, 0x8010, &[0x8200]); hot];
+    records.push(user(100, 100, 17, 0x8020, &[]));
+    records.extend(vec![kernel(0, 0, 17, 0xc000_8000, &[]); 2]);
+    Aps {
+        records,
+        modules: vec![(0xc000_8000, 0xc03f_ffff, "vmlinux".into())],
+        vmas: vec![vma(100, 0x8000, 0x17fff, "/usr/bin/app")],
+        begin: (1_437_051_740, 0),
+        end: (1_437_051_752, 0),
+        ..Aps::default()
     }
-    fn path(out: &mut Vec<u8>, name: &str) {
-        let mut b = name.as_bytes().to_vec();
-        b.resize(256, 0);
-        out.extend(b);
-    }
-    let mut out = Vec::new();
-    let records = hot as u32 + 3;
-    for v in [0x1234_4321u32, records, 1_437_051_740, 0, 1_437_051_752, 0] {
-        out.extend(v.to_le_bytes());
-    }
-    for v in [0x1_0000_0001u64, 0x2_0000_0002, 1000] {
-        out.extend(v.to_le_bytes());
-    }
-    out.extend(7u32.to_le_bytes()); // cputype
-    out.extend(0xdead_beefu32.to_le_bytes());
-    for _ in 0..hot {
-        rec(&mut out, true, 100, 0x8010, &[0x8200]);
-    }
-    rec(&mut out, true, 100, 0x8020, &[]);
-    for _ in 0..2 {
-        rec(&mut out, false, 0, 0xc000_8000, &[]);
-    }
-    out.extend(0x8746_abcdu32.to_le_bytes());
-    out.extend(1u32.to_le_bytes());
-    out.extend(0xc000_8000u32.to_le_bytes());
-    out.extend(0xc03f_ffffu32.to_le_bytes());
-    path(&mut out, "vmlinux");
-    out.extend(0xbcdf_9283u32.to_le_bytes());
-    out.extend(1u32.to_le_bytes());
-    for v in [100u32, 0, 0x8000, 0x17fff] {
-        out.extend(v.to_le_bytes());
-    }
-    path(&mut out, "/usr/bin/app");
-    out
+    .bytes()
 }

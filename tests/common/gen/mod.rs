@@ -1,0 +1,5 @@
+//! Byte-level builders of the legacy formats, for tests that need a file
+//! with exactly the fields they are about.
+
+pub mod aps;
+pub mod dcpi;

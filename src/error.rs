@@ -33,6 +33,17 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Two profiles cannot be merged: one sample type is measured in two
+    /// units (pprof's merge refuses the same).
+    #[error("cannot merge profiles: sample type {sample_type} is in {first} in one and {second} in the other")]
+    ConflictingUnits {
+        /// The sample type both profiles have.
+        sample_type: String,
+        /// Its unit in the profile merged into.
+        first: String,
+        /// Its unit in the profile being merged.
+        second: String,
+    },
     /// The request itself cannot be carried out (bad option, unknown format...).
     #[error("{0}")]
     Usage(String),
@@ -65,9 +76,11 @@ impl Error {
     }
 
     /// True when the error is about the input's content (exit code 1), false
-    /// when it is about how profconv was asked to run (exit code 2).
+    /// when it is about how profconv was asked to run (exit code 2): inputs
+    /// that cannot be combined are the request's fault, as inputs of two
+    /// formats are.
     pub fn is_usage(&self) -> bool {
-        matches!(self, Error::Usage(_))
+        matches!(self, Error::Usage(_) | Error::ConflictingUnits { .. })
     }
 }
 

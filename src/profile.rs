@@ -694,9 +694,11 @@ impl<'a> Merger<'a> {
                 Some(j) => {
                     let (_, own_unit) = self.dst.sample_type_name(j);
                     if own_unit != unit {
-                        return Err(Error::Usage(format!(
-                            "cannot merge profiles: sample type {kind} is in {own_unit} in one and {unit} in the other"
-                        )));
+                        return Err(Error::ConflictingUnits {
+                            sample_type: kind.to_string(),
+                            first: own_unit.to_string(),
+                            second: unit.to_string(),
+                        });
                     }
                     j
                 }
@@ -952,7 +954,17 @@ mod tests {
     fn merge_refuses_unit_mismatch() {
         let mut a = Profile::new(&[("cpu", "nanoseconds")]);
         let b = Profile::new(&[("cpu", "count")]);
-        assert!(a.merge(&b).is_err());
+        match a.merge(&b) {
+            Err(Error::ConflictingUnits {
+                sample_type,
+                first,
+                second,
+            }) => assert_eq!(
+                (&*sample_type, &*first, &*second),
+                ("cpu", "nanoseconds", "count")
+            ),
+            other => panic!("expected ConflictingUnits, got {other:?}"),
+        }
     }
 
     #[test]

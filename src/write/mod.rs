@@ -276,3 +276,6 @@ fn group_frame_name(profile: &Profile, sample: &Sample, key: &str) -> String {
 pub fn effective_group_by<'a>(profile: &'a Profile, options: &'a WriteOptions) -> &'a [GroupBy] {
     options.group_by.as_deref().unwrap_or(&profile.group_by)
 }
+
+#[cfg(test)]
+mod tests;

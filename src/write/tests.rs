@@ -1,0 +1,231 @@
+//! Every writer on one hand-built profile, whose expected outputs are worked
+//! out here from the profile itself: three functions of one mapping (`leaf`
+//! inlined into `work`), three stacks, two sample types, a pid label.
+
+use super::*;
+use crate::profile::{Line, Location, Mapping};
+
+/// `main` → `work` → `leaf` (inlined into `work` at one address).
+///
+/// | stack (root first)              | samples | cpu (ns) | pid |
+/// |---------------------------------|---------|----------|-----|
+/// | main; work; work; leaf          | 5       | 50       | 7   |
+/// | main; work                      | 2       | 20       | 7   |
+/// | main                            | 1       | 10       | 8   |
+fn hand_built() -> Profile {
+    let mut p = Profile::new(&[("samples", "count"), ("cpu", "nanoseconds")]);
+    let file = p.intern("/usr/bin/app");
+    let build_id = p.intern("abcd");
+    let m = p.add_mapping(Mapping::new(0x1000, 0x2000, 0, file, build_id));
+    let main = p.add_function("main", "main", "app.c", 1);
+    let work = p.add_function("work", "work", "app.c", 10);
+    let leaf = p.add_function("leaf", "leaf", "app.c", 20);
+    let mut at = |p: &mut Profile, address, lines: Vec<Line>| {
+        p.add_location(Location {
+            mapping: Some(m),
+            address,
+            is_return_address: address != 0x1210,
+            lines,
+        })
+    };
+    let l_main = at(
+        &mut p,
+        0x1010,
+        vec![Line {
+            function: main,
+            line: 3,
+        }],
+    );
+    let l_work = at(
+        &mut p,
+        0x1110,
+        vec![Line {
+            function: work,
+            line: 12,
+        }],
+    );
+    let l_inl = at(
+        &mut p,
+        0x1210,
+        vec![
+            Line {
+                function: leaf,
+                line: 21,
+            },
+            Line {
+                function: work,
+                line: 13,
+            },
+        ],
+    );
+    let pid7 = p.label_num("pid", 7, "");
+    let pid8 = p.label_num("pid", 8, "");
+    p.add_sample(&[l_inl, l_work, l_main], &[5, 50], &[pid7.clone()]);
+    p.add_sample(&[l_work, l_main], &[2, 20], &[pid7]);
+    p.add_sample(&[l_main], &[1, 10], &[pid8]);
+    assert_eq!(p.check(), Ok(()));
+    p
+}
+
+fn options() -> WriteOptions {
+    WriteOptions {
+        title: "hand-built".into(),
+        ..WriteOptions::default()
+    }
+}
+
+fn output(format: OutputFormat, options: &WriteOptions) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(&hand_built(), format, options, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn folded_has_one_line_per_stack_root_first_with_inlined_frames_outer_first() {
+    let text = String::from_utf8(output(OutputFormat::Folded, &options())).unwrap();
+    assert_eq!(text, "main 1\nmain;work 2\nmain;work;work;leaf 5\n");
+    let cpu = WriteOptions {
+        sample_type: Some("cpu".into()),
+        ..options()
+    };
+    let text = String::from_utf8(output(OutputFormat::Folded, &cpu)).unwrap();
+    assert_eq!(text, "main 10\nmain;work 20\nmain;work;work;leaf 50\n");
+}
+
+#[test]
+fn folded_groups_under_a_label_when_asked() {
+    let by_pid = WriteOptions {
+        group_by: Some(vec![GroupBy::Label("pid".into())]),
+        ..options()
+    };
+    let text = String::from_utf8(output(OutputFormat::Folded, &by_pid)).unwrap();
+    assert_eq!(
+        text,
+        "pid 7;main;work 2\npid 7;main;work;work;leaf 5\npid 8;main 1\n"
+    );
+}
+
+#[test]
+fn pprof_round_trips_samples_locations_lines_and_labels() {
+    let decoded = pprof::decode(&output(OutputFormat::Pprof, &options())).unwrap();
+    let s = |i: i64| decoded.string_table[i as usize].as_str();
+    let types: Vec<(&str, &str)> = decoded
+        .sample_type
+        .iter()
+        .map(|t| (s(t.r#type), s(t.unit)))
+        .collect();
+    assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+    assert_eq!(decoded.mapping.len(), 1);
+    assert_eq!(s(decoded.mapping[0].filename), "/usr/bin/app");
+    assert_eq!(s(decoded.mapping[0].build_id), "abcd");
+    let function = |id: u64| {
+        let f = decoded.function.iter().find(|f| f.id == id).unwrap();
+        s(f.name)
+    };
+    // Each stack as the function names of its lines, leaf first.
+    let mut stacks: Vec<(Vec<&str>, Vec<i64>, i64)> = decoded
+        .sample
+        .iter()
+        .map(|sample| {
+            let names = sample
+                .location_id
+                .iter()
+                .flat_map(|&id| &decoded.location.iter().find(|l| l.id == id).unwrap().line)
+                .map(|line| function(line.function_id))
+                .collect();
+            let pid = sample.label.iter().find(|l| s(l.key) == "pid").unwrap().num;
+            (names, sample.value.clone(), pid)
+        })
+        .collect();
+    stacks.sort();
+    assert_eq!(
+        stacks,
+        [
+            (vec!["leaf", "work", "work", "main"], vec![5, 50], 7),
+            (vec!["main"], vec![1, 10], 8),
+            (vec!["work", "main"], vec![2, 20], 7),
+        ]
+    );
+    let raw = output(OutputFormat::PprofRaw, &options());
+    assert_eq!(pprof::decode(&raw).unwrap(), decoded);
+}
+
+#[test]
+fn speedscope_has_shared_frames_and_one_sampled_profile_per_type() {
+    let doc = speedscope::to_json(&hand_built(), &options());
+    let frames: Vec<&str> = doc["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    let profiles = doc["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 2);
+    for (profile, (unit, weights)) in profiles
+        .iter()
+        .zip([("none", [1, 2, 5]), ("nanoseconds", [10, 20, 50])])
+    {
+        assert_eq!(profile["type"], "sampled");
+        assert_eq!(profile["unit"], unit);
+        let stacks: Vec<String> = profile["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|stack| {
+                let names: Vec<&str> = stack
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| frames[i.as_u64().unwrap() as usize])
+                    .collect();
+                names.join(";")
+            })
+            .collect();
+        // Flame-chart order: root first, sorted.
+        assert_eq!(stacks, ["main", "main;work", "main;work;work;leaf"]);
+        let got: Vec<i64> = profile["weights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_i64().unwrap())
+            .collect();
+        assert_eq!(got, weights);
+        assert_eq!(profile["endValue"], weights.iter().sum::<i64>());
+    }
+}
+
+#[test]
+fn svg_shows_each_function_with_its_count_and_the_title() {
+    let svg = String::from_utf8(output(OutputFormat::Svg, &options())).unwrap();
+    let xml = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(&svg, xml).unwrap();
+    let titles: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("title"))
+        .filter_map(|n| n.text())
+        .collect();
+    for expected in [
+        "main (8 count, 100.00%)",
+        "work (7 count, 87.50%)",
+        "leaf (5 count, 62.50%)",
+    ] {
+        assert!(titles.contains(&expected), "{expected} in {titles:?}");
+    }
+    assert!(svg.contains("hand-built — samples (count)"), "title");
+}
+
+#[test]
+fn callgrind_costs_match_the_samples() {
+    let text = String::from_utf8(output(OutputFormat::Callgrind, &options())).unwrap();
+    assert!(text.contains("events: samples cpu"), "{text}");
+    assert!(text.contains("totals: 8 80"), "{text}");
+    for name in ["main", "work", "leaf"] {
+        assert!(
+            text.contains(&format!(") {name}\n")),
+            "{name} named: {text}"
+        );
+    }
+}

@@ -20,7 +20,7 @@ fn hand_built() -> Profile {
     let main = p.add_function("main", "main", "app.c", 1);
     let work = p.add_function("work", "work", "app.c", 10);
     let leaf = p.add_function("leaf", "leaf", "app.c", 20);
-    let mut at = |p: &mut Profile, address, lines: Vec<Line>| {
+    let at = |p: &mut Profile, address, lines: Vec<Line>| {
         p.add_location(Location {
             mapping: Some(m),
             address,
@@ -60,7 +60,11 @@ fn hand_built() -> Profile {
     );
     let pid7 = p.label_num("pid", 7, "");
     let pid8 = p.label_num("pid", 8, "");
-    p.add_sample(&[l_inl, l_work, l_main], &[5, 50], &[pid7.clone()]);
+    p.add_sample(
+        &[l_inl, l_work, l_main],
+        &[5, 50],
+        std::slice::from_ref(&pid7),
+    );
     p.add_sample(&[l_work, l_main], &[2, 20], &[pid7]);
     p.add_sample(&[l_main], &[1, 10], &[pid8]);
     assert_eq!(p.check(), Ok(()));

@@ -111,6 +111,9 @@ pub struct Record {
     pub binary: Option<String>,
     /// Why the unit failed or was skipped.
     pub error: Option<String>,
+    /// What the reader warned about ([`crate::Profile::warn`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The report of a run: a summary and one record per unit, in plan order.
@@ -517,6 +520,7 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
         seconds: 0.0,
         binary: None,
         error: None,
+        warnings: Vec::new(),
     };
     if let Some((status, why)) = &unit.problem {
         record.status = *status;
@@ -600,6 +604,7 @@ fn convert(
         .as_ref()
         .map(|b| b.display().to_string());
     let profile = read::read_inputs(std::slice::from_ref(&input), &read_options)?;
+    record.warnings = profile.warnings().map(str::to_owned).collect();
     let mut write_options = options.write.clone();
     write_options.title = unit.rel.clone();
     for (format, out) in todo {

@@ -242,6 +242,9 @@ pub enum GroupBy {
     Label(String),
 }
 
+/// What marks a diagnostic ([`Profile::warn`]) among a profile's comments.
+const WARNING_PREFIX: &str = "warning: ";
+
 /// A profile in the intermediate representation.
 #[derive(Debug, Clone, Default)]
 pub struct Profile {
@@ -455,6 +458,20 @@ impl Profile {
         }
         location.lines = lines;
         self.location_index.entry(location.clone()).or_insert(id);
+    }
+
+    /// Records a diagnostic about the input (an assumed clock rate, totals
+    /// that disagree...): kept among the comments as `warning: …`, so pprof
+    /// carries it, and shown once on standard error by the command line.
+    pub fn warn(&mut self, what: impl std::fmt::Display) {
+        self.comments.push(format!("{WARNING_PREFIX}{what}"));
+    }
+
+    /// The diagnostics recorded by [`Profile::warn`], in order.
+    pub fn warnings(&self) -> impl Iterator<Item = &str> {
+        self.comments
+            .iter()
+            .filter_map(|c| c.strip_prefix(WARNING_PREFIX))
     }
 
     /// A label with a string value.

@@ -340,6 +340,56 @@ fn footer_total_offsets_counting_covered_addresses_is_a_warning() {
     );
 }
 
+#[test]
+fn a_warning_is_shown_once_kept_in_pprof_and_listed_in_the_archive_report() {
+    let dir = tempdir();
+    let mut profile = BinaryProfile::new(
+        header(&APP, "199805191724", "cycles", 1),
+        vec![(0, vec![1, 0, 2])],
+    );
+    profile.footer = Some((3, 3));
+    let archive = dir.path().join("archive");
+    let file = write(&archive.join("app.prof"), &profile.bytes());
+    let out_path = dir.path().join("o.pb.gz");
+    let out = profconv_ok(&[file.to_str().unwrap(), "-o", out_path.to_str().unwrap()]);
+    let err = stderr(&out);
+    let warning = "total_offsets 3 counts every address";
+    assert_eq!(err.matches(warning).count(), 1, "{err}");
+    assert_eq!(err.matches("profconv: warning: ").count(), 1, "{err}");
+    let p = decode_pprof(&out_path);
+    let comments: Vec<&str> = p
+        .comment
+        .iter()
+        .map(|&i| p.string_table[i as usize].as_str())
+        .filter(|c| c.starts_with("warning: ") && c.contains(warning))
+        .collect();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+
+    let report_path = dir.path().join("report.json");
+    let converted = dir.path().join("converted");
+    profconv_ok(&[
+        "convert",
+        archive.to_str().unwrap(),
+        "-o",
+        converted.to_str().unwrap(),
+        "--report",
+        report_path.to_str().unwrap(),
+        "--to",
+        "pprof",
+        "-q",
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let record = &report["inputs"][0];
+    assert_eq!(record["status"], "converted", "{report:#}");
+    let warnings = record["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{report:#}");
+    assert!(
+        warnings[0].as_str().unwrap().contains(warning),
+        "{report:#}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Corrupt files: each a clear error naming the file and the offset
 // ---------------------------------------------------------------------------

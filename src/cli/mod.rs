@@ -357,6 +357,10 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
         }
     }
     drop(progress);
+    // After the bar is cleared, so that they stay on the screen.
+    for warning in profile.warnings() {
+        eprintln!("profconv: warning: {warning}");
+    }
     // The process ends right after: freeing a large profile piece by piece
     // would only cost time.
     std::mem::forget(profile);
@@ -498,6 +502,9 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
                     record.error.as_deref().unwrap_or("")
                 ));
             }
+            for warning in &record.warnings {
+                bar.println(format!("warning: {}: {warning}", record.path));
+            }
         } else if !args.quiet {
             let status = match record.status {
                 profconv::archive::Status::Converted => "converted",
@@ -511,6 +518,9 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
                 .map(|e| format!(": {e}"))
                 .unwrap_or_default();
             eprintln!("[{n}/{of}] {status} {}{detail}", record.path);
+            for warning in &record.warnings {
+                eprintln!("    warning: {warning}");
+            }
         }
     };
     let report = profconv::archive::run(&args.archive, &options, &progress, &on_plan)?;

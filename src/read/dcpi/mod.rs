@@ -55,9 +55,6 @@ pub fn is_database(path: &Path) -> bool {
 /// Reads DCPI profile files, dumps and databases into one profile.
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     let collection = collect(inputs, options)?;
-    for warning in collection.warnings.lines() {
-        eprintln!("profconv: warning: {warning}");
-    }
     build_profile(&collection, options)
 }
 
@@ -737,15 +734,8 @@ fn build_profile(collection: &Collection, options: &ReadOptions) -> Result<Profi
     }
     let mut warnings = collection.warnings.clone();
     symbols::symbolize_images(&mut profile, collection, &mapped, options, &mut warnings)?;
-    for line in warnings
-        .lines()
-        .into_iter()
-        .skip(collection.warnings.0.len())
-    {
-        eprintln!("profconv: warning: {line}");
-    }
     for line in warnings.lines() {
-        profile.comments.push(format!("warning: {line}"));
+        profile.warn(line);
     }
     Ok(profile)
 }

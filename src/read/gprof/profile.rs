@@ -209,21 +209,21 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     profile.add_metadata("pointer size", data.pointer_size.to_string());
     profile.add_metadata("prof_rate", format!("{rate} Hz"));
     if data.rate_assumed {
-        profile.comments.push(format!(
-            "warning: the file records no clock rate; {rate} Hz assumed (--gmon-rate)"
+        profile.warn(format!(
+            "the file records no clock rate; {rate} Hz assumed (--gmon-rate)"
         ));
     }
     if let Some(h) = data.histograms.first() {
         if h.dimension != "seconds" {
-            profile.comments.push(format!(
-                "warning: histogram dimension is {:?}, converted as if seconds",
+            profile.warn(format!(
+                "histogram dimension is {:?}, converted as if seconds",
                 h.dimension
             ));
         }
     }
     if data.saturated_bins > 0 {
-        profile.comments.push(format!(
-            "warning: {} histogram bins are at 65535, the counter ceiling: their time is a lower bound",
+        profile.warn(format!(
+            "{} histogram bins are at 65535, the counter ceiling: their time is a lower bound",
             data.saturated_bins
         ));
     }

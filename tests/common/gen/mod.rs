@@ -3,3 +3,4 @@
 
 pub mod aps;
 pub mod dcpi;
+pub mod mpatrol;

@@ -3,4 +3,5 @@
 
 pub mod aps;
 pub mod dcpi;
+pub mod gprof;
 pub mod mpatrol;

@@ -862,13 +862,29 @@ pub fn basename(path: &str) -> &str {
 /// [`too_many_values`] before the values are allocated.
 pub const MAX_VALUES: u64 = 1 << 27;
 
-/// `None` when `types` sample types over `samples` samples fit
-/// [`MAX_VALUES`]; else what to say about it.
-pub fn too_many_values(types: usize, samples: u64) -> Option<String> {
+/// Values are kept densely (one per sample type per sample); past this many
+/// (32 MiB of them) they must also be at least one in [`MAX_ZEROS_PER_VALUE`]
+/// non-zero, so that a small input with thousands of events, each sampled at
+/// a few addresses, cannot make memory grow with events × addresses.
+pub const DENSE_VALUES_FREE: u64 = 1 << 22;
+
+/// See [`DENSE_VALUES_FREE`]: at most this many values per non-zero one.
+pub const MAX_ZEROS_PER_VALUE: u64 = 16;
+
+/// `None` when `types` sample types over `samples` samples, of which
+/// `nonzero` values are not zero, fit [`MAX_VALUES`] and the density rule of
+/// [`DENSE_VALUES_FREE`]; else what to say about it.
+pub fn too_many_values(types: usize, samples: u64, nonzero: u64) -> Option<String> {
     let values = (types as u64).saturating_mul(samples);
-    (values > MAX_VALUES).then(|| {
-        format!(
+    if values > MAX_VALUES {
+        return Some(format!(
             "{types} sample types (one per event) over {samples} distinct stacks would need {values} values, more than the {MAX_VALUES} profconv holds in memory; convert fewer events at a time"
+        ));
+    }
+    let sparse = values > DENSE_VALUES_FREE && values / MAX_ZEROS_PER_VALUE > nonzero;
+    sparse.then(|| {
+        format!(
+            "{types} sample types (one per event) over {samples} distinct stacks would need {values} values of which only {nonzero} are not zero; profconv keeps one value per type per stack, and refuses more than {DENSE_VALUES_FREE} values when fewer than one in {MAX_ZEROS_PER_VALUE} is used; convert fewer events at a time"
         )
     })
 }
@@ -995,6 +1011,18 @@ mod tests {
             .check()
             .unwrap_err()
             .contains("2 values for 1 sample types"));
+    }
+
+    #[test]
+    fn values_past_the_free_amount_must_be_dense_enough() {
+        // Under the free amount anything goes.
+        assert_eq!(too_many_values(2000, 2000, 1), None);
+        // Past it, one value in 16 must be non-zero.
+        let samples = DENSE_VALUES_FREE; // 4 types: 4 × free values
+        assert!(too_many_values(4, samples, samples / 4 - 1).is_some());
+        assert_eq!(too_many_values(4, samples, samples / 4), None);
+        // Past the hard limit, density does not help.
+        assert!(too_many_values(2, MAX_VALUES, 2 * MAX_VALUES).is_some());
     }
 
     #[test]

@@ -28,7 +28,9 @@ pub(super) fn build_profile(
         }
     }
     let stacks: usize = counts.iter().map(|c| c.entries.len()).sum();
-    if let Some(why) = too_many_values(events.len() + 1, stacks as u64) {
+    // Each stack has its samples and the events of its one event id.
+    let nonzero = 2 * stacks as u64;
+    if let Some(why) = too_many_values(events.len() + 1, stacks as u64, nonzero) {
         let path = files
             .first()
             .map_or(Path::new("<aps>"), |f| f.path.as_path());

@@ -681,6 +681,8 @@ fn build_profile(collection: &Collection, options: &ReadOptions) -> Result<Profi
 
     let width = types.len();
     let mut mapped: Vec<(MappingId, usize)> = Vec::new();
+    // Non-zero values so far: samples and events of every (address, event).
+    let mut nonzero = 0u64;
     for (index, image) in collection.images.iter().enumerate() {
         let limit = image.tsize.map_or(image.end, |size| {
             image.tstart.saturating_add(size).max(image.end)
@@ -703,7 +705,8 @@ fn build_profile(collection: &Collection, options: &ReadOptions) -> Result<Profi
         entries.sort_unstable_by_key(|&(address, c, _)| (address, c));
         let distinct = entries.windows(2).filter(|w| w[0].0 != w[1].0).count() + 1;
         let samples = (profile.samples.len() + distinct.min(entries.len())) as u64;
-        if let Some(why) = crate::profile::too_many_values(width, samples) {
+        nonzero = nonzero.saturating_add(2 * entries.len() as u64);
+        if let Some(why) = crate::profile::too_many_values(width, samples, nonzero) {
             let path = collection
                 .files
                 .first()

@@ -249,9 +249,9 @@ const WARNING_PREFIX: &str = "warning: ";
 #[derive(Debug, Clone, Default)]
 pub struct Profile {
     /// Interned strings; every `StrId` indexes it.
-    pub strings: StringTable,
+    strings: StringTable,
     /// What each value of a sample measures, in order.
-    pub sample_types: Vec<ValueType>,
+    sample_types: Vec<ValueType>,
     /// Index into `sample_types` of the type to show by default.
     pub default_sample_type: Option<usize>,
     /// Index into `sample_types` of a type that counts calls (gprof's arcs):
@@ -271,21 +271,21 @@ pub struct Profile {
     pub duration_nanos: i64,
     /// Free-form text that must survive conversion (input header lines, how
     /// stacks were made...). Written as pprof comments.
-    pub comments: Vec<String>,
+    comments: Vec<String>,
     /// Key/value facts about the input (platform, cpu speed, byte order...).
     /// Written as `key: value` pprof comments and speedscope metadata.
-    pub metadata: Vec<(String, String)>,
+    metadata: Vec<(String, String)>,
     /// Synthetic root frames the readers suggest for folded/speedscope
     /// outputs; the command line may override them.
-    pub group_by: Vec<GroupBy>,
+    group_by: Vec<GroupBy>,
     /// Images, by [`MappingId`].
-    pub mappings: Vec<Mapping>,
+    mappings: Vec<Mapping>,
     /// Functions, by [`FunctionId`].
-    pub functions: Vec<Function>,
+    functions: Vec<Function>,
     /// Locations, by [`LocationId`].
-    pub locations: Vec<Location>,
+    locations: Vec<Location>,
     /// Samples, each with a distinct (stack, labels).
-    pub samples: Vec<Sample>,
+    samples: Vec<Sample>,
     function_index: HashMap<Function, FunctionId>,
     location_index: HashMap<Location, LocationId>,
     /// Samples by the hash of their (stack, labels): collisions are resolved
@@ -304,6 +304,69 @@ impl Profile {
             profile.default_sample_type = Some(0);
         }
         profile
+    }
+
+    /// Interned strings; every `StrId` indexes it.
+    pub fn strings(&self) -> &StringTable {
+        &self.strings
+    }
+
+    /// What each value of a sample measures, in order.
+    pub fn sample_types(&self) -> &[ValueType] {
+        &self.sample_types
+    }
+
+    /// Free-form text that must survive conversion, diagnostics
+    /// ([`Profile::warn`]) among it. Written as pprof comments.
+    pub fn comments(&self) -> &[String] {
+        &self.comments
+    }
+
+    /// Keeps `text` as a comment (a pprof comment; speedscope and callgrind
+    /// carry them too).
+    pub fn add_comment(&mut self, text: impl Into<String>) {
+        self.comments.push(text.into());
+    }
+
+    /// Key/value facts about the input, in the order they were added.
+    pub fn metadata(&self) -> &[(String, String)] {
+        &self.metadata
+    }
+
+    /// Synthetic root frames the reader suggests for folded and speedscope
+    /// outputs.
+    pub fn group_by(&self) -> &[GroupBy] {
+        &self.group_by
+    }
+
+    /// Suggests `group` as the next level of synthetic root frames.
+    pub fn add_group_by(&mut self, group: GroupBy) {
+        self.group_by.push(group);
+    }
+
+    /// Images, by [`MappingId`].
+    pub fn mappings(&self) -> &[Mapping] {
+        &self.mappings
+    }
+
+    /// Functions, by [`FunctionId`].
+    pub fn functions(&self) -> &[Function] {
+        &self.functions
+    }
+
+    /// Locations, by [`LocationId`].
+    pub fn locations(&self) -> &[Location] {
+        &self.locations
+    }
+
+    /// The location `id` (ids come from this profile, so it exists).
+    pub fn location(&self, id: LocationId) -> &Location {
+        &self.locations[id.index()]
+    }
+
+    /// Samples, each with a distinct (stack, labels).
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
     }
 
     /// The id of `s` in the string table, adding it when new.

@@ -585,8 +585,8 @@ pub fn symbolize_mapping(
 ) -> SymbolizeStats {
     let mut stats = SymbolizeStats::default();
     let mut found = SymbolFlags::default();
-    for id in 0..profile.locations.len() {
-        let location = &profile.locations[id];
+    for id in 0..profile.locations().len() {
+        let location = &profile.locations()[id];
         if location.mapping != Some(mapping) || !location.lines.is_empty() {
             continue;
         }

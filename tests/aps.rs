@@ -524,9 +524,9 @@ fn caller_frames_are_return_addresses_and_the_leaf_is_not() {
     // Unsymbolized, both keep their exact address; the pprof model has no
     // flag, so check the IR through the library.
     let profile = aps::read(&open(&input), &ReadOptions::default()).unwrap();
-    for sample in &profile.samples {
+    for sample in profile.samples() {
         for (i, &loc) in sample.stack.iter().enumerate() {
-            assert_eq!(profile.locations[loc.index()].is_return_address, i > 0);
+            assert_eq!(profile.locations()[loc.index()].is_return_address, i > 0);
         }
     }
     assert!(p.location.iter().any(|l| l.address == 0x4000_0104));

@@ -176,5 +176,5 @@ fn the_library_reads_bytes_without_a_file() {
     let bytes = read(&fixture("mpatrol/linux-x86_64/mpatrol.out"));
     let input = profconv::read::Input::from_bytes("in-memory", bytes);
     let profile = profconv::read::read_inputs(&[input], &profconv::ReadOptions::default()).unwrap();
-    assert!(!profile.samples.is_empty());
+    assert!(!profile.samples().is_empty());
 }

@@ -86,7 +86,7 @@ struct Event {
 
 /// The events: one per sample type, the default first.
 fn events(profile: &Profile) -> Vec<Event> {
-    let mut order: Vec<usize> = (0..profile.sample_types.len()).collect();
+    let mut order: Vec<usize> = (0..profile.sample_types().len()).collect();
     if let Some(d) = profile.default_sample_type.filter(|&d| d < order.len()) {
         order.retain(|&i| i != d);
         order.insert(0, d);
@@ -142,7 +142,7 @@ impl Callgrind {
         let mut stack: Vec<Site> = Vec::new();
         let mut seen: Vec<bool> = vec![false; cg.functions.len()];
         let mut costs = vec![0u64; events.len()];
-        for sample in &profile.samples {
+        for sample in profile.samples() {
             stack.clear();
             for &loc in sample.stack.iter().rev() {
                 if let Some(sites) = location_sites.get(loc.index()) {
@@ -178,11 +178,11 @@ impl Callgrind {
                 functions.len() - 1
             })
         };
-        let mut out = Vec::with_capacity(profile.locations.len());
-        for location in &profile.locations {
+        let mut out = Vec::with_capacity(profile.locations().len());
+        for location in profile.locations() {
             let object = location
                 .mapping
-                .and_then(|m| profile.mappings.get(m.index()))
+                .and_then(|m| profile.mappings().get(m.index()))
                 .map(|m| one_line(profile.str(m.filename)))
                 .unwrap_or_default();
             let mut sites = Vec::with_capacity(location.lines.len().max(1));
@@ -204,7 +204,7 @@ impl Callgrind {
             }
             for line in location.lines.iter().rev() {
                 self.has_lines = true;
-                let Some(function) = profile.functions.get(line.function.index()) else {
+                let Some(function) = profile.functions().get(line.function.index()) else {
                     continue;
                 };
                 let file = profile.str(function.filename);
@@ -335,7 +335,7 @@ fn cost_text(costs: &[u64]) -> String {
 
 /// Writes the profile in the callgrind format.
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
-    if profile.sample_types.is_empty() {
+    if profile.sample_types().is_empty() {
         return Err(Error::Usage("the profile has no sample types".into()));
     }
     let events = events(profile);
@@ -363,10 +363,10 @@ fn write_header(
     if !options.title.is_empty() {
         writeln!(out, "cmd: {}", one_line(&options.title))?;
     }
-    for (key, value) in &profile.metadata {
+    for (key, value) in profile.metadata() {
         writeln!(out, "desc: {}: {}", one_line(key), one_line(value))?;
     }
-    for comment in &profile.comments {
+    for comment in profile.comments() {
         writeln!(out, "# {}", one_line(comment))?;
     }
     writeln!(out, "positions: {}", cg.positions())?;

@@ -46,9 +46,9 @@ fn each_line(
 ) -> Result<()> {
     let index = chosen_sample_type(profile, options)?;
     let table = Frames::new(profile, effective_group_by(profile, options), false);
-    let value = |i: usize| profile.samples[i].values.get(index).copied().unwrap_or(0);
+    let value = |i: usize| profile.samples()[i].values.get(index).copied().unwrap_or(0);
     let stack = |i: usize| table.stack(profile, i);
-    let mut order: Vec<usize> = (0..profile.samples.len())
+    let mut order: Vec<usize> = (0..profile.samples().len())
         .filter(|&i| value(i) != 0)
         .collect();
     order.sort_by(|&a, &b| stack(a).cmp(stack(b)));

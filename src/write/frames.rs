@@ -29,8 +29,8 @@ impl<'p> Frames<'p> {
     pub fn new(profile: &'p Profile, group_by: &[GroupBy], by_file: bool) -> Frames<'p> {
         let mut table = Frames {
             frames: Vec::new(),
-            location: vec![None; profile.locations.len()],
-            group: Vec::with_capacity(profile.samples.len()),
+            location: vec![None; profile.locations().len()],
+            group: Vec::with_capacity(profile.samples().len()),
             ids: Vec::new(),
         };
         let mut index: HashMap<(Cow<'p, str>, Option<&'p str>), u32> = HashMap::new();
@@ -41,7 +41,7 @@ impl<'p> Frames<'p> {
                 (frames.len() - 1) as u32
             })
         };
-        for sample in &profile.samples {
+        for sample in profile.samples() {
             let start = table.ids.len();
             for f in group_frames(profile, sample, group_by) {
                 let id = intern(&mut table.frames, f);
@@ -75,7 +75,7 @@ impl<'p> Frames<'p> {
         i: usize,
     ) -> impl Iterator<Item = u32> + Clone + 'a {
         let group = self.group.get(i).cloned().unwrap_or(0..0);
-        let stack = profile.samples.get(i).map_or(&[][..], |s| &s.stack[..]);
+        let stack = profile.samples().get(i).map_or(&[][..], |s| &s.stack[..]);
         self.ids[group].iter().copied().chain(
             stack
                 .iter()

@@ -198,12 +198,12 @@ pub fn write_atomically(
 /// The index of the sample type to show: the one named in the options, else
 /// the profile's default, else the last (pprof's rule).
 pub fn chosen_sample_type(profile: &Profile, options: &WriteOptions) -> Result<usize> {
-    if profile.sample_types.is_empty() {
+    if profile.sample_types().is_empty() {
         return Err(Error::Usage("the profile has no sample types".into()));
     }
     if let Some(name) = &options.sample_type {
         return profile.sample_type_index(name).ok_or_else(|| {
-            let known: Vec<&str> = (0..profile.sample_types.len())
+            let known: Vec<&str> = (0..profile.sample_types().len())
                 .map(|i| profile.sample_type_name(i).0)
                 .collect();
             Error::Usage(format!(
@@ -214,7 +214,7 @@ pub fn chosen_sample_type(profile: &Profile, options: &WriteOptions) -> Result<u
     }
     Ok(profile
         .default_sample_type
-        .unwrap_or(profile.sample_types.len() - 1))
+        .unwrap_or(profile.sample_types().len() - 1))
 }
 
 /// The synthetic frames `group_by` puts at the root of a sample's stack
@@ -231,9 +231,9 @@ pub fn group_frames<'p>(
                 let image = sample
                     .stack
                     .first()
-                    .and_then(|&l| profile.locations.get(l.index()))
+                    .and_then(|&l| profile.locations().get(l.index()))
                     .and_then(|l| l.mapping)
-                    .and_then(|m| profile.mappings.get(m.index()))
+                    .and_then(|m| profile.mappings().get(m.index()))
                     .map(|m| crate::profile::basename(profile.str(m.filename)).to_owned())
                     .filter(|n| !n.is_empty());
                 image.unwrap_or_else(|| "[unknown image]".to_owned())
@@ -274,7 +274,7 @@ fn group_frame_name(profile: &Profile, sample: &Sample, key: &str) -> String {
 
 /// The group frames to use: the options' choice, else the reader's.
 pub fn effective_group_by<'a>(profile: &'a Profile, options: &'a WriteOptions) -> &'a [GroupBy] {
-    options.group_by.as_deref().unwrap_or(&profile.group_by)
+    options.group_by.as_deref().unwrap_or(profile.group_by())
 }
 
 #[cfg(test)]

@@ -48,19 +48,19 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
     // Flame-chart order: stacks sorted root first, so that every stack
     // prefix is one contiguous run of samples and speedscope's time-ordered
     // view draws each call once instead of interleaving unrelated stacks.
-    let mut order: Vec<usize> = (0..profile.samples.len()).collect();
+    let mut order: Vec<usize> = (0..profile.samples().len()).collect();
     order.sort_by(|&a, &b| table.stack(profile, a).cmp(table.stack(profile, b)));
 
     let active = profile.default_sample_type.unwrap_or(0);
     let metadata: BTreeMap<&str, &str> = profile
-        .metadata
+        .metadata()
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     write!(out, "{{\"$schema\":").map_err(io)?;
     serde_json::to_writer(&mut *out, SCHEMA_URL).map_err(json)?;
     write!(out, ",\"activeProfileIndex\":{active},\"comments\":").map_err(io)?;
-    serde_json::to_writer(&mut *out, &profile.comments).map_err(json)?;
+    serde_json::to_writer(&mut *out, profile.comments()).map_err(json)?;
     write!(out, ",\"exporter\":").map_err(io)?;
     serde_json::to_writer(
         &mut *out,
@@ -72,7 +72,7 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
     write!(out, ",\"name\":").map_err(io)?;
     serde_json::to_writer(&mut *out, &options.title).map_err(json)?;
     write!(out, ",\"profiles\":[").map_err(io)?;
-    for t in 0..profile.sample_types.len() {
+    for t in 0..profile.sample_types().len() {
         if t > 0 {
             write!(out, ",").map_err(io)?;
         }
@@ -104,7 +104,7 @@ fn write_profile(
     out: &mut dyn Write,
 ) -> Result<()> {
     let io = |e: std::io::Error| Error::io(std::path::Path::new("<output>"), e);
-    let value = |i: usize| profile.samples[i].values.get(t).copied().unwrap_or(0);
+    let value = |i: usize| profile.samples()[i].values.get(t).copied().unwrap_or(0);
     let kept = || order.iter().copied().filter(|&i| value(i) > 0);
     let total = kept().fold(0i64, |sum, i| sum.saturating_add(value(i)));
     let (kind, pprof_unit) = profile.sample_type_name(t);

@@ -65,7 +65,11 @@ pub(super) fn kernel_images(root: &Path) -> HashMap<String, PathBuf> {
 /// offset `pc − vm_start`), SRE images and modules from `.text`, vmlinux
 /// by absolute address. Caller frames are looked up at `address − 1`.
 pub(super) fn symbolize_images(profile: &mut Profile, root: &Path, images: &[Image]) {
-    let used: BTreeSet<MappingId> = profile.locations.iter().filter_map(|l| l.mapping).collect();
+    let used: BTreeSet<MappingId> = profile
+        .locations()
+        .iter()
+        .filter_map(|l| l.mapping)
+        .collect();
     let mut binaries: HashMap<PathBuf, Option<Binary>> = HashMap::new();
     let mut kernel: Option<HashMap<String, PathBuf>> = None;
     let mut missing = BTreeSet::new();
@@ -121,13 +125,9 @@ pub(super) fn symbolize_images(profile: &mut Profile, root: &Path, images: &[Ima
         }
     }
     for file in missing {
-        profile
-            .comments
-            .push(format!("APS: no image for {file} under {}", root.display()));
+        profile.add_comment(format!("APS: no image for {file} under {}", root.display()));
     }
     for file in unreadable {
-        profile
-            .comments
-            .push(format!("APS: cannot symbolize with {file}"));
+        profile.add_comment(format!("APS: cannot symbolize with {file}"));
     }
 }

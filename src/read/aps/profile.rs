@@ -98,15 +98,12 @@ pub(super) fn build_profile(
     if let Some(p) = pid_info_path {
         profile.add_metadata("pid_info", p.display().to_string());
     }
-    profile.comments.push(
-        "APS: stacks are pc then cs[0..cs_layer], leaf first; events = samples x reset_value"
-            .to_owned(),
+    profile.add_comment(
+        "APS: stacks are pc then cs[0..cs_layer], leaf first; events = samples x reset_value",
     );
     let dropped: u64 = counts.iter().map(|c| c.dropped_idle).sum();
     if dropped > 0 {
-        profile
-            .comments
-            .push(format!("APS: {dropped} samples of pid 0 (idle) left out"));
+        profile.add_comment(format!("APS: {dropped} samples of pid 0 (idle) left out"));
     }
     let sre: BTreeSet<(i32, &str)> = files
         .iter()
@@ -115,9 +112,7 @@ pub(super) fn build_profile(
         .map(|v| (v.pid, v.file.as_str()))
         .collect();
     for (pid, file) in sre {
-        profile
-            .comments
-            .push(format!("APS: pid {pid}: {file} is an SRE image"));
+        profile.add_comment(format!("APS: pid {pid}: {file} is an SRE image"));
     }
 
     let executables = main_executables(files);
@@ -125,7 +120,7 @@ pub(super) fn build_profile(
         ids: HashMap::new(),
         images: Vec::new(),
     };
-    let ntypes = profile.sample_types.len();
+    let ntypes = profile.sample_types().len();
     let mut stack = Vec::new();
     let mut labels: Vec<Label> = Vec::new();
     for (file, file_counts) in files.iter().zip(counts) {

@@ -3,7 +3,7 @@
 //! dumps, and whole profile database directories.
 //!
 //! Every file is streamed chunk by chunk into per-image, per-event count
-//! arrays ([`counts::Counts`]); the profile is built once at the end, with
+//! arrays (`counts::Counts`); the profile is built once at the end, with
 //! one one-frame sample per sampled address.
 
 mod binary;
@@ -677,7 +677,7 @@ fn build_profile(collection: &Collection, options: &ReadOptions) -> Result<Profi
     for (key, values) in &collection.facts.0 {
         profile.add_metadata(key.clone(), values.join(", "));
     }
-    profile.group_by = vec![GroupBy::Image];
+    profile.add_group_by(GroupBy::Image);
 
     let width = types.len();
     let mut mapped: Vec<(MappingId, usize)> = Vec::new();
@@ -704,7 +704,7 @@ fn build_profile(collection: &Collection, options: &ReadOptions) -> Result<Profi
         }
         entries.sort_unstable_by_key(|&(address, c, _)| (address, c));
         let distinct = entries.windows(2).filter(|w| w[0].0 != w[1].0).count() + 1;
-        let samples = (profile.samples.len() + distinct.min(entries.len())) as u64;
+        let samples = (profile.samples().len() + distinct.min(entries.len())) as u64;
         nonzero = nonzero.saturating_add(2 * entries.len() as u64);
         if let Some(why) = crate::profile::too_many_values(width, samples, nonzero) {
             let path = collection

@@ -92,9 +92,8 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
         if let Some(t) = inputs.first().and_then(Input::modified) {
             if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
                 profile.time_nanos = d.as_nanos() as i64;
-                profile.comments.push(
-                    "time: modification time of the gmon.out (written when the program exited)"
-                        .into(),
+                profile.add_comment(
+                    "time: modification time of the gmon.out (written when the program exited)",
                 );
             }
         }

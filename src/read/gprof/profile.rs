@@ -7,7 +7,7 @@ use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller};
 use super::data::GmonData;
 use super::ticks::{assign_ticks, function_at, gprof_functions, Func, Tick};
-use crate::profile::{apportion, Line, LocationId, Mapping, MappingId, Profile};
+use crate::profile::{apportion, Line, LocationId, Mapping, MappingId, Profile, SymbolFlags};
 use crate::read::options::GprofStacks;
 use crate::symbolize::Binary;
 
@@ -77,7 +77,7 @@ pub(super) fn add_arcs(
     let mut callers: Vec<Vec<Caller>> = vec![Vec::new(); funcs.len()];
     let mut spontaneous = vec![false; funcs.len()];
     let mut dropped_arcs = 0u64;
-    let mut calls = vec![0i64; profile.sample_types.len()];
+    let mut calls = vec![0i64; profile.sample_types().len()];
     for arc in &data.arcs {
         if locator.binary.is_some() {
             let parent = function_at(funcs, arc.from_pc);
@@ -104,7 +104,7 @@ pub(super) fn add_arcs(
         profile.add_sample(&[callee, caller], &calls, &[]);
     }
     if dropped_arcs > 0 {
-        profile.comments.push(format!(
+        profile.add_comment(format!(
             "{dropped_arcs} calls from or to addresses outside the executable's symbols are not counted, as gprof does (e.g. main called from libc)"
         ));
     }
@@ -138,7 +138,7 @@ pub(super) fn add_synthesized_ticks(
         })
         .collect();
     let stacks = graph.stacks(&self_ns);
-    let mut values = vec![0i64; profile.sample_types.len()];
+    let mut values = vec![0i64; profile.sample_types().len()];
     let mut stack = Vec::new();
     let mut add = |profile: &mut Profile, t: &Tick, sites: &[u64], samples: i64, nanos: i64| {
         stack.clear();
@@ -258,7 +258,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
 
     let graph = add_arcs(&mut profile, data, &funcs, &mut locator);
     let synthesize = binary.is_some() && stacks == GprofStacks::Synthesized;
-    profile.comments.push(
+    profile.add_comment(
         match (binary.is_some(), stacks) {
             (true, GprofStacks::Synthesized) => "stacks: synthesized from the call-graph arcs by flow decomposition: gprof's call-graph times (self time handed to callers in proportion to call counts, cycles collapsed) split into at most arcs + functions stacks, each from a root of the call graph; every function outside a cycle gets gprof's self + children and every arc gprof's propagated time",
             (true, GprofStacks::Flat) => "stacks: flat (--gprof-stacks=flat): one frame per sampled function",
@@ -269,7 +269,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     if synthesize {
         add_synthesized_ticks(&mut profile, &ticks, &graph, &mut locator);
     } else {
-        let mut values = vec![0i64; profile.sample_types.len()];
+        let mut values = vec![0i64; profile.sample_types().len()];
         for t in &ticks {
             let leaf = locator.location(&mut profile, t.address);
             values[0] = t.samples;
@@ -278,7 +278,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         }
     }
     if let Some(bt) = bb_type {
-        let mut values = vec![0i64; profile.sample_types.len()];
+        let mut values = vec![0i64; profile.sample_types().len()];
         for (&addr, &count) in &data.basic_blocks {
             let loc = locator.location(&mut profile, addr);
             values[bt] = count as i64;
@@ -286,12 +286,15 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         }
     }
     let (any_file, any_line, any_inline) = (locator.any_file, locator.any_line, locator.any_inline);
-    if let Some(m) = profile.mappings.get_mut(mapping.index()) {
-        m.has_functions = !funcs.is_empty();
-        m.has_filenames = any_file;
-        m.has_line_numbers = any_line;
-        m.has_inline_frames = any_inline;
-    }
+    profile.add_mapping_flags(
+        mapping,
+        SymbolFlags {
+            functions: !funcs.is_empty(),
+            filenames: any_file,
+            line_numbers: any_line,
+            inline_frames: any_inline,
+        },
+    );
     let ticks_total: u64 = data
         .histograms
         .iter()

@@ -186,7 +186,7 @@ impl MpatrolFile {
     }
 
     /// The stack of a call site, leaf first: it, its parent, and so on.
-    /// [`parse`] has already refused missing parents and loops.
+    /// [`super::parse`] has already refused missing parents and loops.
     pub fn stack<'a>(&'a self, site: &'a CallSite) -> Vec<&'a CallSite> {
         let mut out = vec![site];
         let mut parent = site.parent;

@@ -133,7 +133,7 @@ pub fn to_profile(
         }
     }
     if options.mpatrol.size_classes {
-        profile.group_by.push(GroupBy::Label("size_class".into()));
+        profile.add_group_by(GroupBy::Label("size_class".into()));
     }
     Ok(profile)
 }
@@ -179,7 +179,7 @@ fn site_locations(
     // Names from the file itself where the binary gave none (or there is no
     // binary). A call site without a name stays an address, as mprof shows it.
     for (site, &id) in file.call_sites.iter().zip(&location_of_site) {
-        if !profile.locations[id.index()].lines.is_empty() {
+        if !profile.locations()[id.index()].lines.is_empty() {
             continue;
         }
         if let Some(raw) = file.name(site) {
@@ -268,6 +268,5 @@ pub(super) fn add_metadata(profile: &mut Profile, file: &MpatrolFile) {
         );
     }
     profile
-        .comments
-        .push("mpatrol allocation profile: one sample per call stack that allocated; inuse = allocated - freed".into());
+        .add_comment("mpatrol allocation profile: one sample per call stack that allocated; inuse = allocated - freed");
 }

@@ -15,13 +15,13 @@ pub mod pb;
 pub fn to_proto(profile: &Profile) -> pb::Profile {
     // The IR's table already starts with ""; comments and metadata are
     // appended to a copy of it, so the profile itself stays untouched.
-    let mut string_table: Vec<String> = profile.strings.as_slice().to_vec();
+    let mut string_table: Vec<String> = profile.strings().as_slice().to_vec();
     let mut comment = Vec::new();
     let texts = profile
-        .comments
+        .comments()
         .iter()
         .cloned()
-        .chain(profile.metadata.iter().map(|(k, v)| format!("{k}: {v}")));
+        .chain(profile.metadata().iter().map(|(k, v)| format!("{k}: {v}")));
     for text in texts {
         comment.push(string_table.len() as i64);
         string_table.push(text);
@@ -30,13 +30,13 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
         r#type: t.kind.index() as i64,
         unit: t.unit.index() as i64,
     };
-    let sample_type: Vec<pb::ValueType> = profile.sample_types.iter().map(vt).collect();
+    let sample_type: Vec<pb::ValueType> = profile.sample_types().iter().map(vt).collect();
     let default_sample_type = profile
         .default_sample_type
-        .and_then(|i| profile.sample_types.get(i))
+        .and_then(|i| profile.sample_types().get(i))
         .map_or(0, |t| t.kind.index() as i64);
     let sample = profile
-        .samples
+        .samples()
         .iter()
         .filter(|s| s.values.iter().any(|v| *v != 0))
         .map(|s| pb::Sample {
@@ -62,7 +62,7 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
         })
         .collect();
     let mapping = profile
-        .mappings
+        .mappings()
         .iter()
         .enumerate()
         .map(|(i, m)| pb::Mapping {
@@ -79,7 +79,7 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
         })
         .collect();
     let location = profile
-        .locations
+        .locations()
         .iter()
         .enumerate()
         .map(|(i, l)| pb::Location {
@@ -99,7 +99,7 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
         })
         .collect();
     let function = profile
-        .functions
+        .functions()
         .iter()
         .enumerate()
         .map(|(i, f)| pb::Function {

@@ -441,9 +441,28 @@ impl Drop for ProgressBar {
 
 /// Runs an archive migration; `Ok(false)` when some input failed.
 pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
-    use std::io::IsTerminal;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    let options = archive_options(args)?;
+    let shown = ArchiveProgress::new(args.quiet);
+    let report = profconv::archive::run(
+        &args.archive,
+        &options,
+        &|unit, record| shown.finished(unit, record),
+        &|units| shown.plan(units),
+    )?;
+    shown.bar.finish_and_clear();
+    eprint!("{}", profconv::archive::summary(&report));
+    if let Some(path) = &args.report {
+        write::write_atomically(path, |out| {
+            serde_json::to_writer_pretty(&mut *out, &report)
+                .map_err(|e| Error::io(path, e.into()))?;
+            out.write_all(b"\n").map_err(|e| Error::io(path, e))
+        })?;
+    }
+    Ok(report.failed == 0)
+}
 
+/// The archive run's options from the command line, checked.
+fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptions> {
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -461,7 +480,7 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     };
     let mut formats = args.to.clone();
     formats.dedup();
-    let options = profconv::archive::ArchiveOptions {
+    Ok(profconv::archive::ArchiveOptions {
         out_dir: args.output.clone(),
         formats,
         read: args.read.options(),
@@ -470,70 +489,91 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
         jobs,
         force: args.force,
         resume: args.resume,
-    };
-    let terminal = std::io::stderr().is_terminal() && !args.quiet;
-    let bar = indicatif::ProgressBar::hidden();
-    let total = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let on_plan = |units: &[profconv::archive::Unit]| {
-        total.store(units.len(), Ordering::Relaxed);
-        if terminal {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            bar.set_length(units.iter().map(|u| u.bytes).sum());
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes} {prefix} files, ETA {eta} {wide_msg}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
+    })
+}
+
+/// What an archive run shows as it goes: a progress bar on a terminal, else
+/// one line per input (none with `--quiet`).
+struct ArchiveProgress {
+    terminal: bool,
+    quiet: bool,
+    bar: indicatif::ProgressBar,
+    total: std::sync::atomic::AtomicUsize,
+    done: std::sync::atomic::AtomicUsize,
+}
+
+impl ArchiveProgress {
+    fn new(quiet: bool) -> Self {
+        use std::io::IsTerminal;
+        ArchiveProgress {
+            terminal: std::io::stderr().is_terminal() && !quiet,
+            quiet,
+            bar: indicatif::ProgressBar::hidden(),
+            total: Default::default(),
+            done: Default::default(),
         }
-    };
-    let progress = |unit: &profconv::archive::Unit, record: &profconv::archive::Record| {
-        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-        let of = total.load(Ordering::Relaxed);
-        if terminal {
-            bar.inc(unit.bytes);
-            bar.set_prefix(format!("{n}/{of}"));
-            bar.set_message(unit.rel.clone());
-            if record.status == profconv::archive::Status::Failed {
-                bar.println(format!(
-                    "failed: {}: {}",
-                    record.path,
-                    record.error.as_deref().unwrap_or("")
-                ));
-            }
-            for warning in &record.warnings {
-                bar.println(format!("warning: {}: {warning}", record.path));
-            }
-        } else if !args.quiet {
-            let status = match record.status {
-                profconv::archive::Status::Converted => "converted",
-                profconv::archive::Status::Unchanged => "unchanged",
-                profconv::archive::Status::Skipped => "skipped",
-                profconv::archive::Status::Failed => "failed",
-            };
-            let detail = record
-                .error
-                .as_deref()
-                .map(|e| format!(": {e}"))
-                .unwrap_or_default();
-            eprintln!("[{n}/{of}] {status} {}{detail}", record.path);
-            for warning in &record.warnings {
-                eprintln!("    warning: {warning}");
-            }
-        }
-    };
-    let report = profconv::archive::run(&args.archive, &options, &progress, &on_plan)?;
-    bar.finish_and_clear();
-    eprint!("{}", profconv::archive::summary(&report));
-    if let Some(path) = &args.report {
-        write::write_atomically(path, |out| {
-            serde_json::to_writer_pretty(&mut *out, &report)
-                .map_err(|e| Error::io(path, e.into()))?;
-            out.write_all(b"\n").map_err(|e| Error::io(path, e))
-        })?;
     }
-    Ok(report.failed == 0)
+
+    /// The run's plan is known: size the bar.
+    fn plan(&self, units: &[profconv::archive::Unit]) {
+        self.total
+            .store(units.len(), std::sync::atomic::Ordering::Relaxed);
+        if !self.terminal {
+            return;
+        }
+        self.bar
+            .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        self.bar.set_length(units.iter().map(|u| u.bytes).sum());
+        self.bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes} {prefix} files, ETA {eta} {wide_msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+    }
+
+    /// One input is done: advance the bar (failures and warnings above
+    /// it), or log its line.
+    fn finished(&self, unit: &profconv::archive::Unit, record: &profconv::archive::Record) {
+        use std::sync::atomic::Ordering;
+        let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let of = self.total.load(Ordering::Relaxed);
+        if self.terminal {
+            self.bar.inc(unit.bytes);
+            self.bar.set_prefix(format!("{n}/{of}"));
+            self.bar.set_message(unit.rel.clone());
+            if record.status == profconv::archive::Status::Failed {
+                let error = record.error.as_deref().unwrap_or("");
+                self.bar
+                    .println(format!("failed: {}: {error}", record.path));
+            }
+            for warning in &record.warnings {
+                self.bar
+                    .println(format!("warning: {}: {warning}", record.path));
+            }
+        } else if !self.quiet {
+            log_line(n, of, record);
+        }
+    }
+}
+
+/// `[n/of] status path: error`, then the input's warnings.
+fn log_line(n: usize, of: usize, record: &profconv::archive::Record) {
+    let status = match record.status {
+        profconv::archive::Status::Converted => "converted",
+        profconv::archive::Status::Unchanged => "unchanged",
+        profconv::archive::Status::Skipped => "skipped",
+        profconv::archive::Status::Failed => "failed",
+    };
+    let detail = record
+        .error
+        .as_deref()
+        .map(|e| format!(": {e}"))
+        .unwrap_or_default();
+    eprintln!("[{n}/{of}] {status} {}{detail}", record.path);
+    for warning in &record.warnings {
+        eprintln!("    warning: {warning}");
+    }
 }
 
 /// Runs the command line; returns the process exit code.

@@ -109,41 +109,8 @@ pub(super) fn solve_layout(
     head: &FileHead,
     options: &ReadOptions,
 ) -> Result<Layout> {
-    let len = src.len();
-    if let Some(d) = options.aps.call_depth.filter(|d| *d > MAX_GIVEN_CALL_DEPTH) {
-        return Err(Error::Usage(format!(
-            "--aps-call-depth {d} is beyond {MAX_GIVEN_CALL_DEPTH}"
-        )));
-    }
-    if let Some(p) = options
-        .aps
-        .path_len
-        .filter(|p| *p == 0 || *p > MAX_GIVEN_PATH_LEN)
-    {
-        return Err(Error::Usage(format!(
-            "--aps-path-len {p} is not in 1..={MAX_GIVEN_PATH_LEN}"
-        )));
-    }
-    // Even the shortest records must fit before the two table heads.
-    let min_record = options
-        .aps
-        .call_depth
-        .and_then(record_size)
-        .unwrap_or(RECORD_FIXED_SIZE);
-    let needed = u64::from(head.index)
-        .checked_mul(min_record)
-        .and_then(|b| b.checked_add(FILE_HEAD_SIZE + 2 * TABLE_HEAD_SIZE));
-    if needed.is_none_or(|n| n > len) {
-        return Err(Error::format(
-            path,
-            4,
-            format!(
-                "the head announces {} records of at least {min_record} bytes, which do not fit in the {len} bytes of the file",
-                head.index
-            ),
-        ));
-    }
-
+    check_given(options)?;
+    check_records_fit(path, src.len(), head, options)?;
     let (depths, depth_origin): (Vec<usize>, Origin) = match options.aps.call_depth {
         Some(d) => (vec![d], Origin::Given),
         // Without records the module head sits at 56 whatever D is.
@@ -156,6 +123,53 @@ pub(super) fn solve_layout(
             candidates.push(c);
         }
     }
+    if let Some(layout) = the_exact_fit(path, &candidates)? {
+        return Ok(layout);
+    }
+    Err(no_fit_error(path, src, head, &candidates)?)
+}
+
+/// Refuses call depths and path lengths beyond what profconv reads.
+fn check_given(options: &ReadOptions) -> Result<()> {
+    if let Some(d) = options.aps.call_depth.filter(|d| *d > MAX_GIVEN_CALL_DEPTH) {
+        return Err(Error::Usage(format!(
+            "--aps-call-depth {d} is beyond {MAX_GIVEN_CALL_DEPTH}"
+        )));
+    }
+    let bad_path_len = |p: &usize| *p == 0 || *p > MAX_GIVEN_PATH_LEN;
+    if let Some(p) = options.aps.path_len.filter(bad_path_len) {
+        return Err(Error::Usage(format!(
+            "--aps-path-len {p} is not in 1..={MAX_GIVEN_PATH_LEN}"
+        )));
+    }
+    Ok(())
+}
+
+/// Even the shortest records must fit before the two table heads.
+fn check_records_fit(path: &Path, len: u64, head: &FileHead, options: &ReadOptions) -> Result<()> {
+    let min_record = options
+        .aps
+        .call_depth
+        .and_then(record_size)
+        .unwrap_or(RECORD_FIXED_SIZE);
+    let needed = u64::from(head.index)
+        .checked_mul(min_record)
+        .and_then(|b| b.checked_add(FILE_HEAD_SIZE + 2 * TABLE_HEAD_SIZE));
+    if needed.is_some_and(|n| n <= len) {
+        return Ok(());
+    }
+    Err(Error::format(
+        path,
+        4,
+        format!(
+            "the head announces {} records of at least {min_record} bytes, which do not fit in the {len} bytes of the file",
+            head.index
+        ),
+    ))
+}
+
+/// The one layout that fits exactly, if any; several are an error.
+fn the_exact_fit(path: &Path, candidates: &[Candidate]) -> Result<Option<Layout>> {
     let exact: Vec<&Layout> = candidates
         .iter()
         .filter_map(|c| match c {
@@ -164,8 +178,8 @@ pub(super) fn solve_layout(
         })
         .collect();
     match exact.as_slice() {
-        [one] => return Ok((*one).clone()),
-        [] => {}
+        [one] => Ok(Some((*one).clone())),
+        [] => Ok(None),
         many => {
             let list: Vec<String> = many
                 .iter()
@@ -176,17 +190,26 @@ pub(super) fn solve_layout(
                     )
                 })
                 .collect();
-            return Err(Error::format(
+            Err(Error::format(
                 path,
                 0,
                 format!(
                     "the layout is ambiguous: {} all fit this file; choose one with --aps-call-depth and --aps-path-len",
                     list.join(", ")
                 ),
-            ));
+            ))
         }
     }
-    // No exact fit: explain the closest thing found.
+}
+
+/// No exact fit: explains the closest thing found.
+fn no_fit_error(
+    path: &Path,
+    src: &mut Source<'_>,
+    head: &FileHead,
+    candidates: &[Candidate],
+) -> Result<Error> {
+    let len = src.len();
     let wrong_end = candidates
         .iter()
         .find(|c| matches!(c, Candidate::WrongEnd { .. }));
@@ -207,7 +230,7 @@ pub(super) fn solve_layout(
                 end - len
             )
         };
-        return Err(Error::format(
+        return Ok(Error::format(
             path,
             (*end).min(len),
             format!(
@@ -221,7 +244,7 @@ pub(super) fn solve_layout(
         module_count,
     }) = candidates.first()
     {
-        return Err(Error::format(
+        return Ok(Error::format(
             path,
             *module_offset,
             format!(
@@ -236,7 +259,7 @@ pub(super) fn solve_layout(
         .and_then(|r| r.checked_mul(u64::from(head.index)))
         .and_then(|b| b.checked_add(FILE_HEAD_SIZE))
         .unwrap_or(u64::MAX);
-    Err(magic_error(
+    magic_error(
         path,
         src,
         offset,
@@ -248,7 +271,7 @@ pub(super) fn solve_layout(
             SEARCHED_CALL_DEPTHS.start(),
             SEARCHED_CALL_DEPTHS.end()
         ),
-    )?)
+    )
 }
 
 /// The error for a table magic that is not where the layout puts it, with
@@ -282,7 +305,6 @@ pub(super) fn try_depth(
     depth_origin: Origin,
     options: &ReadOptions,
 ) -> Result<Option<Candidate>> {
-    let len = src.len();
     let Some(module_offset) = record_size(depth)
         .and_then(|r| r.checked_mul(u64::from(head.index)))
         .and_then(|b| b.checked_add(FILE_HEAD_SIZE))
@@ -298,7 +320,7 @@ pub(super) fn try_depth(
                 head.index,
                 record_size(depth).unwrap_or(0)
             );
-            return Err(magic_error(
+            let e = magic_error(
                 path,
                 src,
                 module_offset,
@@ -306,176 +328,205 @@ pub(super) fn try_depth(
                 MODULE_HEAD_MAGIC,
                 &after,
                 "",
-            )?);
+            );
+            return Err(e?);
         }
         return Ok(None);
     };
-    let mnum = u64::from(module_count);
-    let tables_start = module_offset + TABLE_HEAD_SIZE;
-    // The vma head for path length p, and where the file would end.
-    let at = |src: &mut Source<'_>, p: usize| -> Result<Option<(u64, Endian, u32, u64)>> {
-        let p = p as u64;
-        let Some(vma_offset) = mnum
-            .checked_mul(8 + p)
-            .and_then(|b| b.checked_add(tables_start))
-        else {
-            return Ok(None);
-        };
-        let Some((vma_endian, vma_count)) = src.table_head(path, vma_offset, VMA_HEAD_MAGIC)?
-        else {
-            return Ok(None);
-        };
-        let end = u64::from(vma_count)
-            .checked_mul(16 + p)
-            .and_then(|b| b.checked_add(vma_offset + TABLE_HEAD_SIZE))
-            .unwrap_or(u64::MAX);
-        Ok(Some((vma_offset, vma_endian, vma_count, end)))
+    let probe = Probe {
+        path,
+        len: src.len(),
+        depth,
+        depth_origin,
+        module_offset,
+        module_endian,
+        module_count,
     };
-    let layout =
-        |p: usize, p_origin: Origin, vma_offset: u64, vma_endian: Endian, vma_count: u32| Layout {
-            call_depth: depth,
-            call_depth_origin: depth_origin,
+    if let Some(p) = options.aps.path_len {
+        return probe.given_path_len(src, p).map(Some);
+    }
+    if module_count == 0 {
+        return probe.without_modules(src).map(Some);
+    }
+    probe.search_path_len(src).map(Some)
+}
+
+/// The vma table head found for one path length, and where the file would end.
+struct VmaHead {
+    offset: u64,
+    endian: Endian,
+    count: u32,
+    end: u64,
+}
+
+/// What is known once the module magic is found after the records of one
+/// call depth: the search for P (§10).
+struct Probe<'a> {
+    path: &'a Path,
+    len: u64,
+    depth: usize,
+    depth_origin: Origin,
+    module_offset: u64,
+    module_endian: Endian,
+    module_count: u32,
+}
+
+impl Probe<'_> {
+    /// Where the vma head is for path length `p` (saturating).
+    fn vma_offset(&self, p: usize) -> u64 {
+        u64::from(self.module_count)
+            .saturating_mul(8 + p as u64)
+            .saturating_add(self.module_offset + TABLE_HEAD_SIZE)
+    }
+
+    /// The vma head for path length `p`, if its magic is there.
+    fn vma_at(&self, src: &mut Source<'_>, p: usize) -> Result<Option<VmaHead>> {
+        let Some(offset) = u64::from(self.module_count)
+            .checked_mul(8 + p as u64)
+            .and_then(|b| b.checked_add(self.module_offset + TABLE_HEAD_SIZE))
+        else {
+            return Ok(None);
+        };
+        let Some((endian, count)) = src.table_head(self.path, offset, VMA_HEAD_MAGIC)? else {
+            return Ok(None);
+        };
+        let end = u64::from(count)
+            .checked_mul(16 + p as u64)
+            .and_then(|b| b.checked_add(offset + TABLE_HEAD_SIZE))
+            .unwrap_or(u64::MAX);
+        Ok(Some(VmaHead {
+            offset,
+            endian,
+            count,
+            end,
+        }))
+    }
+
+    fn layout(&self, p: usize, p_origin: Origin, vma: &VmaHead) -> Layout {
+        Layout {
+            call_depth: self.depth,
+            call_depth_origin: self.depth_origin,
             path_len: p,
             path_len_origin: p_origin,
-            module_offset,
-            module_endian,
-            module_count,
-            vma_offset,
-            vma_endian,
-            vma_count,
-        };
+            module_offset: self.module_offset,
+            module_endian: self.module_endian,
+            module_count: self.module_count,
+            vma_offset: vma.offset,
+            vma_endian: vma.endian,
+            vma_count: vma.count,
+        }
+    }
 
-    if let Some(p) = options.aps.path_len {
-        let Some((vma_offset, vma_endian, vma_count, end)) = at(src, p)? else {
-            let vma_offset = mnum
-                .saturating_mul(8 + p as u64)
-                .saturating_add(tables_start);
-            let after = format!(
-                "{module_count} module entries of {} bytes (path length {p})",
-                8 + p
-            );
-            return Err(magic_error(
-                path,
-                src,
-                vma_offset,
-                "vma table",
-                VMA_HEAD_MAGIC,
-                &after,
-                "",
-            )?);
-        };
-        return Ok(Some(if end == len {
-            Candidate::Exact(layout(p, Origin::Given, vma_offset, vma_endian, vma_count))
+    /// Exact when the vma table ends the file, else how far off it ends.
+    fn candidate(&self, p: usize, p_origin: Origin, vma: &VmaHead) -> Candidate {
+        if vma.end == self.len {
+            Candidate::Exact(self.layout(p, p_origin, vma))
         } else {
-            Candidate::WrongEnd {
-                depth,
-                path_len: p,
-                end,
-            }
-        }));
+            self.wrong_end(p, vma.end)
+        }
     }
 
-    if mnum == 0 {
-        // The vma head is at a fixed place; P follows from the file size.
-        let Some((vma_offset, vma_endian, vma_count, _)) = at(src, DEFAULT_PATH_LEN)? else {
-            return Ok(Some(Candidate::NoVmaTable {
-                depth,
-                module_offset,
-                module_count,
-            }));
-        };
-        if vma_count == 0 {
-            let end = vma_offset + TABLE_HEAD_SIZE;
-            return Ok(Some(if end == len {
-                Candidate::Exact(layout(
-                    DEFAULT_PATH_LEN,
-                    Origin::Default,
-                    vma_offset,
-                    vma_endian,
-                    0,
-                ))
-            } else {
-                Candidate::WrongEnd {
-                    depth,
-                    path_len: DEFAULT_PATH_LEN,
-                    end,
-                }
-            }));
-        }
-        let body = len - (vma_offset + TABLE_HEAD_SIZE);
-        let entry = body / u64::from(vma_count);
-        if body % u64::from(vma_count) == 0 && entry > 16 && entry - 16 <= MAX_GIVEN_PATH_LEN as u64
-        {
-            let p = (entry - 16) as usize;
-            return Ok(Some(Candidate::Exact(layout(
-                p,
-                Origin::Detected,
-                vma_offset,
-                vma_endian,
-                vma_count,
-            ))));
-        }
-        let end = u64::from(vma_count)
-            .saturating_mul(16 + DEFAULT_PATH_LEN as u64)
-            .saturating_add(vma_offset + TABLE_HEAD_SIZE);
-        return Ok(Some(Candidate::WrongEnd {
-            depth,
-            path_len: DEFAULT_PATH_LEN,
+    fn wrong_end(&self, path_len: usize, end: u64) -> Candidate {
+        Candidate::WrongEnd {
+            depth: self.depth,
+            path_len,
             end,
-        }));
+        }
     }
 
-    // Try every P, the reporter's first, and keep the exact fits.
-    let mut exact = Vec::new();
-    let mut near = None;
-    for p in std::iter::once(DEFAULT_PATH_LEN)
-        .chain((1..=MAX_SEARCHED_PATH_LEN).filter(|p| *p != DEFAULT_PATH_LEN))
-    {
-        if mnum
-            .saturating_mul(8 + p as u64)
-            .saturating_add(tables_start)
-            > len
-        {
-            if p > DEFAULT_PATH_LEN {
-                break;
-            }
-            continue;
-        }
-        if let Some((vma_offset, vma_endian, vma_count, end)) = at(src, p)? {
-            if end == len {
-                exact.push(layout(
-                    p,
-                    Origin::Detected,
-                    vma_offset,
-                    vma_endian,
-                    vma_count,
-                ));
-            } else if near.is_none() {
-                near = Some(Candidate::WrongEnd {
-                    depth,
-                    path_len: p,
-                    end,
-                });
-            }
+    fn no_vma_table(&self) -> Candidate {
+        Candidate::NoVmaTable {
+            depth: self.depth,
+            module_offset: self.module_offset,
+            module_count: self.module_count,
         }
     }
-    match exact.len() {
-        0 => Ok(Some(near.unwrap_or(Candidate::NoVmaTable {
-            depth,
-            module_offset,
-            module_count,
-        }))),
-        1 => Ok(exact.pop().map(Candidate::Exact)),
-        _ => {
-            let list: Vec<String> = exact.iter().map(|l| l.path_len.to_string()).collect();
-            Err(Error::format(
-                path,
-                module_offset,
-                format!(
-                    "with call depth {depth} the path length is ambiguous: {} all fit; choose one with --aps-path-len",
-                    list.join(", ")
-                ),
-            ))
+
+    /// P from the command line: the vma magic must be where it puts it.
+    fn given_path_len(&self, src: &mut Source<'_>, p: usize) -> Result<Candidate> {
+        if let Some(vma) = self.vma_at(src, p)? {
+            return Ok(self.candidate(p, Origin::Given, &vma));
+        }
+        let after = format!(
+            "{} module entries of {} bytes (path length {p})",
+            self.module_count,
+            8 + p
+        );
+        let offset = self.vma_offset(p);
+        let e = magic_error(
+            self.path,
+            src,
+            offset,
+            "vma table",
+            VMA_HEAD_MAGIC,
+            &after,
+            "",
+        );
+        Err(e?)
+    }
+
+    /// No modules: the vma head is at a fixed place and P follows from the
+    /// file size.
+    fn without_modules(&self, src: &mut Source<'_>) -> Result<Candidate> {
+        let Some(vma) = self.vma_at(src, DEFAULT_PATH_LEN)? else {
+            return Ok(self.no_vma_table());
+        };
+        let body_start = vma.offset + TABLE_HEAD_SIZE;
+        if vma.count == 0 {
+            let empty = VmaHead {
+                end: body_start,
+                ..vma
+            };
+            return Ok(self.candidate(DEFAULT_PATH_LEN, Origin::Default, &empty));
+        }
+        let body = self.len - body_start;
+        let entry = body / u64::from(vma.count);
+        let whole = body % u64::from(vma.count) == 0;
+        if whole && entry > 16 && entry - 16 <= MAX_GIVEN_PATH_LEN as u64 {
+            let p = (entry - 16) as usize;
+            return Ok(Candidate::Exact(self.layout(p, Origin::Detected, &vma)));
+        }
+        let end = u64::from(vma.count)
+            .saturating_mul(16 + DEFAULT_PATH_LEN as u64)
+            .saturating_add(body_start);
+        Ok(self.wrong_end(DEFAULT_PATH_LEN, end))
+    }
+
+    /// Tries every P, the reporter's first, and keeps the exact fits.
+    fn search_path_len(&self, src: &mut Source<'_>) -> Result<Candidate> {
+        let mut exact = Vec::new();
+        let mut near = None;
+        let others = (1..=MAX_SEARCHED_PATH_LEN).filter(|p| *p != DEFAULT_PATH_LEN);
+        for p in std::iter::once(DEFAULT_PATH_LEN).chain(others) {
+            if self.vma_offset(p) > self.len {
+                if p > DEFAULT_PATH_LEN {
+                    break;
+                }
+                continue;
+            }
+            if let Some(vma) = self.vma_at(src, p)? {
+                if vma.end == self.len {
+                    exact.push(self.layout(p, Origin::Detected, &vma));
+                } else if near.is_none() {
+                    near = Some(self.wrong_end(p, vma.end));
+                }
+            }
+        }
+        match exact.len() {
+            0 => Ok(near.unwrap_or_else(|| self.no_vma_table())),
+            1 => Ok(Candidate::Exact(exact.remove(0))),
+            _ => {
+                let list: Vec<String> = exact.iter().map(|l| l.path_len.to_string()).collect();
+                Err(Error::format(
+                    self.path,
+                    self.module_offset,
+                    format!(
+                        "with call depth {} the path length is ambiguous: {} all fit; choose one with --aps-path-len",
+                        self.depth,
+                        list.join(", ")
+                    ),
+                ))
+            }
         }
     }
 }

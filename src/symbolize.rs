@@ -432,7 +432,9 @@ impl Binary {
     pub fn for_each_frame(&self, svma: u64, mut visit: impl FnMut(FrameRef<'_>)) {
         let symbol = self.symbol_at(svma);
         let mut frames: smallvec::SmallVec<[RawFrame<'_>; 4]> = smallvec::SmallVec::new();
-        if let Some(loader) = &self.dwarf {
+        // No unit's [low, high) range holds the last address, and addr2line
+        // computes `probe + 1` (an overflow) before it knows.
+        if let Some(loader) = self.dwarf.as_ref().filter(|_| svma != u64::MAX) {
             if let Ok(mut iter) = loader.find_frames(svma) {
                 while let Ok(Some(frame)) = iter.next() {
                     let raw = frame

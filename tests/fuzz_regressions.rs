@@ -260,3 +260,9 @@ case!(
     "gprof_gnu",
     "bin-address-overflow"
 );
+
+case!(
+    gprof_gnu_address_at_the_top_of_the_address_space_is_not_looked_up_in_dwarf,
+    "gprof_gnu",
+    "dwarf-lookup-at-the-last-address"
+);

@@ -190,18 +190,29 @@ pub fn aps(data: &[u8]) -> Result<()> {
 }
 
 /// Every output format the library writes.
-pub const OUTPUTS: [OutputFormat; 5] = [
+pub const OUTPUTS: [OutputFormat; 6] = [
     OutputFormat::Pprof,
     OutputFormat::PprofRaw,
     OutputFormat::Folded,
     OutputFormat::Svg,
     OutputFormat::Speedscope,
+    OutputFormat::Callgrind,
 ];
+
+/// What the pipeline target lets a gzip input decompress to: small, so
+/// that a run stays fast; the cap itself is what is exercised.
+const PIPELINE_GZIP_CAP: u64 = 4 << 20;
 
 /// Target `pipeline`: the command line's path with no flags: detection,
 /// `info`, the reader of the detected format, then every writer.
 pub fn pipeline(data: &[u8]) -> Result<()> {
-    let inputs = input("input", data);
+    // As a file's bytes are read: gzip is decompressed, within a cap.
+    let name = Path::new("/nonexistent-profconv-fuzz/input");
+    let inputs = vec![Input::from_file_bytes(
+        name,
+        data.to_vec(),
+        Some(PIPELINE_GZIP_CAP),
+    )?];
     let Some(format) = read::detect_input(&inputs[0]) else {
         return Ok(());
     };

@@ -10,6 +10,7 @@ Usage: python3 fuzz/seed.py   (from anywhere; rewrites the seed files only,
 the corpus the fuzzer grew beside them is kept)
 """
 
+import gzip
 import struct
 from pathlib import Path
 
@@ -203,6 +204,8 @@ def main():
     everything = {}
     for group in (gnu, bsd, mpatrol, dcpi, dumps, aps):
         everything.update(group)
+    # A gzip-compressed copy of each: the pipeline decompresses as for files.
+    everything.update({f"{n}.gz": gzip.compress(d, mtime=0) for n, d in list(everything.items())})
     write("pipeline", [None], everything)
 
 

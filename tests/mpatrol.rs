@@ -564,6 +564,30 @@ fn info_prints_version_word_size_byte_order_bounds_totals_and_histogram() {
 }
 
 #[test]
+fn info_json_holds_the_same_facts_as_the_text() {
+    let input = fixture("mpatrol/linux-x86_64/mpatrol.out");
+    let out = profconv_ok(&["info", "--json", input.to_str().unwrap()]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let block = &doc["entries"][0]["block"];
+    assert!(block["title"]
+        .as_str()
+        .unwrap()
+        .ends_with("mpatrol profiling file (mpatrol.out)"));
+    let field = |key: &str| {
+        block["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["field"]["key"] == key)
+            .map(|e| e["field"]["value"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(field("word size").as_deref(), Some("8 bytes"));
+    assert_eq!(field("mpatrol version").as_deref(), Some("1.5.1 (10501)"));
+    let text = String::from_utf8(profconv_ok(&["info", input.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("  word size: 8 bytes\n"), "{text}");
+}
+
+#[test]
 fn several_files_are_summed() {
     let prog = example();
     let dir = tempdir();

@@ -54,6 +54,10 @@ pub enum Command {
     Info {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
+        /// Print the description as JSON (the same facts, as a tree of
+        /// fields, lines, blocks and tables) for scripts.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         read: ReadArgs,
     },
@@ -440,6 +444,16 @@ impl Drop for ProgressBar {
 }
 
 /// Runs an archive migration; `Ok(false)` when some input failed.
+/// Prints an `info` summary as text, or as pretty JSON with `--json`.
+fn print_info(summary: &read::Summary, json: bool) {
+    if json {
+        let text = serde_json::to_string_pretty(summary).unwrap_or_default();
+        println!("{text}");
+    } else {
+        print!("{summary}");
+    }
+}
+
 pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     let options = archive_options(args)?;
     let shown = ArchiveProgress::new(args.quiet);
@@ -586,8 +600,8 @@ pub fn main() -> i32 {
         }
     };
     let result = match &cli.command {
-        Some(Command::Info { inputs, read }) => {
-            read::info(inputs, &read.options()).map(|text| print!("{text}"))
+        Some(Command::Info { inputs, json, read }) => {
+            read::info(inputs, &read.options()).map(|summary| print_info(&summary, *json))
         }
         Some(Command::Completions { shell }) => {
             write_completions(*shell, &mut std::io::stdout().lock());

@@ -89,7 +89,7 @@ impl Input {
                 .lock()
                 .read_to_end(&mut raw)
                 .map_err(|e| Error::io(path, e))?;
-            return Input::from_raw(path, raw, max_size);
+            return Input::from_file_bytes(path, raw, max_size);
         }
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         if meta.is_dir() {
@@ -120,7 +120,7 @@ impl Input {
         // FIFOs, character devices, empty files: read once.
         let mut raw = Vec::new();
         file.read_to_end(&mut raw).map_err(|e| Error::io(path, e))?;
-        let mut input = Input::from_raw(path, raw, max_size)?;
+        let mut input = Input::from_file_bytes(path, raw, max_size)?;
         if meta.is_file() {
             input.modified = meta.modified().ok();
         }
@@ -136,7 +136,10 @@ impl Input {
         }
     }
 
-    fn from_raw(name: &Path, raw: Vec<u8>, max_size: Option<u64>) -> Result<Input> {
+    /// An input of a file's bytes as [`Input::open`] reads them: gzip is
+    /// decompressed (within `max_size`, see [`decompression_cap`]), anything
+    /// else kept as it is. For callers that already hold the bytes (fuzzing).
+    pub fn from_file_bytes(name: &Path, raw: Vec<u8>, max_size: Option<u64>) -> Result<Input> {
         let bytes = if raw.starts_with(&GZIP_MAGIC) {
             gunzip(name, &raw, max_size)?
         } else {

@@ -1237,7 +1237,7 @@ fn images_missing_from_the_root_leave_frames_unsymbolized_and_say_so() {
     assert!(
         comments
             .iter()
-            .any(|c| c.starts_with("APS: no image for /usr/bin/app under")),
+            .any(|c| c.starts_with("warning: APS: no image for /usr/bin/app under")),
         "{comments:?}"
     );
 }

@@ -125,9 +125,9 @@ pub(super) fn symbolize_images(profile: &mut Profile, root: &Path, images: &[Ima
         }
     }
     for file in missing {
-        profile.add_comment(format!("APS: no image for {file} under {}", root.display()));
+        profile.warn(format!("APS: no image for {file} under {}", root.display()));
     }
     for file in unreadable {
-        profile.add_comment(format!("APS: cannot symbolize with {file}"));
+        profile.warn(format!("APS: cannot symbolize with {file}"));
     }
 }

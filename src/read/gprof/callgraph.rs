@@ -275,10 +275,13 @@ impl CallGraph {
         // only moves forward: finding it costs O(arcs) over the whole run.
         let mut first = vec![0usize; flow.len()];
         let mut out = vec![Vec::new(); self_ns.len()];
+        // One growing buffer for every path: each path is then one
+        // allocation of its exact size, however deep.
+        let mut scratch = (Vec::new(), Vec::new());
         for (f, &ns) in self_ns.iter().enumerate() {
             let mut left = ns;
             while left > 0 {
-                let path = self.climb(f, left, &mut flow, &mut first);
+                let path = self.climb(f, left, &mut flow, &mut first, &mut scratch);
                 left -= path.nanos;
                 out[f].push(path);
             }
@@ -294,9 +297,10 @@ impl CallGraph {
         left: i64,
         flow: &mut [Vec<i64>],
         first: &mut [usize],
+        (sites, used): &mut (Vec<u64>, Vec<(usize, usize)>),
     ) -> SynthPath {
-        let mut sites = Vec::new();
-        let mut used = Vec::new();
+        sites.clear();
+        used.clear();
         let mut nanos = left;
         let mut at = func;
         loop {
@@ -311,20 +315,23 @@ impl CallGraph {
                 // A root. (Flow is conserved, so a component with callers
                 // always has an arc with flow left when a path reaches it.)
                 debug_assert!(self.entering[comp].is_empty(), "flow not conserved");
-                self.inner_path(self.root_entry[comp], at, &mut sites);
+                self.inner_path(self.root_entry[comp], at, sites);
                 break;
             };
             let (entry, caller) = self.entering[comp][i];
-            self.inner_path(entry, at, &mut sites);
+            self.inner_path(entry, at, sites);
             sites.push(caller.from_pc);
             nanos = nanos.min(carried);
             used.push((comp, i));
             at = caller.func;
         }
-        for (comp, i) in used {
+        for &(comp, i) in used.iter() {
             flow[comp][i] -= nanos;
         }
-        SynthPath { sites, nanos }
+        SynthPath {
+            sites: sites.clone(),
+            nanos,
+        }
     }
 }
 

@@ -520,6 +520,40 @@ mod tests {
     }
 
     #[test]
+    fn stacks_inside_a_big_cycle_are_chains_of_real_arcs_through_its_hub() {
+        // A ring of 100 members 1..=100 (i -> i+1, 100 -> 1) with chords
+        // i -> i+7, entered from the root 0 at every tenth member.
+        let ring = 100;
+        let mut arcs = Vec::new();
+        for i in 1..=ring {
+            arcs.push((i, i % ring + 1, 3));
+            arcs.push((i, (i + 6) % ring + 1, 1));
+        }
+        for i in (1..=ring).step_by(10) {
+            arcs.push((0, i, 2));
+        }
+        let self_ns: Vec<i64> = (0..=ring).map(|f| 1000 + 13 * f as i64).collect();
+        let g = graph(&arcs, ring + 1, &[0]);
+        assert!(g.members[g.component[1]] > SMALL_CYCLE);
+        let stacks = g.stacks(&self_ns);
+        for (leaf, paths) in stacks.iter().enumerate() {
+            let total: i64 = paths.iter().map(|p| p.nanos).sum();
+            assert_eq!(total, self_ns[leaf], "self time of {leaf} kept");
+            for p in paths {
+                let chain = frames(leaf, &p.sites);
+                assert_eq!(*chain.last().unwrap(), 0, "rooted: {chain:?}");
+                for w in chain.windows(2) {
+                    let (callee, caller) = (w[0], w[1]);
+                    assert!(
+                        arcs.iter().any(|&(a, b, _)| a == caller && b == callee),
+                        "{caller} -> {callee} is no arc in {chain:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn exponentially_many_paths_give_few_rooted_stacks_with_exact_times() {
         // A root over 40 levels of two functions, each called by both
         // functions of the level above: 2^40 paths to the bottom.

@@ -107,6 +107,10 @@ pub struct Binary {
     sections: Vec<(String, u64)>,
     symbols: Vec<FunctionSymbol>,
     dwarf: Option<addr2line::Loader>,
+    /// The DWARF declares no inlined subroutine and no split unit, so an
+    /// address has at most one frame: its function and the line table's
+    /// file and line ([`no_inlined_frames`]).
+    single_frames: bool,
 }
 
 impl std::fmt::Debug for Binary {
@@ -123,6 +127,73 @@ impl std::fmt::Debug for Binary {
 fn has_dwarf(file: &object::File<'_>) -> bool {
     file.section_by_name(".debug_info")
         .is_some_and(|s| s.size() > 0)
+}
+
+/// True when the object's `.debug_abbrev` declares no
+/// `DW_TAG_inlined_subroutine`, no skeleton unit and no `dwo` name: then no
+/// address has inlined frames, and DWARF gives each address one frame whose
+/// file and line are the line table's. Any doubt (a malformed section)
+/// answers false, keeping the full lookup.
+fn no_inlined_frames(file: &object::File<'_>) -> bool {
+    let Some(section) = file.section_by_name(".debug_abbrev") else {
+        return false;
+    };
+    section
+        .uncompressed_data()
+        .ok()
+        .and_then(|bytes| abbrevs_are_single_frame(&bytes))
+        .unwrap_or(false)
+}
+
+/// Scans every abbreviation table of a `.debug_abbrev` section (DWARF 5
+/// §7.5.3): `Some(false)` when a declaration has a tag or attribute that
+/// makes frames come from elsewhere than the line table and the function,
+/// `None` when the bytes do not parse.
+fn abbrevs_are_single_frame(mut bytes: &[u8]) -> Option<bool> {
+    const DW_TAG_INLINED_SUBROUTINE: u64 = 0x1d;
+    const DW_TAG_SKELETON_UNIT: u64 = 0x4a;
+    const DW_AT_DWO_NAME: u64 = 0x76;
+    const DW_AT_GNU_DWO_NAME: u64 = 0x2130;
+    const DW_FORM_IMPLICIT_CONST: u64 = 0x21;
+    while !bytes.is_empty() {
+        let code = uleb128(&mut bytes)?;
+        if code == 0 {
+            continue; // the end of one table
+        }
+        let tag = uleb128(&mut bytes)?;
+        if tag == DW_TAG_INLINED_SUBROUTINE || tag == DW_TAG_SKELETON_UNIT {
+            return Some(false);
+        }
+        bytes = bytes.get(1..)?; // DW_CHILDREN_yes/no
+        loop {
+            let (name, form) = (uleb128(&mut bytes)?, uleb128(&mut bytes)?);
+            if name == 0 && form == 0 {
+                break;
+            }
+            if name == DW_AT_DWO_NAME || name == DW_AT_GNU_DWO_NAME {
+                return Some(false);
+            }
+            if form == DW_FORM_IMPLICIT_CONST {
+                uleb128(&mut bytes)?; // an SLEB128: same length rule
+            }
+        }
+    }
+    Some(true)
+}
+
+/// Reads one (U|S)LEB128 number from the front of `bytes`.
+fn uleb128(bytes: &mut &[u8]) -> Option<u64> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().enumerate() {
+        if i < 10 {
+            value |= u64::from(b & 0x7f) << (7 * i);
+        }
+        if b & 0x80 == 0 {
+            *bytes = &bytes[i + 1..];
+            return Some(value);
+        }
+    }
+    None
 }
 
 fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
@@ -162,16 +233,25 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
         ));
     }
     // One symbol per address: prefer a global, non-weak name, then the
-    // shortest (aliases such as `__libc_foo`/`foo`), then the first by name.
-    symbols.sort_by(|(a, ga), (b, gb)| {
+    // shortest (aliases such as `__libc_foo`/`foo`), then the first by name,
+    // then the first in the file. Indexes are sorted, not the symbols.
+    let mut order: Vec<u32> = (0..symbols.len() as u32).collect();
+    order.sort_unstable_by(|&i, &j| {
+        let ((a, ga), (b, gb)) = (&symbols[i as usize], &symbols[j as usize]);
         a.address
             .cmp(&b.address)
             .then(gb.cmp(ga))
             .then(a.system_name.len().cmp(&b.system_name.len()))
             .then(a.system_name.cmp(&b.system_name))
+            .then(i.cmp(&j))
     });
-    symbols.dedup_by(|later, first| later.0.address == first.0.address);
-    symbols.into_iter().map(|(s, _)| s).collect()
+    order.dedup_by_key(|i| symbols[*i as usize].0.address);
+    let mut slots: Vec<Option<FunctionSymbol>> =
+        symbols.into_iter().map(|(s, _)| Some(s)).collect();
+    order
+        .iter()
+        .filter_map(|&i| slots[i as usize].take())
+        .collect()
 }
 
 /// True for Itanium C++ (`_Z`, Mach-O `__Z`) and Rust v0 (`_R`) names.
@@ -314,8 +394,10 @@ impl Binary {
             .collect();
 
         let mut debug_file = None;
+        let mut single_frames = false;
         if has_dwarf(&file) {
             debug_file = Some(path.to_path_buf());
+            single_frames = no_inlined_frames(&file);
         } else {
             let link = file
                 .gnu_debuglink()
@@ -335,6 +417,7 @@ impl Binary {
                         symbols = text_symbols(&dbg);
                     }
                     debug_file = Some(candidate);
+                    single_frames = no_inlined_frames(&dbg);
                     break;
                 }
             }
@@ -353,6 +436,7 @@ impl Binary {
             sections,
             symbols,
             dwarf,
+            single_frames,
         })
     }
 
@@ -431,10 +515,27 @@ impl Binary {
     /// allocating for names the debug information already holds.
     pub fn for_each_frame(&self, svma: u64, mut visit: impl FnMut(FrameRef<'_>)) {
         let symbol = self.symbol_at(svma);
-        let mut frames: smallvec::SmallVec<[RawFrame<'_>; 4]> = smallvec::SmallVec::new();
         // No unit's [low, high) range holds the last address, and addr2line
         // computes `probe + 1` (an overflow) before it knows.
-        if let Some(loader) = self.dwarf.as_ref().filter(|_| svma != u64::MAX) {
+        let dwarf = self.dwarf.as_ref().filter(|_| svma != u64::MAX);
+        if let (Some(sym), Some(loader), true) = (symbol, dwarf, self.single_frames) {
+            // One frame: the symbol's name (as below) with the line table's
+            // file and line, without parsing the unit's functions.
+            if let Ok(location) = loader.find_location(svma) {
+                let (file, line) = location.map_or(("", 0), |l| {
+                    (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
+                });
+                visit(FrameRef {
+                    function: &sym.name,
+                    system_name: &sym.system_name,
+                    file,
+                    line,
+                });
+                return;
+            }
+        }
+        let mut frames: smallvec::SmallVec<[RawFrame<'_>; 4]> = smallvec::SmallVec::new();
+        if let Some(loader) = dwarf {
             if let Ok(mut iter) = loader.find_frames(svma) {
                 while let Ok(Some(frame)) = iter.next() {
                     let raw = frame

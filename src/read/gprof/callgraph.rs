@@ -13,6 +13,20 @@ const MAX_KEPT_TREE_NODES: usize = 1 << 20;
 /// Member → (its caller on a shortest chain from an entry member, call site).
 type InnerTree = HashMap<usize, (usize, u64)>;
 
+/// Cycles of more members than this route every stack through one hub
+/// member ([`HubTrees`]) instead of searching from each entry member.
+const SMALL_CYCLE: usize = 64;
+
+/// The two search trees of a big cycle, both through its hub member: how
+/// the hub reaches each member (`down`: member → its caller, call site) and
+/// how each member reaches the hub (`up`: member → its callee towards the
+/// hub, call site in the member).
+pub(super) struct HubTrees {
+    hub: usize,
+    down: InnerTree,
+    up: InnerTree,
+}
+
 /// A caller of a function: the calling function and the call site.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Caller {
@@ -54,6 +68,10 @@ pub(super) struct CallGraph {
     pub(super) inner_trees: std::cell::RefCell<HashMap<usize, InnerTree>>,
     /// Nodes in `inner_trees`, kept as they are added.
     pub(super) inner_tree_nodes: std::cell::Cell<usize>,
+    /// Members of each component.
+    pub(super) members: Vec<usize>,
+    /// The hub trees of each big cycle asked for so far.
+    pub(super) hub_trees: std::cell::RefCell<HashMap<usize, HubTrees>>,
 }
 
 impl CallGraph {
@@ -71,7 +89,9 @@ impl CallGraph {
             }
         }
         let mut root_entry = vec![usize::MAX; ncomp];
+        let mut members = vec![0usize; ncomp];
         for (f, &comp) in component.iter().enumerate() {
+            members[comp] += 1;
             let chosen = root_entry[comp];
             if chosen == usize::MAX
                 || (spontaneous.get(f) == Some(&true) && spontaneous.get(chosen) != Some(&true))
@@ -95,6 +115,8 @@ impl CallGraph {
             inner_callees,
             inner_trees: Default::default(),
             inner_tree_nodes: Default::default(),
+            members,
+            hub_trees: Default::default(),
         }
     }
 
@@ -105,6 +127,10 @@ impl CallGraph {
     fn inner_path(&self, entry: usize, target: usize, sites: &mut Vec<u64>) {
         if entry == target {
             return;
+        }
+        let comp = self.component[target];
+        if self.members[comp] > SMALL_CYCLE {
+            return self.hub_path(comp, entry, target, sites);
         }
         let mut trees = self.inner_trees.borrow_mut();
         if !trees.contains_key(&entry) {
@@ -128,6 +154,61 @@ impl CallGraph {
             sites.push(from_pc);
             at = caller;
         }
+    }
+
+    /// [`CallGraph::inner_path`] in a big cycle: from `entry` along its
+    /// shortest chain to the hub, then down the hub's shortest chain to
+    /// `target`. Two searches per cycle serve every (entry, target), so the
+    /// work is linear in the cycle's arcs whatever the number of entries;
+    /// the chain may pass a member twice (recursion), each call a real arc.
+    fn hub_path(&self, comp: usize, entry: usize, target: usize, sites: &mut Vec<u64>) {
+        let mut hubs = self.hub_trees.borrow_mut();
+        let trees = hubs.entry(comp).or_insert_with(|| {
+            let hub = self.root_entry[comp];
+            HubTrees {
+                hub,
+                down: self.search_down(hub),
+                up: self.search_up(hub),
+            }
+        });
+        let mut at = target;
+        while at != trees.hub {
+            let Some(&(caller, from_pc)) = trees.down.get(&at) else {
+                break;
+            };
+            sites.push(from_pc);
+            at = caller;
+        }
+        // Entry to hub, found outward from the entry: pushed, then turned
+        // innermost first.
+        let start = sites.len();
+        let mut at = entry;
+        while at != trees.hub {
+            let Some(&(callee, from_pc)) = trees.up.get(&at) else {
+                break;
+            };
+            sites.push(from_pc);
+            at = callee;
+        }
+        sites[start..].reverse();
+    }
+
+    /// For every member of `hub`'s component that reaches it inside the
+    /// component, its callee on a shortest chain of calls to the hub and the
+    /// call site.
+    fn search_up(&self, hub: usize) -> InnerTree {
+        let comp = self.component[hub];
+        let mut via: HashMap<usize, (usize, u64)> = HashMap::default();
+        let mut queue = std::collections::VecDeque::from([hub]);
+        while let Some(f) = queue.pop_front() {
+            for c in &self.callers[f] {
+                if self.component[c.func] == comp && c.func != hub && !via.contains_key(&c.func) {
+                    via.insert(c.func, (f, c.from_pc));
+                    queue.push_back(c.func);
+                }
+            }
+        }
+        via
     }
 
     /// For every member of `entry`'s component reachable from it inside the
@@ -194,10 +275,13 @@ impl CallGraph {
         // only moves forward: finding it costs O(arcs) over the whole run.
         let mut first = vec![0usize; flow.len()];
         let mut out = vec![Vec::new(); self_ns.len()];
+        // One growing buffer for every path: each path is then one
+        // allocation of its exact size, however deep.
+        let mut scratch = (Vec::new(), Vec::new());
         for (f, &ns) in self_ns.iter().enumerate() {
             let mut left = ns;
             while left > 0 {
-                let path = self.climb(f, left, &mut flow, &mut first);
+                let path = self.climb(f, left, &mut flow, &mut first, &mut scratch);
                 left -= path.nanos;
                 out[f].push(path);
             }
@@ -213,9 +297,10 @@ impl CallGraph {
         left: i64,
         flow: &mut [Vec<i64>],
         first: &mut [usize],
+        (sites, used): &mut (Vec<u64>, Vec<(usize, usize)>),
     ) -> SynthPath {
-        let mut sites = Vec::new();
-        let mut used = Vec::new();
+        sites.clear();
+        used.clear();
         let mut nanos = left;
         let mut at = func;
         loop {
@@ -230,20 +315,23 @@ impl CallGraph {
                 // A root. (Flow is conserved, so a component with callers
                 // always has an arc with flow left when a path reaches it.)
                 debug_assert!(self.entering[comp].is_empty(), "flow not conserved");
-                self.inner_path(self.root_entry[comp], at, &mut sites);
+                self.inner_path(self.root_entry[comp], at, sites);
                 break;
             };
             let (entry, caller) = self.entering[comp][i];
-            self.inner_path(entry, at, &mut sites);
+            self.inner_path(entry, at, sites);
             sites.push(caller.from_pc);
             nanos = nanos.min(carried);
             used.push((comp, i));
             at = caller.func;
         }
-        for (comp, i) in used {
+        for &(comp, i) in used.iter() {
             flow[comp][i] -= nanos;
         }
-        SynthPath { sites, nanos }
+        SynthPath {
+            sites: sites.clone(),
+            nanos,
+        }
     }
 }
 
@@ -429,6 +517,40 @@ mod tests {
         let stacks = g.stacks(&[10, 0, 20]);
         assert_eq!(stacks[0][0].sites, vec![site(1, 0)]);
         assert_eq!(stacks[2][0].sites, vec![site(1, 2)]);
+    }
+
+    #[test]
+    fn stacks_inside_a_big_cycle_are_chains_of_real_arcs_through_its_hub() {
+        // A ring of 100 members 1..=100 (i -> i+1, 100 -> 1) with chords
+        // i -> i+7, entered from the root 0 at every tenth member.
+        let ring = 100;
+        let mut arcs = Vec::new();
+        for i in 1..=ring {
+            arcs.push((i, i % ring + 1, 3));
+            arcs.push((i, (i + 6) % ring + 1, 1));
+        }
+        for i in (1..=ring).step_by(10) {
+            arcs.push((0, i, 2));
+        }
+        let self_ns: Vec<i64> = (0..=ring).map(|f| 1000 + 13 * f as i64).collect();
+        let g = graph(&arcs, ring + 1, &[0]);
+        assert!(g.members[g.component[1]] > SMALL_CYCLE);
+        let stacks = g.stacks(&self_ns);
+        for (leaf, paths) in stacks.iter().enumerate() {
+            let total: i64 = paths.iter().map(|p| p.nanos).sum();
+            assert_eq!(total, self_ns[leaf], "self time of {leaf} kept");
+            for p in paths {
+                let chain = frames(leaf, &p.sites);
+                assert_eq!(*chain.last().unwrap(), 0, "rooted: {chain:?}");
+                for w in chain.windows(2) {
+                    let (callee, caller) = (w[0], w[1]);
+                    assert!(
+                        arcs.iter().any(|&(a, b, _)| a == caller && b == callee),
+                        "{caller} -> {callee} is no arc in {chain:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -106,51 +106,10 @@ pub(super) fn parse_gnu_records(
         let tag_at = c.offset();
         match c.u8("a record tag")? {
             TAG_TIME_HIST => {
-                let low_pc = c.word("histogram low_pc")?;
-                let high_pc = c.word("histogram high_pc")?;
-                let size_at = c.offset();
-                let hist_size = c.u32("histogram hist_size")?;
-                let prof_rate = c.u32("histogram prof_rate")?;
-                let dimen = c.bytes(15, "histogram dimension")?;
-                let abbrev = c.u8("histogram dimension abbreviation")?;
-                if low_pc >= high_pc {
-                    return Err(c.error_at(
-                        tag_at + 1,
-                        format!("histogram low_pc {low_pc:#x} is not below high_pc {high_pc:#x}"),
-                    ));
-                }
-                if prof_rate == 0 {
-                    return Err(c.error_at(size_at + 4, "histogram prof_rate is 0"));
-                }
-                let bytes = c.check_items(hist_size as u64, 2, "histogram bins").map_err(|_| {
-                    c.error_at(
-                        size_at,
-                        format!(
-                            "histogram claims {hist_size} bins ({} bytes) but only {} bytes remain",
-                            hist_size as u64 * 2,
-                            c.remaining()
-                        ),
-                    )
-                })?;
-                let raw = c.bytes(bytes, "histogram bins")?;
-                let bins: Vec<u64> = raw.chunks_exact(2).map(|b| endian.u16(b) as u64).collect();
-                out.saturated_bins += bins.iter().filter(|&&b| b == 0xffff).count();
-                let dimension = String::from_utf8_lossy(dimen.split(|&b| b == 0).next().unwrap_or(&[])).into_owned();
+                let histogram = read_histogram(&mut c, tag_at)?;
+                out.saturated_bins += histogram.bins.iter().filter(|&&b| b == 0xffff).count();
                 out.histogram_records += 1;
-                add_histogram(
-                    file,
-                    tag_at,
-                    &mut out.histograms,
-                    &mut ranges,
-                    Histogram {
-                        low_pc,
-                        high_pc,
-                        prof_rate,
-                        dimension,
-                        dimension_abbrev: abbrev as char,
-                        bins,
-                    },
-                )?;
+                add_histogram(file, tag_at, &mut out.histograms, &mut ranges, histogram)?;
             }
             TAG_CG_ARC => {
                 let from_pc = c.word("arc from_pc")?;
@@ -160,13 +119,7 @@ pub(super) fn parse_gnu_records(
                 add_count(arcs.entry((from_pc, self_pc)).or_insert(0), count);
             }
             TAG_BB_COUNT => {
-                let ncounts = c.u32("basic-block ncounts")?;
-                c.check_items(ncounts as u64, 2 * word, "basic-block records")?;
-                for _ in 0..ncounts {
-                    let addr = c.word("basic-block address")?;
-                    let count = c.word("basic-block count")?;
-                    add_count(out.basic_blocks.entry(addr).or_insert(0), count);
-                }
+                read_basic_blocks(&mut c, &mut out.basic_blocks)?;
                 out.bb_records += 1;
             }
             other => {
@@ -179,6 +132,64 @@ pub(super) fn parse_gnu_records(
     }
     out.arcs = sorted_arcs(arcs);
     Ok(out)
+}
+
+/// A histogram record after its tag (docs/formats/gprof.md §1): range,
+/// bin count, rate, dimension, then the bins.
+fn read_histogram(c: &mut Cursor<'_>, tag_at: usize) -> Result<Histogram> {
+    let low_pc = c.word("histogram low_pc")?;
+    let high_pc = c.word("histogram high_pc")?;
+    let size_at = c.offset();
+    let hist_size = c.u32("histogram hist_size")?;
+    let prof_rate = c.u32("histogram prof_rate")?;
+    let dimen = c.bytes(15, "histogram dimension")?;
+    let abbrev = c.u8("histogram dimension abbreviation")?;
+    if low_pc >= high_pc {
+        return Err(c.error_at(
+            tag_at + 1,
+            format!("histogram low_pc {low_pc:#x} is not below high_pc {high_pc:#x}"),
+        ));
+    }
+    if prof_rate == 0 {
+        return Err(c.error_at(size_at + 4, "histogram prof_rate is 0"));
+    }
+    let bytes = c
+        .check_items(hist_size as u64, 2, "histogram bins")
+        .map_err(|_| {
+            c.error_at(
+                size_at,
+                format!(
+                    "histogram claims {hist_size} bins ({} bytes) but only {} bytes remain",
+                    hist_size as u64 * 2,
+                    c.remaining()
+                ),
+            )
+        })?;
+    let endian = c.endian;
+    let raw = c.bytes(bytes, "histogram bins")?;
+    let bins: Vec<u64> = raw.chunks_exact(2).map(|b| endian.u16(b) as u64).collect();
+    let name = dimen.split(|&b| b == 0).next().unwrap_or(&[]);
+    Ok(Histogram {
+        low_pc,
+        high_pc,
+        prof_rate,
+        dimension: String::from_utf8_lossy(name).into_owned(),
+        dimension_abbrev: abbrev as char,
+        bins,
+    })
+}
+
+/// A basic-block record after its tag: a count, then (address, count)
+/// pairs, summed per address into `blocks`.
+fn read_basic_blocks(c: &mut Cursor<'_>, blocks: &mut BTreeMap<u64, u64>) -> Result<()> {
+    let ncounts = c.u32("basic-block ncounts")?;
+    c.check_items(ncounts as u64, 2 * c.word_size, "basic-block records")?;
+    for _ in 0..ncounts {
+        let addr = c.word("basic-block address")?;
+        let count = c.word("basic-block count")?;
+        add_count(blocks.entry(addr).or_insert(0), count);
+    }
+    Ok(())
 }
 
 /// Arcs summed per (from_pc, self_pc), as a sorted list.

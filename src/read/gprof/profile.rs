@@ -203,7 +203,59 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     profile.set_period("cpu", "nanoseconds", period_ns.round() as i64);
     let bb_type =
         (!data.basic_blocks.is_empty()).then(|| profile.add_sample_type("bb_executions", "count"));
+    describe_input(&mut profile, data, rate);
+    let mapping = add_image_mapping(&mut profile, binary);
 
+    let funcs = binary.map(gprof_functions).unwrap_or_default();
+    let mut locator = Locator {
+        binary,
+        funcs: &funcs,
+        mapping,
+        cache: HashMap::default(),
+        any_file: false,
+        any_line: false,
+        any_inline: false,
+    };
+    let ticks = assign_ticks(data, &funcs, period_ns);
+
+    let graph = add_arcs(&mut profile, data, &funcs, &mut locator);
+    profile.add_comment(stacks_comment(binary.is_some(), stacks));
+    if binary.is_some() && stacks == GprofStacks::Synthesized {
+        add_synthesized_ticks(&mut profile, &ticks, &graph, &mut locator);
+    } else {
+        let mut values = vec![0i64; profile.sample_types().len()];
+        for t in &ticks {
+            let leaf = locator.location(&mut profile, t.address);
+            values[0] = t.samples;
+            values[1] = t.nanos;
+            profile.add_sample(&[leaf], &values, &[]);
+        }
+    }
+    if let Some(bt) = bb_type {
+        let mut values = vec![0i64; profile.sample_types().len()];
+        for (&addr, &count) in &data.basic_blocks {
+            let loc = locator.location(&mut profile, addr);
+            values[bt] = count as i64;
+            profile.add_sample(&[loc], &values, &[]);
+        }
+    }
+    let flags = SymbolFlags {
+        functions: !funcs.is_empty(),
+        filenames: locator.any_file,
+        line_numbers: locator.any_line,
+        inline_frames: locator.any_inline,
+    };
+    profile.add_mapping_flags(mapping, flags);
+    let ticks_total: u64 = data
+        .histograms
+        .iter()
+        .fold(0u64, |t, h| t.saturating_add(h.total()));
+    profile.duration_nanos = (ticks_total as f64 * period_ns).round() as i64;
+    profile
+}
+
+/// The input's variant as metadata, and what had to be assumed as warnings.
+fn describe_input(profile: &mut Profile, data: &GmonData, rate: u32) {
     profile.add_metadata("format", data.variant.name());
     profile.add_metadata("byte order", data.endian.name());
     profile.add_metadata("pointer size", data.pointer_size.to_string());
@@ -227,9 +279,11 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
             data.saturated_bins
         ));
     }
+}
 
-    // The image mapping: the executable's text when known, else the span of
-    // every address the file mentions.
+/// The image mapping: the executable's text when known, else the span of
+/// every address the file mentions.
+fn add_image_mapping(profile: &mut Profile, binary: Option<&Binary>) -> MappingId {
     let (start, limit, offset) = match binary.and_then(|b| b.text_segment()) {
         Some(seg) => (seg.vaddr, seg.vaddr + seg.memsz, seg.offset),
         // gmon.out addresses are link-time addresses (§1, PIE included): a
@@ -242,63 +296,14 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let build_id = binary.map_or(String::new(), |b| b.build_id.clone());
     let filename = profile.intern(&filename);
     let build_id = profile.intern(&build_id);
-    let mapping = profile.add_mapping(Mapping::new(start, limit, offset, filename, build_id));
+    profile.add_mapping(Mapping::new(start, limit, offset, filename, build_id))
+}
 
-    let funcs = binary.map(gprof_functions).unwrap_or_default();
-    let mut locator = Locator {
-        binary,
-        funcs: &funcs,
-        mapping,
-        cache: HashMap::default(),
-        any_file: false,
-        any_line: false,
-        any_inline: false,
-    };
-    let ticks = assign_ticks(data, &funcs, period_ns);
-
-    let graph = add_arcs(&mut profile, data, &funcs, &mut locator);
-    let synthesize = binary.is_some() && stacks == GprofStacks::Synthesized;
-    profile.add_comment(
-        match (binary.is_some(), stacks) {
-            (true, GprofStacks::Synthesized) => "stacks: synthesized from the call-graph arcs by flow decomposition: gprof's call-graph times (self time handed to callers in proportion to call counts, cycles collapsed) split into at most arcs + functions stacks, each from a root of the call graph; every function outside a cycle gets gprof's self + children and every arc gprof's propagated time",
-            (true, GprofStacks::Flat) => "stacks: flat (--gprof-stacks=flat): one frame per sampled function",
-            (false, _) => "stacks: flat, unsymbolized: no --binary was given, so functions and the call graph are unknown",
-        }
-        .to_owned(),
-    );
-    if synthesize {
-        add_synthesized_ticks(&mut profile, &ticks, &graph, &mut locator);
-    } else {
-        let mut values = vec![0i64; profile.sample_types().len()];
-        for t in &ticks {
-            let leaf = locator.location(&mut profile, t.address);
-            values[0] = t.samples;
-            values[1] = t.nanos;
-            profile.add_sample(&[leaf], &values, &[]);
-        }
+/// What the stacks of the profile mean, as a comment.
+fn stacks_comment(symbolized: bool, stacks: GprofStacks) -> &'static str {
+    match (symbolized, stacks) {
+        (true, GprofStacks::Synthesized) => "stacks: synthesized from the call-graph arcs by flow decomposition: gprof's call-graph times (self time handed to callers in proportion to call counts, cycles collapsed) split into at most arcs + functions stacks, each from a root of the call graph; every function outside a cycle gets gprof's self + children and every arc gprof's propagated time",
+        (true, GprofStacks::Flat) => "stacks: flat (--gprof-stacks=flat): one frame per sampled function",
+        (false, _) => "stacks: flat, unsymbolized: no --binary was given, so functions and the call graph are unknown",
     }
-    if let Some(bt) = bb_type {
-        let mut values = vec![0i64; profile.sample_types().len()];
-        for (&addr, &count) in &data.basic_blocks {
-            let loc = locator.location(&mut profile, addr);
-            values[bt] = count as i64;
-            profile.add_sample(&[loc], &values, &[]);
-        }
-    }
-    let (any_file, any_line, any_inline) = (locator.any_file, locator.any_line, locator.any_inline);
-    profile.add_mapping_flags(
-        mapping,
-        SymbolFlags {
-            functions: !funcs.is_empty(),
-            filenames: any_file,
-            line_numbers: any_line,
-            inline_frames: any_inline,
-        },
-    );
-    let ticks_total: u64 = data
-        .histograms
-        .iter()
-        .fold(0u64, |t, h| t.saturating_add(h.total()));
-    profile.duration_nanos = (ticks_total as f64 * period_ns).round() as i64;
-    profile
 }

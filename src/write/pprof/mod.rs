@@ -78,61 +78,15 @@ fn to_proto_tables(profile: &Profile) -> pb::Profile {
         .default_sample_type
         .and_then(|i| profile.sample_types().get(i))
         .map_or(0, |t| t.kind.index() as i64);
-    let mapping = profile
-        .mappings()
-        .iter()
-        .enumerate()
-        .map(|(i, m)| pb::Mapping {
-            id: i as u64 + 1,
-            memory_start: m.start,
-            memory_limit: m.limit,
-            file_offset: m.file_offset,
-            filename: m.filename.index() as i64,
-            build_id: m.build_id.index() as i64,
-            has_functions: m.has_functions,
-            has_filenames: m.has_filenames,
-            has_line_numbers: m.has_line_numbers,
-            has_inline_frames: m.has_inline_frames,
-        })
-        .collect();
-    let location = profile
-        .locations()
-        .iter()
-        .enumerate()
-        .map(|(i, l)| pb::Location {
-            id: i as u64 + 1,
-            mapping_id: l.mapping.map_or(0, |m| m.index() as u64 + 1),
-            address: l.address,
-            line: l
-                .lines
-                .iter()
-                .map(|line| pb::Line {
-                    function_id: line.function.index() as u64 + 1,
-                    line: line.line,
-                    column: 0,
-                })
-                .collect(),
-            is_folded: false,
-        })
-        .collect();
-    let function = profile
-        .functions()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| pb::Function {
-            id: i as u64 + 1,
-            name: f.name.index() as i64,
-            system_name: f.system_name.index() as i64,
-            filename: f.filename.index() as i64,
-            start_line: f.start_line,
-        })
-        .collect();
+    let mapping = profile.mappings().iter().enumerate().map(pb_mapping);
+    let location = profile.locations().iter().enumerate().map(pb_location);
+    let function = profile.functions().iter().enumerate().map(pb_function);
     pb::Profile {
         sample_type,
         sample: Vec::new(),
-        mapping,
-        location,
-        function,
+        mapping: mapping.collect(),
+        location: location.collect(),
+        function: function.collect(),
         string_table,
         drop_frames: 0,
         keep_frames: 0,
@@ -143,6 +97,49 @@ fn to_proto_tables(profile: &Profile) -> pb::Profile {
         comment,
         default_sample_type,
         doc_url: 0,
+    }
+}
+
+/// Mapping `i` (pprof ids count from 1).
+fn pb_mapping((i, m): (usize, &crate::profile::Mapping)) -> pb::Mapping {
+    pb::Mapping {
+        id: i as u64 + 1,
+        memory_start: m.start,
+        memory_limit: m.limit,
+        file_offset: m.file_offset,
+        filename: m.filename.index() as i64,
+        build_id: m.build_id.index() as i64,
+        has_functions: m.has_functions,
+        has_filenames: m.has_filenames,
+        has_line_numbers: m.has_line_numbers,
+        has_inline_frames: m.has_inline_frames,
+    }
+}
+
+/// Location `i` with its lines, innermost first.
+fn pb_location((i, l): (usize, &crate::profile::Location)) -> pb::Location {
+    let line = |line: &crate::profile::Line| pb::Line {
+        function_id: line.function.index() as u64 + 1,
+        line: line.line,
+        column: 0,
+    };
+    pb::Location {
+        id: i as u64 + 1,
+        mapping_id: l.mapping.map_or(0, |m| m.index() as u64 + 1),
+        address: l.address,
+        line: l.lines.iter().map(line).collect(),
+        is_folded: false,
+    }
+}
+
+/// Function `i`.
+fn pb_function((i, f): (usize, &crate::profile::Function)) -> pb::Function {
+    pb::Function {
+        id: i as u64 + 1,
+        name: f.name.index() as i64,
+        system_name: f.system_name.index() as i64,
+        filename: f.filename.index() as i64,
+        start_line: f.start_line,
     }
 }
 

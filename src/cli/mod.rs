@@ -343,6 +343,24 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
             ProgressBar::start(watched, read::input_size(&args.inputs))
         })
     };
+    // pprof outputs are written as the profile is read, in parts (a DCPI
+    // database larger than memory); the other formats need it whole.
+    if outputs
+        .iter()
+        .all(|&(_, format)| write::streams_format(format))
+    {
+        let inputs = read::open_all(&args.inputs, &read_options)?;
+        let targets: Vec<(&Path, OutputFormat)> =
+            outputs.iter().map(|&(p, f)| (p.as_path(), f)).collect();
+        let mut streamed = write::StreamedOutputs::create(&targets)?;
+        read::read_parts(&inputs, &read_options, &mut streamed)?;
+        if let Some(p) = &progress {
+            p.set_message("writing");
+        }
+        let finished = streamed.finish();
+        drop(progress);
+        return finished;
+    }
     // On an error the bar is dropped (cleared) before main prints it.
     let profile = read::read(&args.inputs, &read_options)?;
     if let Some(p) = &progress {

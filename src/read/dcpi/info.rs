@@ -1,8 +1,10 @@
-//! What `profconv info` prints about DCPI inputs.
+//! What `profconv info` prints about DCPI inputs: from the headers and the
+//! totals of a pass that only sums the counts (nothing kept per address).
 
 use std::fmt::Write as _;
 
-use super::{event_order, Collection, FileKind};
+use super::collection::{Collection, FileKind};
+use super::event_order;
 
 /// What `profconv info` prints.
 pub(super) fn describe(c: &Collection) -> String {
@@ -42,7 +44,7 @@ pub(super) fn describe(c: &Collection) -> String {
             if !periods.contains(&column.period) {
                 periods.push(column.period);
             }
-            let total = column.counts.total();
+            let total = column.total;
             samples = samples.saturating_add(total);
             events += u128::from(total) * u128::from(column.period);
         }
@@ -63,13 +65,13 @@ pub(super) fn describe(c: &Collection) -> String {
         if let Some(size) = image.tsize {
             let _ = write!(out, "+{size:#x}");
         }
-        let _ = write!(out, ", {} files;", image.files);
+        let _ = write!(out, ", {} files;", image.files.len());
         for &e in &event_order(&c.events) {
             let total: u64 = image
                 .columns
                 .iter()
                 .filter(|col| col.event == e)
-                .map(|col| col.counts.total())
+                .map(|col| col.total)
                 .sum();
             if total > 0 {
                 let _ = write!(out, " {} {total}", c.events[e]);

@@ -156,7 +156,7 @@ fn info_keeps_no_counts() {
     let dir = tempdir();
     let db = dir.path().join("db");
     let truth = dcpi_db::build(&db, &spec(8, 256 * 1024, 500));
-    let (text, peak) = peak_heap(|| read::info(&[db.clone()], &ReadOptions::default()));
+    let (text, peak) = peak_heap(|| read::info(std::slice::from_ref(&db), &ReadOptions::default()));
     let text = text.unwrap();
     let samples = truth.samples["cycles"];
     assert!(

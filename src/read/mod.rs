@@ -55,6 +55,9 @@ pub fn input_size(paths: &[PathBuf]) -> u64 {
 /// A yes/no question about a path (is it a capture? one of its files?).
 pub type PathTest = fn(&Path) -> bool;
 
+/// A reader's entry point that hands the profile to a sink in parts.
+pub type ReadParts = fn(&[Input], &ReadOptions, &mut dyn PartSink) -> Result<()>;
+
 /// One reader's row in [`READERS`].
 pub struct ReaderSpec {
     /// The format it reads.
@@ -75,7 +78,7 @@ pub struct ReaderSpec {
     pub read: fn(&[Input], &ReadOptions) -> Result<Profile>,
     /// Reads inputs of this format into parts handed to a sink, for
     /// readers that can stream (`None`: the whole profile is one part).
-    pub read_parts: Option<fn(&[Input], &ReadOptions, &mut dyn PartSink) -> Result<()>>,
+    pub read_parts: Option<ReadParts>,
     /// Describes inputs of this format.
     pub info: fn(&[Input], &ReadOptions) -> Result<String>,
 }

@@ -260,8 +260,12 @@ impl<'a> Rows<'a> {
         }
     }
 
-    /// How many distinct addresses.
+    /// How many distinct addresses (one column: at most; an address both
+    /// in the dense array and the sparse map counts twice).
     fn distinct(&self) -> u64 {
+        if let Rows::One(counts) = self {
+            return counts.nonzero() as u64;
+        }
         let mut n = 0u64;
         let mut last = None;
         self.for_each(|a, _, _| {

@@ -22,7 +22,10 @@
 #
 # Environment: IMAGES, INSNS, SAMPLED (space-separated list), SIZE_MB, CAP_MB, RUNS
 # (default 1), WORK (default target/bench/dcpi), KEEP, RESULTS (rows for run_all.sh),
-# CARGO_TARGET_DIR.  Needs: python3, GNU time (Debian `time`), prlimit (util-linux), cargo.
+# CARGO_TARGET_DIR, PROFCONV (a profconv binary to measure instead of building one),
+# OLD (another profconv binary, e.g. a build of an older commit, measured on the same
+# databases before the current one: before/after in one run).
+# Needs: python3, GNU time (Debian `time`), prlimit (util-linux), cargo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -36,13 +39,17 @@ RUNS=${RUNS:-1}
 KEEP=${KEEP:-0}
 WORK=$(realpath -m "${WORK:-$ROOT/target/bench/dcpi}")
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-PROFCONV=$TARGET/release/profconv
+PROFCONV=${PROFCONV:-}
+OLD=${OLD:-}
 MEASURE=(python3 "$ROOT/benches/measure.py" --runs "$RUNS" ${RESULTS:+--results "$RESULTS"})
 
 for tool in python3 /usr/bin/time prlimit; do
     command -v "$tool" > /dev/null || { echo "error: $tool not found" >&2; exit 1; }
 done
-cargo build --release --quiet
+if [ -z "$PROFCONV" ]; then
+    cargo build --release --quiet
+    PROFCONV=$TARGET/release/profconv
+fi
 mkdir -p "$WORK"
 
 # generate DB LABEL GEN-ARGS...: the database, unless a complete one made alike is there.
@@ -67,6 +74,13 @@ bench() { # DB LABEL
     echo "   $files files, $bytes bytes ($((bytes / 1048576)) MiB), df: $(df -h --output=avail "$WORK" | tail -1)"
     local cat_all="sh -c \"find '$db' -type f ! -name .complete -print0 | xargs -0 cat\""
     sh -c "find '$db' -type f ! -name .complete -print0 | xargs -0 cat > /dev/null" # warm the cache
+    if [ -n "$OLD" ]; then
+        "${MEASURE[@]}" --case "DCPI $label → .pb.gz (OLD)" --name old --bytes "$bytes" \
+            --goal-mbps 500 --goal-rss-mb "$((bytes / 1048576))" \
+            --profconv "prlimit --as=$((CAP_MB * 1048576)) $OLD $db -o $WORK/old.pb.gz" \
+            --reference cat "$cat_all" || true
+        rm -f "$WORK/old.pb.gz"
+    fi
     "${MEASURE[@]}" --case "DCPI $label → .pb.gz" --bytes "$bytes" \
         --goal-mbps 500 --goal-rss-mb "$((bytes / 1048576))" \
         --profconv "prlimit --as=$((CAP_MB * 1048576)) $PROFCONV $db -o $WORK/out.pb.gz" \

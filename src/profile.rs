@@ -494,6 +494,37 @@ impl Profile {
         id
     }
 
+    /// Makes room for `locations` more locations and `samples` more samples
+    /// (a reader that knows how many it is about to add).
+    pub fn reserve(&mut self, locations: usize, samples: usize) {
+        self.locations.reserve(locations);
+        self.samples.reserve(samples);
+    }
+
+    /// Adds a location without looking for an equal one: for readers that
+    /// know their locations are distinct (one per sampled address of an
+    /// image), so that no index entry is kept per location. A later
+    /// [`Profile::add_location`] of an equal location gets an id of its own.
+    pub fn add_distinct_location(&mut self, location: Location) -> LocationId {
+        self.locations.push(location);
+        LocationId::from_index(self.locations.len() - 1)
+    }
+
+    /// Adds a sample without looking for one with the same stack and labels:
+    /// for readers that know their stacks are distinct, so that no index
+    /// entry is kept per sample (a later [`Profile::add_sample`] of the same
+    /// stack makes a second sample, which every writer sums). `values` must
+    /// have one entry per sample type; `labels` sorted by key.
+    pub fn add_distinct_sample(&mut self, stack: &[LocationId], values: &[i64], labels: &[Label]) {
+        debug_assert_eq!(values.len(), self.sample_types.len());
+        debug_assert!(labels.is_sorted());
+        self.samples.push(Sample {
+            stack: stack.to_vec(),
+            values: values.to_vec(),
+            labels: labels.to_vec(),
+        });
+    }
+
     /// An unsymbolized location at `address`.
     pub fn address_location(
         &mut self,
@@ -682,6 +713,48 @@ impl Profile {
         Ok(())
     }
 
+    /// Merges everything of `other` but its locations and samples (sample
+    /// types, header, mappings, functions and the strings they name) into
+    /// `self`, in the order [`Profile::merge`] would, and says where each
+    /// entry went. A streaming writer uses it to translate a part's ids
+    /// while it encodes the part's locations and samples itself.
+    pub fn merge_tables(&mut self, other: &Profile) -> Result<TableMap> {
+        let mut merger = Merger::new(self, other);
+        merger.map_sample_types()?;
+        merger.map_header();
+        merger.map_mappings();
+        merger.map_functions();
+        Ok(TableMap {
+            types: merger.types,
+            mappings: merger.mappings,
+            functions: merger.functions,
+        })
+    }
+
+    /// Drops every location and sample (and their indexes), keeping the
+    /// other tables: what a streaming writer keeps once it has written them.
+    pub fn clear_locations_and_samples(&mut self) {
+        self.locations = Vec::new();
+        self.samples = Vec::new();
+        self.location_index = HashMap::default();
+        self.sample_index = HashMap::default();
+    }
+
+    /// Moves the locations and samples out into a profile of their own (with
+    /// the same strings and sample types, so ids keep their meaning), and
+    /// leaves this one with the other tables.
+    pub fn take_rows(&mut self) -> Profile {
+        let rows = Profile {
+            locations: std::mem::take(&mut self.locations),
+            samples: std::mem::take(&mut self.samples),
+            strings: self.strings.clone(),
+            sample_types: self.sample_types.clone(),
+            ..Profile::default()
+        };
+        self.clear_locations_and_samples();
+        rows
+    }
+
     /// The display frames of a location, innermost first: one per line
     /// (inlined frames), or one synthesized name for an unsymbolized address.
     pub fn location_frames(&self, id: LocationId) -> Vec<Frame<'_>> {
@@ -734,6 +807,60 @@ impl Profile {
                 LabelValue::Str(v) => self.str(v).to_owned(),
                 LabelValue::Num { num, .. } => num.to_string(),
             })
+    }
+}
+
+/// Where the sample types, mappings and functions of a profile went when
+/// [`Profile::merge_tables`] merged it into another: entry `i` of each is
+/// the new index of entry `i` of the merged profile.
+#[derive(Debug, Clone, Default)]
+pub struct TableMap {
+    /// Sample type indexes.
+    pub types: Vec<usize>,
+    /// Mapping ids.
+    pub mappings: Vec<MappingId>,
+    /// Function ids.
+    pub functions: Vec<FunctionId>,
+}
+
+/// Receives a profile in parts, for readers that can hand over a large
+/// profile piece by piece so that it never has to be whole in memory.
+///
+/// The first part is the head: sample types, period, time, metadata,
+/// groupings (and possibly strings and tables the later parts use). Every
+/// later part holds some of the head's sample types (in any order, never a
+/// new one: those it has values for) and its own mappings, functions,
+/// locations and samples; its locations
+/// and samples are distinct from every other part's (a part is, e.g., one
+/// DCPI image). A part with no samples may carry comments to add at the end.
+/// The profile the parts stand for is the head with every later part
+/// [merged](Profile::merge) into it, in order.
+pub trait PartSink {
+    /// Takes the next part.
+    fn part(&mut self, part: Profile) -> Result<()>;
+}
+
+/// The [`PartSink`] that merges the parts into one profile: the
+/// collect-everything reading every writer but the streaming one uses.
+#[derive(Debug, Default)]
+pub struct CollectParts {
+    profile: Option<Profile>,
+}
+
+impl CollectParts {
+    /// The merged profile (an empty one if no part came).
+    pub fn into_profile(self) -> Profile {
+        self.profile.unwrap_or_default()
+    }
+}
+
+impl PartSink for CollectParts {
+    fn part(&mut self, part: Profile) -> Result<()> {
+        match &mut self.profile {
+            None => self.profile = Some(part),
+            Some(whole) => whole.merge(&part)?,
+        }
+        Ok(())
     }
 }
 

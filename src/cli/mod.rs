@@ -347,6 +347,28 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
             ProgressBar::start(watched, read::input_size(&args.inputs))
         })
     };
+    // pprof outputs are written as the profile is read, in parts (a DCPI
+    // database larger than memory); the other formats need it whole.
+    if outputs
+        .iter()
+        .all(|&(_, format)| write::streams_format(format))
+    {
+        let inputs = read::open_all(&args.inputs, &read_options)?;
+        let targets: Vec<(&Path, OutputFormat)> =
+            outputs.iter().map(|&(p, f)| (p.as_path(), f)).collect();
+        let mut streamed = write::StreamedOutputs::create(&targets)?;
+        read::read_parts(&inputs, &read_options, &mut streamed)?;
+        if let Some(p) = &progress {
+            p.set_message("writing");
+        }
+        let finished = streamed.finish();
+        drop(progress);
+        // After the bar is cleared, so that they stay on the screen.
+        for warning in finished.as_deref().unwrap_or_default() {
+            eprintln!("profconv: warning: {warning}");
+        }
+        return finished.map(drop);
+    }
     // On an error the bar is dropped (cleared) before main prints it.
     let profile = read::read(&args.inputs, &read_options)?;
     if let Some(p) = &progress {

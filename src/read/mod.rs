@@ -7,7 +7,9 @@
 //!   [`DETECT_BYTES`], and its full length) look like this format?
 //! - `detect_dir(path) -> bool` for readers that take directories;
 //! - `read(inputs, options) -> Result<Profile>`: read one or more inputs into one profile;
-//! - `info(inputs, options) -> Result<String>`: describe what the inputs hold.
+//! - `info(inputs, options) -> Result<String>`: describe what the inputs hold;
+//! - optionally `read_parts(inputs, options, sink)`: hand the profile over in
+//!   parts ([`PartSink`]) for readers whose profiles can outgrow memory.
 //!
 //! Adding a format is a module and one row in [`READERS`].
 
@@ -23,7 +25,7 @@ pub mod options;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::profile::Profile;
+use crate::profile::{PartSink, Profile};
 
 pub use info::{Entry, Summary};
 pub use input::{read_head, read_input, Detection, Input, DETECT_BYTES};
@@ -55,6 +57,9 @@ pub fn input_size(paths: &[PathBuf]) -> u64 {
 /// A yes/no question about a path (is it a capture? one of its files?).
 pub type PathTest = fn(&Path) -> bool;
 
+/// A reader's entry point that hands the profile to a sink in parts.
+pub type ReadParts = fn(&[Input], &ReadOptions, &mut dyn PartSink) -> Result<()>;
+
 /// One reader's row in [`READERS`].
 pub struct ReaderSpec {
     /// The format it reads.
@@ -73,6 +78,9 @@ pub struct ReaderSpec {
     pub capture_dir: Option<(PathTest, PathTest)>,
     /// Reads inputs of this format into one profile.
     pub read: fn(&[Input], &ReadOptions) -> Result<Profile>,
+    /// Reads inputs of this format into parts handed to a sink, for
+    /// readers that can stream (`None`: the whole profile is one part).
+    pub read_parts: Option<ReadParts>,
     /// Describes inputs of this format.
     pub info: fn(&[Input], &ReadOptions) -> Result<Summary>,
 }
@@ -89,6 +97,7 @@ pub const READERS: &[ReaderSpec] = &[
         unit_dir: None,
         capture_dir: None,
         read: gprof::read,
+        read_parts: None,
         info: gprof::info,
     },
     ReaderSpec {
@@ -99,6 +108,7 @@ pub const READERS: &[ReaderSpec] = &[
         unit_dir: None,
         capture_dir: None,
         read: mpatrol::read,
+        read_parts: None,
         info: mpatrol::info,
     },
     ReaderSpec {
@@ -109,6 +119,7 @@ pub const READERS: &[ReaderSpec] = &[
         unit_dir: Some(dcpi::is_database),
         capture_dir: None,
         read: dcpi::read,
+        read_parts: Some(dcpi::read_parts),
         info: dcpi::info,
     },
     ReaderSpec {
@@ -119,6 +130,7 @@ pub const READERS: &[ReaderSpec] = &[
         unit_dir: None,
         capture_dir: Some((aps::detect_dir, aps::is_sample_file_name)),
         read: aps::read,
+        read_parts: None,
         info: aps::info,
     },
 ];
@@ -204,6 +216,16 @@ pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
 pub fn read_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     let format = format_of(inputs, options)?;
     (reader(format).read)(inputs, options)
+}
+
+/// Reads opened inputs (of one format) into parts handed to `sink`: in
+/// several parts when the reader streams (DCPI), else as one part.
+pub fn read_parts(inputs: &[Input], options: &ReadOptions, sink: &mut dyn PartSink) -> Result<()> {
+    let reader = reader(format_of(inputs, options)?);
+    match reader.read_parts {
+        Some(read_parts) => read_parts(inputs, options, sink),
+        None => sink.part((reader.read)(inputs, options)?),
+    }
 }
 
 /// Describes what the inputs hold, without converting them.

@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::profile::{Frame, GroupBy, Profile, Sample};
+use crate::profile::{Frame, GroupBy, PartSink, Profile, Sample};
 
 /// The output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -166,6 +166,18 @@ pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> Result<()>,
 ) -> Result<()> {
+    let tmp = temporary_beside(path)?;
+    let mut buffered = std::io::BufWriter::new(tmp);
+    fill(&mut buffered)?;
+    let tmp = buffered
+        .into_inner()
+        .map_err(|e| Error::io(path, e.into_error()))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+/// A temporary file `.NAME.XXXXXX.tmp` next to `path`, removed when dropped.
+fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -185,14 +197,142 @@ pub fn write_atomically(
     // program creating a file does.
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let tmp = builder.tempfile_in(dir).map_err(|e| Error::io(path, e))?;
-    let mut buffered = std::io::BufWriter::new(tmp);
-    fill(&mut buffered)?;
-    let tmp = buffered
-        .into_inner()
-        .map_err(|e| Error::io(path, e.into_error()))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+    builder.tempfile_in(dir).map_err(|e| Error::io(path, e))
+}
+
+/// An output open for writing while it is being produced (a streamed
+/// pprof profile): a regular file is written to a temporary file beside it
+/// and renamed into place by [`OutputFile::commit`] (dropped uncommitted,
+/// the temporary file is removed and nothing is left); standard output, a
+/// device or a FIFO is written in place, as [`write_file`] does.
+pub struct OutputFile {
+    path: std::path::PathBuf,
+    sink: OutputSink,
+}
+
+enum OutputSink {
+    Stdout(std::io::Stdout),
+    Special(std::io::BufWriter<std::fs::File>),
+    Temporary(
+        std::io::BufWriter<tempfile::NamedTempFile>,
+        std::path::PathBuf,
+    ),
+}
+
+impl OutputFile {
+    /// Opens the output `path` (`-` = standard output).
+    pub fn create(path: &Path) -> Result<OutputFile> {
+        let sink = match target::resolve(path)? {
+            target::Target::Stdout => OutputSink::Stdout(std::io::stdout()),
+            target::Target::Special(node) => {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&node)
+                    .map_err(|e| Error::io(path, e))?;
+                OutputSink::Special(std::io::BufWriter::new(file))
+            }
+            target::Target::Regular(file) => {
+                let tmp = temporary_beside(&file)?;
+                OutputSink::Temporary(std::io::BufWriter::new(tmp), file)
+            }
+        };
+        Ok(OutputFile {
+            path: path.to_path_buf(),
+            sink,
+        })
+    }
+
+    /// Flushes the output and, for a regular file, renames it into place.
+    pub fn commit(self) -> Result<()> {
+        let path = &self.path;
+        match self.sink {
+            OutputSink::Stdout(mut out) => out.flush().map_err(|e| Error::io(path, e)),
+            OutputSink::Special(mut out) => out.flush().map_err(|e| Error::io(path, e)),
+            OutputSink::Temporary(out, file) => {
+                let tmp = out
+                    .into_inner()
+                    .map_err(|e| Error::io(path, e.into_error()))?;
+                tmp.persist(&file).map_err(|e| Error::io(path, e.error))?;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Write for OutputFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut self.sink {
+            OutputSink::Stdout(out) => out.write(buf),
+            OutputSink::Special(out) => out.write(buf),
+            OutputSink::Temporary(out, _) => out.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.sink {
+            OutputSink::Stdout(out) => out.flush(),
+            OutputSink::Special(out) => out.flush(),
+            OutputSink::Temporary(out, _) => out.flush(),
+        }
+    }
+}
+
+/// pprof outputs written while the profile is read in parts: a
+/// [`PartSink`] for [`crate::read::read_parts`]. Each output gets every
+/// part; [`StreamedOutputs::finish`] completes and renames them.
+pub struct StreamedOutputs {
+    streams: Vec<pprof::Stream<OutputFile>>,
+    warnings: Vec<String>,
+}
+
+impl StreamedOutputs {
+    /// Opens the outputs, each of a format that [`streams_format`] allows.
+    pub fn create(outputs: &[(&Path, OutputFormat)]) -> Result<StreamedOutputs> {
+        let mut streams = Vec::with_capacity(outputs.len());
+        for &(path, format) in outputs {
+            if !streams_format(format) {
+                return Err(Error::Usage(format!(
+                    "{}: {format:?} output cannot be written part by part",
+                    path.display()
+                )));
+            }
+            let gzip = format == OutputFormat::Pprof;
+            streams.push(pprof::Stream::new(OutputFile::create(path)?, gzip));
+        }
+        Ok(StreamedOutputs {
+            streams,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Writes the rest of every output and renames it into place; the
+    /// parts' diagnostics ([`Profile::warn`]), for the caller to show.
+    pub fn finish(self) -> Result<Vec<String>> {
+        for stream in self.streams {
+            stream.finish()?.commit()?;
+        }
+        Ok(self.warnings)
+    }
+}
+
+impl PartSink for StreamedOutputs {
+    fn part(&mut self, part: Profile) -> Result<()> {
+        self.warnings.extend(part.warnings().map(str::to_owned));
+        if let Some((last, others)) = self.streams.split_last_mut() {
+            for stream in others {
+                stream.part(part.clone())?;
+            }
+            last.part(part)?;
+        }
+        Ok(())
+    }
+}
+
+/// Can `format` be written while the profile is still being read, part by
+/// part ([`pprof::Stream`])? Only pprof can; the other writers need the
+/// whole profile (sorted stacks, totals).
+pub fn streams_format(format: OutputFormat) -> bool {
+    matches!(format, OutputFormat::Pprof | OutputFormat::PprofRaw)
 }
 
 /// The index of the sample type to show: the one named in the options, else

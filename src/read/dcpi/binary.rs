@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::super::cursor::{Cursor, Endian};
-use super::counts::Counts;
+use super::counts::CountSink;
 use crate::error::{Error, Result};
 
 /// Size of the footer: `total_offsets` and `total_samples`.
@@ -35,7 +35,7 @@ pub fn read_section(
     start: usize,
     tstart: u64,
     insn: u32,
-    counts: &mut Counts,
+    counts: &mut impl CountSink,
     warnings: &mut Vec<String>,
 ) -> Result<SectionStats> {
     let available = data.len().saturating_sub(start);

@@ -1,6 +1,8 @@
-//! What `profconv info` shows about DCPI inputs.
+//! What `profconv info` shows about DCPI inputs: from the headers and the
+//! totals of a pass that only sums the counts (nothing kept per address).
 
-use super::{event_order, Collection, FileKind, FileSummary, Image};
+use super::collection::{Collection, FileKind, FileSummary, Image};
+use super::event_order;
 use crate::read::info::{Entry, Summary};
 
 /// At most this many files are listed one by one.
@@ -81,7 +83,7 @@ fn events(c: &Collection) -> Vec<Entry> {
             if !periods.contains(&column.period) {
                 periods.push(column.period);
             }
-            let total = column.counts.total();
+            let total = column.total;
             samples = samples.saturating_add(total);
             events += u128::from(total) * u128::from(column.period);
         }
@@ -105,13 +107,13 @@ fn image(c: &Collection, image: &Image) -> Entry {
     if let Some(size) = image.tsize {
         text += &format!("+{size:#x}");
     }
-    text += &format!(", {} files;", image.files);
+    text += &format!(", {} files;", image.files.len());
     for &e in &event_order(&c.events) {
         let total: u64 = image
             .columns
             .iter()
             .filter(|col| col.event == e)
-            .map(|col| col.counts.total())
+            .map(|col| col.total)
             .sum();
         if total > 0 {
             text += &format!(" {} {total}", c.events[e]);

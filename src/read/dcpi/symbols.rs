@@ -1,76 +1,98 @@
 //! Symbolization of DCPI images with `--binary` or `--image-dir` (docs/formats/dcpi.md §6.7).
+//!
+//! Which file symbolizes which image is settled once all headers are read
+//! ([`plan`]); each image's part is then symbolized as it is made, with
+//! the file opened once for consecutive images that share it.
 
 use std::path::PathBuf;
 
 use super::super::options::ReadOptions;
-use super::{Collection, Image, Warnings};
+use super::collection::{Collection, Image, Warnings};
 use crate::error::Result;
 use crate::profile::{basename, MappingId, Profile};
 use crate::symbolize::{self, Relocation};
 
-/// Symbolizes the images that `--binary` or `--image-dir` provide.
-pub(super) fn symbolize_images(
-    profile: &mut Profile,
-    collection: &Collection,
-    mapped: &[(MappingId, usize)],
-    options: &ReadOptions,
-    warnings: &mut Warnings,
-) -> Result<()> {
-    let mut work: Vec<(MappingId, &Image, PathBuf)> = Vec::new();
+/// The file to symbolize each image with, and the last one opened.
+pub(super) struct Plan {
+    files: Vec<Option<PathBuf>>,
+    open: Option<(PathBuf, symbolize::Binary)>,
+}
+
+/// Settles which file symbolizes each image, warning about images that
+/// `--binary` matches none of or `--image-dir` has no file for.
+pub(super) fn plan(c: &Collection, options: &ReadOptions, warnings: &mut Warnings) -> Plan {
+    let mut files: Vec<Option<PathBuf>> = vec![None; c.images.len()];
     if let Some(binary) = &options.binary {
         let wanted = binary
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let matching: Vec<&(MappingId, usize)> = if mapped.len() == 1 {
-            mapped.iter().collect()
-        } else {
-            mapped
-                .iter()
-                .filter(|(_, i)| {
-                    let image = &collection.images[*i];
-                    basename(&image.name) == wanted
-                        || image.paths.iter().any(|p| basename(p) == wanted)
-                })
-                .collect()
-        };
-        if matching.is_empty() {
+        let only = c.images.len() == 1;
+        let mut any = false;
+        for (file, image) in files.iter_mut().zip(&c.images) {
+            if only
+                || basename(&image.name) == wanted
+                || image.paths.iter().any(|p| basename(p) == wanted)
+            {
+                *file = Some(binary.clone());
+                any = true;
+            }
+        }
+        if !any {
             warnings.add(
                 binary,
                 format!("--binary matches no image of the profile by name ({wanted}): nothing symbolized"),
             );
         }
-        for (m, i) in matching {
-            work.push((*m, &collection.images[*i], binary.clone()));
-        }
     } else if let Some(dir) = &options.dcpi.image_dir {
-        for (m, i) in mapped {
-            let image = &collection.images[*i];
+        for (file, image) in files.iter_mut().zip(&c.images) {
             let mut candidates = Vec::new();
             for p in image.paths.iter().chain(std::iter::once(&image.name)) {
                 candidates.push(dir.join(p.trim_start_matches(['/', '\\'])));
                 candidates.push(dir.join(basename(p)));
             }
-            match candidates.into_iter().find(|c| c.is_file()) {
-                Some(found) => work.push((*m, image, found)),
-                None => warnings.add(
+            *file = candidates.into_iter().find(|c| c.is_file());
+            if file.is_none() {
+                warnings.add(
                     dir,
                     format!(
                         "no file for image {} ({}) in this directory",
                         image.id, image.name
                     ),
-                ),
+                );
             }
         }
     }
-    for (mapping, image, path) in work {
-        let binary = match symbolize::Binary::open(&path) {
-            Ok(b) => b,
-            Err(e) if options.binary.is_some() => return Err(e),
-            Err(e) => {
-                warnings.add(&path, format!("not symbolized: {e}"));
-                continue;
+    Plan { files, open: None }
+}
+
+impl Plan {
+    /// Symbolizes the part of image `index` (its one mapping is the first),
+    /// if the plan has a file for it.
+    pub(super) fn symbolize(
+        &mut self,
+        image: &Image,
+        index: usize,
+        part: &mut Profile,
+        options: &ReadOptions,
+        warnings: &mut Warnings,
+    ) -> Result<()> {
+        let Some(path) = self.files.get(index).cloned().flatten() else {
+            return Ok(());
+        };
+        if self.open.as_ref().is_none_or(|(p, _)| *p != path) {
+            self.open = None;
+            match symbolize::Binary::open(&path) {
+                Ok(b) => self.open = Some((path.clone(), b)),
+                Err(e) if options.binary.is_some() => return Err(e),
+                Err(e) => {
+                    warnings.add(&path, format!("not symbolized: {e}"));
+                    return Ok(());
+                }
             }
+        }
+        let Some((_, binary)) = &self.open else {
+            return Ok(());
         };
         // A profile's addresses are the image's own when tstart lies in its
         // text; otherwise (a relocated image, or tstart 0 in the older
@@ -89,7 +111,8 @@ pub(super) fn symbolize_images(
                     .unwrap_or(0),
             }
         };
-        let stats = symbolize::symbolize_mapping(profile, mapping, &binary, relocation);
+        let mapping = MappingId::from_index(0);
+        let stats = symbolize::symbolize_mapping(part, mapping, binary, relocation);
         if stats.symbolized == 0 && stats.locations > 0 {
             warnings.add(
                 &path,
@@ -99,6 +122,6 @@ pub(super) fn symbolize_images(
                 ),
             );
         }
+        Ok(())
     }
-    Ok(())
 }

@@ -1,5 +1,6 @@
 //! pprof protobuf writer: the IR → `perftools.profiles.Profile` in one pass
-//! that builds the string table once, then prost encoding (and gzip).
+//! that builds the string table once, then prost encoding (and gzip); and
+//! [`Stream`], which writes a profile handed over in parts as they come.
 
 use std::io::Write;
 
@@ -9,6 +10,10 @@ use crate::error::{Error, Result};
 use crate::profile::{LabelValue, Profile, Sample};
 
 pub mod pb;
+mod stream;
+mod wire;
+
+pub use stream::{Stream, SPILL_VALUES};
 
 /// A sample is written when one of its values is not zero.
 fn is_written(sample: &Sample) -> bool {
@@ -237,14 +242,7 @@ const GZIP_MEMBER_MIN: usize = 1 << 20;
 
 /// The gzip members of `bytes`, compressed at Go's BestSpeed level.
 fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
-    let compress = |piece: &[u8]| -> std::io::Result<Vec<u8>> {
-        let mut enc = flate2::write::GzEncoder::new(
-            Vec::with_capacity(piece.len() / 4),
-            flate2::Compression::fast(),
-        );
-        enc.write_all(piece)?;
-        enc.finish()
-    };
+    let compress = gzip_member;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pieces = (bytes.len() / GZIP_MEMBER_MIN).clamp(1, cores);
     if pieces == 1 {
@@ -261,6 +259,16 @@ fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     })
+}
+
+/// One gzip member of `piece`, at Go's BestSpeed level.
+fn gzip_member(piece: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut enc = flate2::write::GzEncoder::new(
+        Vec::with_capacity(piece.len() / 4),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(piece)?;
+    enc.finish()
 }
 
 /// Decodes pprof bytes (gzip-compressed or not, in one or more gzip

@@ -1,0 +1,175 @@
+//! The first pass over DCPI inputs: every file's header, nothing of its
+//! counts (docs/formats/dcpi.md §2.2, §3, §4). It finds the events, the
+//! images and which files hold each, so that the second pass can read the
+//! counts one image at a time. Each file is opened, its header parsed and
+//! the file closed again: memory is O(files + images), whatever the counts.
+
+use std::path::Path;
+
+use super::super::input::{Input, DETECT_BYTES};
+use super::super::options::ReadOptions;
+use super::collection::{Collection, FileEvent, FileKind, FileSummary, ImageFacts, Origin};
+use super::interpret::interpret_header;
+use super::{database, dcpicat, header, insn_size};
+use crate::error::Result;
+
+/// Reads the headers of every input (files, and the profile files of
+/// database directories) into a collection with no counts yet.
+pub(super) fn index(inputs: &[Input], options: &ReadOptions) -> Result<Collection> {
+    let mut c = Collection {
+        insn: insn_size(options)?,
+        ..Collection::default()
+    };
+    for (i, input) in inputs.iter().enumerate() {
+        if input.is_dir() {
+            let walk =
+                database::for_each_profile(input.name(), &options.dcpi.epoch, &mut |file| {
+                    index_file(&mut c, file.name(), Origin::Walked, file.bytes())
+                })?;
+            c.skipped += walk.skipped;
+        } else {
+            index_file(&mut c, input.name(), Origin::Input(i), input.bytes())?;
+        }
+    }
+    Ok(c)
+}
+
+/// Indexes one binary profile or dcpicat dump.
+fn index_file(c: &mut Collection, path: &Path, origin: Origin, data: &[u8]) -> Result<()> {
+    c.warnings.at(c.files.len(), 0);
+    let head = data.get(..DETECT_BYTES).unwrap_or(data);
+    if dcpicat::looks_like(head) {
+        return index_dump(c, path, origin, data);
+    }
+    let raw = header::parse(path, data)?;
+    let h = interpret_header(path, &raw, &mut c.facts, &mut c.warnings)?;
+    let tstart = h.tstart.unwrap_or(0);
+    let file = c.files.len();
+    let image = c.image(
+        path,
+        file,
+        &ImageFacts {
+            id: &h.image,
+            label: h.label.as_deref(),
+            name: h.name.as_deref(),
+            paths: &h.paths,
+            tstart,
+            tsize: h.tsize,
+        },
+    );
+    let event = c.event(&h.event);
+    let column = c.column(image, event, h.period);
+    c.note_epoch(h.epoch.as_deref());
+    c.files.push(FileSummary {
+        path: path.to_path_buf(),
+        origin,
+        kind: FileKind::Binary(h.version),
+        image: h.image,
+        epoch: h.epoch,
+        events: vec![FileEvent {
+            name: h.event,
+            period: h.period,
+            samples: 0,
+            declared: None,
+        }],
+        chunks: 0,
+        addresses: 0,
+        header: if file == 0 { raw.lines } else { Vec::new() },
+        columns: vec![column],
+        binary_start: raw.binary_start,
+        tstart,
+        tsize: h.tsize,
+    });
+    Ok(())
+}
+
+/// Indexes a dcpicat dump: its header lines and event columns.
+fn index_dump(c: &mut Collection, path: &Path, origin: Origin, data: &[u8]) -> Result<()> {
+    let dump = dcpicat::parse_header(path, data)?;
+    let first = |key: &str| {
+        dump.lines
+            .iter()
+            .find(|l| l.keyword == key)
+            .map(|l| l.value.clone())
+    };
+    let name = first("name");
+    let image_id = first("image")
+        .or_else(|| name.clone())
+        .unwrap_or_else(|| path.display().to_string());
+    let paths: Vec<String> = dump
+        .lines
+        .iter()
+        .filter(|l| l.keyword == "path")
+        .map(|l| l.value.clone())
+        .collect();
+    let label = first("label");
+    let epoch = first("epoch");
+    for line in &dump.lines {
+        match line.keyword.as_str() {
+            "name" | "image" | "label" | "path" | "text_start" | "text_size" | "event" => {}
+            keyword => c.facts.add(keyword, &line.value),
+        }
+    }
+    if dump.text_start.is_none() {
+        c.warnings.add(
+            path,
+            "no `text_start` line: addresses taken as they are (text start 0)".into(),
+        );
+    }
+    let tstart = dump.text_start.unwrap_or(0);
+    let file = c.files.len();
+    let image = c.image(
+        path,
+        file,
+        &ImageFacts {
+            id: &image_id,
+            label: label.as_deref(),
+            name: name.as_deref(),
+            paths: &paths,
+            tstart,
+            tsize: dump.text_size,
+        },
+    );
+    // A dump's columns come into being with its first row (a dump of no
+    // rows adds no period to its events).
+    let has_rows = data
+        .get(dump.rows_start..)
+        .is_some_and(|rows| rows.iter().any(|b| !b.is_ascii_whitespace()));
+    let mut columns = Vec::with_capacity(dump.events.len());
+    let mut events = Vec::with_capacity(dump.events.len());
+    for e in &dump.events {
+        let event = c.event(&e.name);
+        if has_rows {
+            columns.push(c.column(image, event, e.period));
+        }
+        if e.fraction < 10_000 {
+            c.facts.add(
+                &format!("{} monitored fraction", e.name),
+                &format!("{:.2}%", e.fraction as f64 / 100.0),
+            );
+        }
+        events.push(FileEvent {
+            name: e.name.clone(),
+            period: e.period,
+            samples: 0,
+            declared: Some(e.declared_samples),
+        });
+    }
+    c.note_epoch(epoch.as_deref());
+    c.files.push(FileSummary {
+        path: path.to_path_buf(),
+        origin,
+        kind: FileKind::Dcpicat,
+        image: image_id,
+        epoch,
+        events,
+        chunks: 0,
+        addresses: 0,
+        header: if file == 0 { dump.lines } else { Vec::new() },
+        columns,
+        binary_start: dump.rows_start,
+        tstart,
+        tsize: dump.text_size,
+    });
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! pprof written while the profile arrives in parts ([`PartSink`]), so that
+//! a profile larger than memory (a DCPI database of tens of millions of
+//! sampled addresses) never has to be whole.
+//!
+//! Small profiles are held, merged, and written at the end exactly as
+//! [`super::write`] writes them (the same bytes). Once the held samples
+//! pass a threshold, the writer streams: each part's locations and samples
+//! are encoded at once as `Profile` fields 4 and 2 with global ids
+//! (locations numbered in arrival order, strings, mappings and functions
+//! re-interned into one global table), the bytes compressed on the other
+//! cores as gzip members of 1 MiB and written out in order; the tables
+//! (sample types, mappings, functions, strings, comments...) follow at the
+//! end as one more encoded `Profile`. Protobuf merges concatenated messages
+//! (repeated fields append), so the whole decodes to the profile the parts
+//! merge into; `go tool pprof` resolves ids after decoding, and reads
+//! concatenated gzip members as one stream.
+//!
+//! Memory: the global tables (O(strings + mappings + functions)), the
+//! parts held before streaming (at most [`SPILL_VALUES`] values), one part,
+//! and a member per core in flight — never O(locations).
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::thread::JoinHandle;
+
+use prost::Message;
+
+use super::wire::{Encoder, Label, Line};
+use super::{to_proto, write as write_whole};
+use crate::error::{Error, Result};
+use crate::profile::{LabelValue, PartSink, Profile, TableMap};
+
+/// Sample values (samples × sample types) held, and written as one message
+/// at the end, before streaming (2 MiB of values). The first part is always
+/// held whole.
+pub const SPILL_VALUES: usize = 1 << 18;
+
+/// Encoded bytes per gzip member (and per write of raw output).
+const MEMBER_BYTES: usize = 1 << 20;
+
+/// A pprof output fed part by part; [`Stream::finish`] completes it.
+pub struct Stream<W: Write> {
+    out: W,
+    gzip: bool,
+    spill_at: usize,
+    state: State,
+}
+
+enum State {
+    /// Parts held so far (not merged: merging keeps indexes), and the
+    /// sample values they will make once merged.
+    Holding(Vec<Profile>, usize),
+    Streaming(Box<Streaming>),
+}
+
+/// The state once streaming: the global tables and what is being written.
+struct Streaming {
+    /// Sample types, header, strings, mappings and functions; no locations
+    /// or samples (they were written).
+    global: Profile,
+    /// Locations written so far (the next one's id is this + 1).
+    locations: u64,
+    /// Encoded bytes not yet handed to compression.
+    pending: Vec<u8>,
+    /// Members being compressed, oldest first.
+    jobs: VecDeque<JoinHandle<std::io::Result<Vec<u8>>>>,
+    encoder: Encoder,
+    /// Scratch for one sample's location ids, values and labels.
+    ids: Vec<u64>,
+    values: Vec<i64>,
+    labels: Vec<Label>,
+    lines: Vec<Line>,
+}
+
+impl<W: Write> Stream<W> {
+    /// A pprof output to `out`, gzip-compressed when `gzip`.
+    pub fn new(out: W, gzip: bool) -> Self {
+        Stream::with_spill(out, gzip, SPILL_VALUES)
+    }
+
+    /// As [`Stream::new`], streaming once more than `spill_at` sample values
+    /// would be held (0: from the second part on; tests use it).
+    pub fn with_spill(out: W, gzip: bool, spill_at: usize) -> Self {
+        Stream {
+            out,
+            gzip,
+            spill_at,
+            state: State::Holding(Vec::new(), 0),
+        }
+    }
+
+    /// Writes what remains (or the whole held profile) and returns the output.
+    pub fn finish(mut self) -> Result<W> {
+        match std::mem::replace(&mut self.state, State::Holding(Vec::new(), 0)) {
+            State::Holding(parts, _) => {
+                let mut parts = parts.into_iter();
+                let mut whole = parts.next().unwrap_or_default();
+                for part in parts {
+                    whole.merge(&part)?;
+                }
+                write_whole(&whole, self.gzip, &mut self.out)?;
+            }
+            State::Streaming(mut s) => {
+                let tables = to_proto(&s.global).encode_to_vec();
+                s.pending.extend_from_slice(&tables);
+                s.ship(self.gzip, &mut self.out, 0)?;
+                while let Some(job) = s.jobs.pop_front() {
+                    write_member(job, &mut self.out)?;
+                }
+            }
+        }
+        Ok(self.out)
+    }
+
+    /// Starts streaming with the parts held so far.
+    fn spill(&mut self, parts: Vec<Profile>) -> Result<()> {
+        let mut parts = parts.into_iter();
+        let (tables, rows) = split_tables(parts.next().unwrap_or_default());
+        let identity = TableMap {
+            types: (0..tables.sample_types().len()).collect(),
+            mappings: (0..tables.mappings().len())
+                .map(crate::profile::MappingId::from_index)
+                .collect(),
+            functions: (0..tables.functions().len())
+                .map(crate::profile::FunctionId::from_index)
+                .collect(),
+        };
+        let mut s = Box::new(Streaming {
+            global: tables,
+            locations: 0,
+            pending: Vec::with_capacity(2 * MEMBER_BYTES),
+            jobs: VecDeque::new(),
+            encoder: Encoder::default(),
+            ids: Vec::new(),
+            values: Vec::new(),
+            labels: Vec::new(),
+            lines: Vec::new(),
+        });
+        s.encode(&rows, &identity);
+        for part in parts {
+            s.add(&part)?;
+            s.ship(self.gzip, &mut self.out, MEMBER_BYTES)?;
+        }
+        self.state = State::Streaming(s);
+        Ok(())
+    }
+}
+
+/// A profile's tables (everything but locations and samples), and a
+/// profile holding the locations and samples (with the same string ids).
+fn split_tables(mut whole: Profile) -> (Profile, Profile) {
+    let rows = whole.take_rows();
+    (whole, rows)
+}
+
+impl<W: Write> PartSink for Stream<W> {
+    fn part(&mut self, part: Profile) -> Result<()> {
+        match &mut self.state {
+            // The first part is always held: a reader that hands over its
+            // profile whole gets exactly the bytes of `write`.
+            State::Holding(parts, values) => {
+                let width = parts.first().unwrap_or(&part).sample_types().len().max(1);
+                *values = values.saturating_add(part.samples().len().saturating_mul(width));
+                if parts.is_empty() || *values <= self.spill_at {
+                    parts.push(part);
+                    return Ok(());
+                }
+                let held = std::mem::take(parts);
+                self.spill(held)?;
+                self.part(part)
+            }
+            State::Streaming(s) => {
+                s.add(&part)?;
+                s.ship(self.gzip, &mut self.out, MEMBER_BYTES)
+            }
+        }
+    }
+}
+
+impl Streaming {
+    /// Merges the tables of `part` into the global ones and encodes its
+    /// locations and samples.
+    fn add(&mut self, part: &Profile) -> Result<()> {
+        let width = self.global.sample_types().len();
+        let map = self.global.merge_tables(part)?;
+        if self.global.sample_types().len() != width {
+            return Err(Error::Usage(
+                "a part of a streamed profile brought a new sample type after samples were written"
+                    .into(),
+            ));
+        }
+        self.encode(part, &map);
+        Ok(())
+    }
+
+    /// Encodes the locations and samples of `part`, whose tables `map`
+    /// places in the global ones.
+    fn encode(&mut self, part: &Profile, map: &TableMap) {
+        let base = self.locations;
+        for (i, l) in part.locations().iter().enumerate() {
+            self.lines.clear();
+            self.lines.extend(l.lines.iter().map(|line| Line {
+                function_id: map.functions[line.function.index()].index() as u64 + 1,
+                line: line.line,
+            }));
+            let mapping = l
+                .mapping
+                .map_or(0, |m| map.mappings[m.index()].index() as u64 + 1);
+            let id = base + i as u64 + 1;
+            self.encoder
+                .location(&mut self.pending, id, mapping, l.address, &self.lines);
+        }
+        self.locations += part.locations().len() as u64;
+        let width = self.global.sample_types().len();
+        for s in part.samples() {
+            // Label strings are interned for every sample, in order, as
+            // merging would: the string table comes out the same.
+            self.labels.clear();
+            for l in &s.labels {
+                let key = self.global.intern(part.str(l.key)).index() as i64;
+                self.labels.push(match l.value {
+                    LabelValue::Str(v) => Label {
+                        key,
+                        str: self.global.intern(part.str(v)).index() as i64,
+                        ..Label::default()
+                    },
+                    LabelValue::Num { num, unit } => Label {
+                        key,
+                        num,
+                        num_unit: self.global.intern(part.str(unit)).index() as i64,
+                        ..Label::default()
+                    },
+                });
+            }
+            if s.values.iter().all(|v| *v == 0) {
+                continue;
+            }
+            self.values.clear();
+            self.values.resize(width, 0);
+            for (i, v) in s.values.iter().enumerate() {
+                self.values[map.types[i]] = *v;
+            }
+            self.ids.clear();
+            self.ids
+                .extend(s.stack.iter().map(|l| base + l.index() as u64 + 1));
+            self.encoder
+                .sample(&mut self.pending, &self.ids, &self.values, &self.labels);
+        }
+    }
+
+    /// Hands the pending bytes on once there are at least `min` of them:
+    /// to a compression thread (writing out the oldest member when as many
+    /// are in flight as there are cores), or straight out when raw.
+    fn ship(&mut self, gzip: bool, out: &mut dyn Write, min: usize) -> Result<()> {
+        if self.pending.len() < min.max(1) {
+            return Ok(());
+        }
+        let bytes = std::mem::replace(&mut self.pending, Vec::with_capacity(2 * MEMBER_BYTES));
+        if !gzip {
+            return out.write_all(&bytes).map_err(io_error);
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        while self.jobs.len() >= cores {
+            if let Some(job) = self.jobs.pop_front() {
+                write_member(job, out)?;
+            }
+        }
+        self.jobs
+            .push_back(std::thread::spawn(move || super::gzip_member(&bytes)));
+        Ok(())
+    }
+}
+
+/// Waits for a member's compression and writes it.
+fn write_member(job: JoinHandle<std::io::Result<Vec<u8>>>, out: &mut dyn Write) -> Result<()> {
+    let member = job
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        .map_err(io_error)?;
+    out.write_all(&member).map_err(io_error)
+}
+
+fn io_error(e: std::io::Error) -> Error {
+    Error::io(std::path::Path::new("<output>"), e)
+}

@@ -14,7 +14,7 @@ use crate::read::options::ReadOptions;
 pub(super) fn describe_file(out: &mut String, input: &Input, options: &ReadOptions) -> Result<()> {
     let path = input.name();
     {
-        let (file, mut src) = ApsFile::open(input, options)?;
+        let (file, src) = ApsFile::open(input, options)?;
         let h = &file.head;
         let l = &file.layout;
         let _ = writeln!(out, "{}:", path.display());
@@ -100,7 +100,7 @@ pub(super) fn describe_file(out: &mut String, input: &Input, options: &ReadOptio
         let mut idle = 0u64;
         let mut per_event: BTreeMap<u32, u64> = BTreeMap::new();
         let depth = l.call_depth;
-        file.for_each_record(&mut src, options, |r| {
+        file.for_each_record(&src, options, |r| {
             user += u64::from(r.user());
             idle += u64::from(r.pid() == 0);
             clamped += u64::from(r.cs_layer() < 0 || r.cs_layer() as u64 > depth as u64);

@@ -4,10 +4,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
+use super::count::FileCounts;
 use super::head::event_name;
 use super::mapping::{main_executables, FileMaps, Image, Mapper};
 use super::pid_info::PidInfo;
-use super::records::{ApsFile, FileCounts};
+use super::records::ApsFile;
 use crate::error::{Error, Result};
 use crate::profile::{too_many_values, Label, Profile};
 

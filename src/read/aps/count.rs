@@ -35,8 +35,12 @@ const MAX_FAST_DEPTH: usize = 11;
 /// what is released from memory at a time.
 pub(super) const CHUNK_BYTES: usize = 4 << 20;
 
-/// Records whose keys are looked up together (see [`KeyTable::add_batch`]).
-const BATCH: usize = 16;
+/// Records between prefetching a key's index slot and its entry.
+const SLOT_AHEAD: usize = 8;
+/// Records between prefetching a key's index slot and counting it.
+const ADD_AHEAD: usize = 16;
+/// Keys in flight (a power of two above [`ADD_AHEAD`]).
+const RING: usize = 32;
 
 /// Words of a key before the call stack: user, pid, tid, event, pc.
 const KEY_HEAD: usize = 5;
@@ -160,22 +164,37 @@ impl<const W: usize> RecordShape<W> {
 
     /// Counts the whole records of `bytes` into `table`; returns how many
     /// idle records were left out.
+    ///
+    /// A software pipeline: the index slot of a record's key is prefetched
+    /// when the key is made, its entry [`SLOT_AHEAD`] records later, and the
+    /// count added [`ADD_AHEAD`] records later, so that the cache misses of
+    /// many lookups are under way at once instead of one after another.
     fn count(&self, table: &mut KeyTable<W>, bytes: &[u8]) -> u64 {
         let mut dropped = 0;
-        let mut keys = [[0u32; W]; BATCH];
-        let mut records = bytes.chunks_exact(Self::SIZE);
-        while records.len() > 0 {
-            let mut n = 0;
-            for record in records.by_ref().take(BATCH) {
-                match (self.key(record), keys.get_mut(n)) {
-                    (Some(key), Some(slot)) => {
-                        *slot = key;
-                        n += 1;
-                    }
-                    _ => dropped += 1,
-                }
+        let mut ring = [([0u32; W], 0u64); RING];
+        let mut n = 0usize;
+        for record in bytes.chunks_exact(Self::SIZE) {
+            let Some(key) = self.key(record) else {
+                dropped += 1;
+                continue;
+            };
+            let h = table.hash(&key);
+            table.prefetch_slot(h);
+            if let Some(slot) = ring.get_mut(n % RING) {
+                *slot = (key, h);
             }
-            table.add_batch::<BATCH>(keys.get(..n).unwrap_or_default());
+            if let Some((_, h)) = n.checked_sub(SLOT_AHEAD).and_then(|i| ring.get(i % RING)) {
+                table.prefetch_entry(*h);
+            }
+            if let Some((key, h)) = n.checked_sub(ADD_AHEAD).and_then(|i| ring.get(i % RING)) {
+                table.add_hashed(key, *h, 1);
+            }
+            n += 1;
+        }
+        for i in n.saturating_sub(ADD_AHEAD)..n {
+            if let Some((key, h)) = ring.get(i % RING) {
+                table.add_hashed(key, *h, 1);
+            }
         }
         dropped
     }

@@ -107,28 +107,29 @@ impl<const W: usize> KeyTable<W> {
         self.entries.len()
     }
 
-    /// Adds 1 to the count of each key of `keys`. Faster than one
-    /// [`add`](Self::add) after another: the index slots and then the
-    /// entries of the whole batch are fetched from memory together, so that
-    /// their cache misses overlap instead of coming one after another.
+    /// The hash of `key` in this table.
     #[inline(always)]
-    pub(super) fn add_batch<const N: usize>(&mut self, keys: &[[u32; W]]) {
-        let mut hashes = [0u64; N];
-        let mask = self.slots.len() - 1;
-        for (key, h) in keys.iter().zip(&mut hashes) {
-            *h = hash(key, self.seed);
-            prefetch(self.slots.get(*h as usize & mask));
-        }
-        for h in &hashes[..keys.len().min(N)] {
-            match self.slots.get(*h as usize & mask) {
-                Some(&slot) if slot & TAG == *h & TAG => {
-                    prefetch(self.entries.get((slot as u32 as usize).wrapping_sub(1)));
-                }
-                _ => {}
+    pub(super) fn hash(&self, key: &[u32; W]) -> u64 {
+        hash(key, self.seed)
+    }
+
+    /// Asks for the index slot of hash `h` to be brought into the cache
+    /// (the first step of a lookup that will come a little later).
+    #[inline(always)]
+    pub(super) fn prefetch_slot(&self, h: u64) {
+        prefetch(self.slots.get(h as usize & (self.slots.len() - 1)));
+    }
+
+    /// Asks for the entry that the index slot of `h` points to, when its
+    /// tag matches, to be brought into the cache (the second step; the slot
+    /// should be in the cache by now).
+    #[inline(always)]
+    pub(super) fn prefetch_entry(&self, h: u64) {
+        match self.slots.get(h as usize & (self.slots.len() - 1)) {
+            Some(&slot) if slot & TAG == h & TAG => {
+                prefetch(self.entries.get((slot as u32 as usize).wrapping_sub(1)));
             }
-        }
-        for (key, h) in keys.iter().zip(hashes) {
-            self.add_hashed(key, h, 1);
+            _ => {}
         }
     }
 
@@ -139,7 +140,7 @@ impl<const W: usize> KeyTable<W> {
 
     /// Adds `n` to the count of `key`, whose hash is `h`.
     #[inline(always)]
-    fn add_hashed(&mut self, key: &[u32; W], h: u64, n: u64) {
+    pub(super) fn add_hashed(&mut self, key: &[u32; W], h: u64, n: u64) {
         let tag = h & TAG;
         let mask = self.slots.len() - 1;
         let mut i = h as usize & mask;

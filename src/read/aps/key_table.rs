@@ -208,3 +208,34 @@ impl<const W: usize> KeyTable<W> {
         self.entries.into_iter()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Keys that differ in one word only, many of them, counted one at a
+    /// time, through the prefetching steps and across merged tables, give
+    /// the counts a plain map gives.
+    #[test]
+    fn counts_match_a_plain_map_through_growth_and_merges() {
+        let key = |i: u32| -> [u32; 3] { [i % 7, 0, i / 7] };
+        let mut expected: HashMap<[u32; 3], u64> = HashMap::new();
+        let seed = random_seed();
+        let mut tables = [KeyTable::<3>::new(seed), KeyTable::<3>::new(seed)];
+        for i in 0..50_000u32 {
+            let k = key(i.wrapping_mul(2_654_435_761) % 9_000);
+            *expected.entry(k).or_insert(0) += 1;
+            let table = &mut tables[(i % 2) as usize];
+            let h = table.hash(&k);
+            table.prefetch_slot(h);
+            table.prefetch_entry(h);
+            table.add_hashed(&k, h, 1);
+        }
+        let [a, b] = tables;
+        let merged = a.merge(b);
+        assert_eq!(merged.len(), expected.len());
+        let got: HashMap<[u32; 3], u64> = merged.into_entries().collect();
+        assert_eq!(got, expected);
+    }
+}

@@ -1,6 +1,6 @@
-//! Records (§3.2), streamed a few megabytes at a time and counted per
-//! distinct (mode, pid, tid, event, stack) key, so that memory grows with
-//! the distinct stacks, not with the records.
+//! One sample file opened (head, layout, tables) and its records (§3.2),
+//! visited in place a few megabytes at a time, each chunk released from
+//! memory once visited (`count.rs` counts them; `info.rs` tallies them).
 
 use std::path::PathBuf;
 

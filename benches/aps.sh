@@ -3,6 +3,7 @@
 #
 #   benches/aps.sh                       # 5.5 M records from 20 000 stacks: 308 MB
 #   RECORDS=19e6 DISTINCT=50000 benches/aps.sh
+#   DEPTH=16 BIG=1 benches/aps.sh        # another call depth, big-endian records
 #
 # 1. Generates (benches/aps_gen.py, seeded) an APS sample file of $RECORDS records (default
 #    5.5e6, 308 MB with the reporter's call depth 5) drawn from $DISTINCT distinct stacks
@@ -15,8 +16,11 @@
 #    about the same for both files: it follows the distinct stacks, not the records.
 # 4. Deletes the files unless KEEP=1.
 #
-# Environment: RECORDS, DISTINCT, SMALL, RUNS (default 3), WORK, KEEP, RESULTS (rows for
-# run_all.sh), CARGO_TARGET_DIR.  Needs: python3, GNU time (Debian `time`), cargo.
+# Environment: RECORDS, DISTINCT, SMALL, DEPTH (call depth D, default 5: the reporter's;
+# D <= 11 takes the fixed-size-key path, deeper ones the record-by-record one), BIG=1
+# (big-endian file: every key is byte-swapped once at the end), RUNS (default 3), WORK, KEEP,
+# RESULTS (rows for run_all.sh), CARGO_TARGET_DIR, PROFCONV (a binary to measure instead of
+# building one, e.g. an older release build).  Needs: python3, GNU time (Debian `time`), cargo.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -26,28 +30,35 @@ export LC_ALL=C
 RECORDS=${RECORDS:-5.5e6}
 SMALL=${SMALL:-}
 DISTINCT=${DISTINCT:-20000}
+DEPTH=${DEPTH:-5}
+BIG=${BIG:-0}
 RUNS=${RUNS:-3}
 KEEP=${KEEP:-0}
 WORK=$(realpath -m "${WORK:-$ROOT/target/bench/aps}")
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-PROFCONV=$TARGET/release/profconv
+PROFCONV=${PROFCONV:-$TARGET/release/profconv}
 
 command -v /usr/bin/time > /dev/null || { echo "GNU time is missing: apt-get install time" >&2; exit 2; }
 mkdir -p "$WORK"
 
-# Record count → file size (head 56, records of 56 bytes, tables of the generator).
+# Record count → file size (head 56, records of 36 + 4·D bytes, tables of the generator).
 size_of() {
-    python3 -c "import sys; n=int(float(sys.argv[1])); print(56 + 56*n + 8 + 8*(8+256) + 8 + 120*(16+256))" "$1"
+    python3 -c "import sys; n=int(float(sys.argv[1])); d=int(sys.argv[2]); print(56 + (36+4*d)*n + 8 + 8*(8+256) + 8 + 120*(16+256))" "$1" "$DEPTH"
 }
+gen_flags=(--depth "$DEPTH")
+[ "$BIG" = 1 ] && gen_flags+=(--big-endian)
+variant=""
+[ "$DEPTH" = 5 ] || variant+=", D = $DEPTH"
+[ "$BIG" = 1 ] && variant+=", big-endian"
 
 generate() { # records file
     local want
     want=$(size_of "$1")
-    if [ -f "$2" ] && [ "$(stat -c %s "$2")" = "$want" ]; then
+    if [ -f "$2" ] && [ "$(stat -c %s "$2")" = "$want" ] && [ "$(head -c1 "$2" | od -An -tx1 | tr -d ' ')" = "$([ "$BIG" = 1 ] && echo 12 || echo 21)" ]; then
         echo "== reusing $2"
     else
         echo "== generating $2"
-        python3 "$ROOT/benches/aps_gen.py" "$2" --records "$1" --distinct "$DISTINCT"
+        python3 "$ROOT/benches/aps_gen.py" "$2" --records "$1" --distinct "$DISTINCT" "${gen_flags[@]}"
     fi
 }
 
@@ -62,14 +73,14 @@ if [ -n "$SMALL" ]; then
     files+=("$LITTLE") counts+=("$SMALL")
 fi
 
-cargo build --release --quiet
+[ "$PROFCONV" != "$TARGET/release/profconv" ] || cargo build --release --quiet
 
 for i in "${!files[@]}"; do
     f=${files[$i]}
     cat "$f" > /dev/null # warm the page cache
     records=$(python3 -c "print('%g M' % (float('${counts[$i]}') / 1e6))")
     python3 "$ROOT/benches/measure.py" --runs "$RUNS" ${RESULTS:+--results "$RESULTS"} \
-        --case "APS, $records records, $DISTINCT stacks → .pb.gz" --bytes "$(stat -c %s "$f")" \
+        --case "APS, $records records, $DISTINCT stacks$variant → .pb.gz" --bytes "$(stat -c %s "$f")" \
         --goal-mbps 2000 \
         --profconv "$PROFCONV $f -o $WORK/out.pb.gz" --reference cat "cat $f"
     "$PROFCONV" info "$f" | sed -n '/records:/p;/samples:/p' | sed 's/^/   /'

@@ -1588,3 +1588,101 @@ fn thousands_of_event_ids_are_refused_before_their_values_are_allocated() {
         "{err}"
     );
 }
+
+/// The same records written with another call depth and byte order, and
+/// with their `user` words set to other non-zero values where they are user
+/// records.
+fn many_chunks_file(dir: &Path, depth: usize, big: bool, records: &[Rec]) -> PathBuf {
+    let mut a = board();
+    a.depth = depth;
+    a.big = big;
+    a.module_big = big;
+    a.vma_big = big;
+    a.records = records.to_vec();
+    let mut bytes = a.bytes();
+    let size = 36 + 4 * depth;
+    for (i, r) in records
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| r.user && i % 3 == 0)
+    {
+        let at = 56 + i * size;
+        bytes[at..at + 4].copy_from_slice(&u32b(big, 7 + i as u32));
+        assert!(r.user);
+    }
+    let name = format!("sample_cpu_0_d{depth}_{}", if big { "be" } else { "le" });
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn records_count_alike_at_every_call_depth_byte_order_and_chunk() {
+    // Files of several 4 MiB chunks (counted in parallel), at a call depth
+    // counted with fixed-size keys (5) and one counted record by record
+    // (12), in both byte orders: the same records give the same samples.
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: u32| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % u64::from(n)) as u32
+    };
+    let pool: Vec<Rec> = (0..400)
+        .map(|_| {
+            let pid = [0, 100, 200][next(3) as usize];
+            let layer = next(6) as usize;
+            let mut cs: Vec<u32> = (0..layer).map(|_| 0x8000 + 4 * next(0x4000)).collect();
+            if layer > 2 && next(4) == 0 {
+                cs[1] = 0; // the stack stops there
+            }
+            let pc = if next(8) == 0 {
+                0
+            } else {
+                0x8000 + 2 * next(0x8000)
+            };
+            let mut r = if next(3) == 0 {
+                kernel(pid, pid + next(2) as i32, CPU_CYCLES, pc, &cs)
+            } else {
+                user(
+                    pid,
+                    pid + next(2) as i32,
+                    [CPU_CYCLES, 3][next(2) as usize],
+                    pc,
+                    &cs,
+                )
+            };
+            r.cs_layer = layer as i32 - [0, 0, 0, 1, 4][next(5) as usize];
+            r
+        })
+        .collect();
+    let records: Vec<Rec> = (0..110_000)
+        .map(|_| pool[next(400) as usize].clone())
+        .collect();
+    let dir = tempdir();
+    let runs = [(5, false), (5, true), (12, false), (12, true)];
+    for extra in [&["--group-by", "pid,tid"][..], &["--drop-idle"][..]] {
+        let mut outputs = Vec::new();
+        for (depth, big) in runs {
+            let input = many_chunks_file(dir.path(), depth, big, &records);
+            let out = dir.path().join(format!("d{depth}-{big}.folded"));
+            let mut args = vec!["--aps-call-depth"];
+            let depth_arg = depth.to_string();
+            args.push(&depth_arg);
+            args.extend(extra);
+            outputs.push(folded(&convert(&[&input], &out, &args)));
+        }
+        let total: i64 = outputs[0].values().sum();
+        let idle = records.iter().filter(|r| r.pid == 0).count();
+        let expected = if extra[0] == "--drop-idle" {
+            records.len() - idle
+        } else {
+            records.len()
+        };
+        assert_eq!(total, expected as i64, "{extra:?}");
+        assert!(outputs[0].len() > 100, "{}", outputs[0].len());
+        for (run, out) in runs.iter().zip(&outputs).skip(1) {
+            assert_eq!(out, &outputs[0], "{run:?} {extra:?}");
+        }
+    }
+}

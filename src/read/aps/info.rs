@@ -24,12 +24,12 @@ struct RecordCounts {
 
 /// One sample file: its layout, head fields, tables and what its records count.
 pub(super) fn describe_file(input: &Input, options: &ReadOptions) -> Result<Entry> {
-    let (file, mut src) = ApsFile::open(input, options)?;
+    let (file, src) = ApsFile::open(input, options)?;
     let mut entries = head_fields(&file);
     entries.extend(tables(&file));
     let depth = file.layout.call_depth;
     let mut n = RecordCounts::default();
-    file.for_each_record(&mut src, options, |r| {
+    file.for_each_record(&src, options, |r| {
         n.user += u64::from(r.user());
         n.idle += u64::from(r.pid() == 0);
         n.clamped += u64::from(r.cs_layer() < 0 || r.cs_layer() as u64 > depth as u64);

@@ -13,9 +13,11 @@
 //! distinct stacks, not with the number of records.
 
 mod capture;
+mod count;
 mod head;
 mod images;
 mod info;
+mod key_table;
 mod layout;
 mod mapping;
 mod pid_info;
@@ -43,12 +45,12 @@ use crate::error::Result;
 use crate::profile::Profile;
 use capture::expand_inputs;
 use capture::sample_files_in;
+use count::count_records;
 use head::magic_order;
 use head::TABLE_HEAD_SIZE;
 use images::symbolize_images;
 use info::{describe_file, KEY_WIDTH};
 use profile::build_profile;
-use records::count_records;
 
 /// An APS sample file starts with the file-head magic in either byte order
 /// and holds at least the head and the two table heads.
@@ -78,8 +80,8 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     let mut counts = Vec::with_capacity(inputs.files.len());
     for sample_file in &inputs.files {
         sample_file.with(options, |input| {
-            let (file, mut src) = ApsFile::open(input, options)?;
-            counts.push(count_records(&file, &mut src, options)?);
+            let (file, src) = ApsFile::open(input, options)?;
+            counts.push(count_records(&file, &src, options)?);
             files.push(file);
             Ok(())
         })?;

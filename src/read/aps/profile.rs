@@ -4,10 +4,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
+use super::count::FileCounts;
 use super::head::event_name;
 use super::mapping::{main_executables, FileMaps, Image, Mapper};
 use super::pid_info::PidInfo;
-use super::records::{ApsFile, FileCounts};
+use super::records::ApsFile;
 use crate::error::{Error, Result};
 use crate::profile::{too_many_values, Label, Profile};
 
@@ -115,52 +116,97 @@ pub(super) fn build_profile(
         profile.add_comment(format!("APS: pid {pid}: {file} is an SRE image"));
     }
 
-    let executables = main_executables(files);
     let mut mapper = Mapper {
         ids: HashMap::new(),
         images: Vec::new(),
     };
-    let ntypes = profile.sample_types().len();
-    let mut stack = Vec::new();
-    let mut labels: Vec<Label> = Vec::new();
+    let context = SampleContext {
+        pid_info,
+        executables: main_executables(files),
+        event_type,
+    };
     for (file, file_counts) in files.iter().zip(counts) {
-        let mut maps = FileMaps::new(file);
-        for (key, count) in file_counts.entries {
-            let [user, pid, tid, event, frames @ ..] = &*key else {
-                continue;
-            };
-            let (user, pid, tid) = (*user != 0, *pid as i32, *tid as i32);
-            stack.clear();
-            for (i, &address) in frames.iter().enumerate() {
-                let mapping = maps.find(&mut profile, &mut mapper, user, pid, address);
-                stack.push(profile.address_location(mapping, u64::from(address), i > 0));
-            }
-            labels.clear();
-            labels.push(profile.label_num("pid", i64::from(pid), ""));
-            labels.push(profile.label_num("tid", i64::from(tid), ""));
-            if let Some(cpu) = file.cpu {
-                labels.push(profile.label_num("cpu", i64::from(cpu), ""));
-            }
-            labels.push(profile.label_str("mode", if user { "user" } else { "kernel" }));
-            let process = pid_info
-                .and_then(|p| p.process_name(i64::from(pid)))
-                .or_else(|| executables.get(&pid).map(String::as_str));
-            if let Some(name) = process {
-                labels.push(profile.label_str("process_name", name));
-            }
-            if let Some(name) = pid_info.and_then(|p| p.thread_name(i64::from(pid), i64::from(tid)))
-            {
-                labels.push(profile.label_str("thread_name", name));
-            }
-            let mut values = vec![0i64; ntypes];
-            let samples = i64::try_from(count).unwrap_or(i64::MAX);
-            values[0] = samples;
-            if let Some(&t) = event_type.get(event) {
-                let reset = i64::try_from(file.head.reset_value).unwrap_or(i64::MAX);
-                values[t] = samples.saturating_mul(reset);
-            }
-            profile.add_sample(&stack, &values, &labels);
-        }
+        add_file_samples(&mut profile, &mut mapper, &context, file, file_counts);
     }
     Ok((profile, mapper.images))
+}
+
+/// What every sample's values and labels are made from.
+struct SampleContext<'a> {
+    pid_info: Option<&'a PidInfo>,
+    executables: HashMap<i32, String>,
+    event_type: HashMap<u32, usize>,
+}
+
+/// Adds the counted records of one file as samples (§10): the stack's
+/// locations, the labels and the values.
+fn add_file_samples(
+    profile: &mut Profile,
+    mapper: &mut Mapper,
+    context: &SampleContext<'_>,
+    file: &ApsFile,
+    counts: FileCounts,
+) {
+    let mut maps = FileMaps::new(file);
+    let reset = i64::try_from(file.head.reset_value).unwrap_or(i64::MAX);
+    let mut stack = Vec::new();
+    let mut values = vec![0i64; profile.sample_types().len()];
+    // Labels depend on (user, pid, tid) only, and the keys are sorted by it.
+    let mut labels: Vec<Label> = Vec::new();
+    let mut labelled = None;
+    for (key, count) in counts.entries {
+        let [user, pid, tid, event, frames @ ..] = &*key else {
+            continue;
+        };
+        let (user, pid, tid) = (*user != 0, *pid as i32, *tid as i32);
+        stack.clear();
+        for (i, &address) in frames.iter().enumerate() {
+            let mapping = maps.find(profile, mapper, user, pid, address);
+            stack.push(profile.address_location(mapping, u64::from(address), i > 0));
+        }
+        if labelled != Some((user, pid, tid)) {
+            sample_labels(profile, context, file, (user, pid, tid), &mut labels);
+            labelled = Some((user, pid, tid));
+        }
+        values.fill(0);
+        let samples = i64::try_from(count).unwrap_or(i64::MAX);
+        if let Some(v) = values.first_mut() {
+            *v = samples;
+        }
+        if let Some(v) = context
+            .event_type
+            .get(event)
+            .and_then(|&t| values.get_mut(t))
+        {
+            *v = samples.saturating_mul(reset);
+        }
+        profile.add_sample(&stack, &values, &labels);
+    }
+}
+
+/// The labels of the samples of one (user, pid, tid), into `labels`.
+fn sample_labels(
+    profile: &mut Profile,
+    context: &SampleContext<'_>,
+    file: &ApsFile,
+    (user, pid, tid): (bool, i32, i32),
+    labels: &mut Vec<Label>,
+) {
+    labels.clear();
+    labels.push(profile.label_num("pid", i64::from(pid), ""));
+    labels.push(profile.label_num("tid", i64::from(tid), ""));
+    if let Some(cpu) = file.cpu {
+        labels.push(profile.label_num("cpu", i64::from(cpu), ""));
+    }
+    labels.push(profile.label_str("mode", if user { "user" } else { "kernel" }));
+    let pid_info = context.pid_info;
+    let process = pid_info
+        .and_then(|p| p.process_name(i64::from(pid)))
+        .or_else(|| context.executables.get(&pid).map(String::as_str));
+    if let Some(name) = process {
+        labels.push(profile.label_str("process_name", name));
+    }
+    if let Some(name) = pid_info.and_then(|p| p.thread_name(i64::from(pid), i64::from(tid))) {
+        labels.push(profile.label_str("thread_name", name));
+    }
 }

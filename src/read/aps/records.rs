@@ -1,12 +1,11 @@
-//! Records (§3.2), streamed a few megabytes at a time and counted per
-//! distinct (mode, pid, tid, event, stack) key, so that memory grows with
-//! the distinct stacks, not with the records.
+//! One sample file opened (head, layout, tables) and its records (§3.2),
+//! visited in place a few megabytes at a time, each chunk released from
+//! memory once visited (`count.rs` counts them; `info.rs` tallies them).
 
 use std::path::PathBuf;
 
-use rustc_hash::FxHashMap;
-
 use super::capture::cpu_from_file_name;
+use super::count::CHUNK_BYTES;
 use super::head::{FileHead, FILE_HEAD_SIZE, RECORD_FIXED_SIZE};
 use super::layout::{solve_layout, Layout};
 use super::source::Source;
@@ -15,9 +14,6 @@ use crate::error::{Error, Result};
 use crate::read::cursor::Endian;
 use crate::read::input::Input;
 use crate::read::options::ReadOptions;
-
-/// Bytes of records read at a time while streaming.
-pub(super) const CHUNK_BYTES: u64 = 4 << 20;
 
 /// One record, in the byte order of the file head.
 #[derive(Clone, Copy)]
@@ -136,81 +132,33 @@ impl ApsFile {
         Ok((file, src))
     }
 
-    /// Calls `visit` on every record, reading a few megabytes at a time.
-    /// Reports each chunk to `options`' progress.
+    /// Calls `visit` on every record, in place, a few megabytes at a time
+    /// (each released once visited). Reports each chunk to `options`' progress.
     pub(super) fn for_each_record(
         &self,
-        src: &mut Source<'_>,
+        src: &Source<'_>,
         options: &ReadOptions,
         mut visit: impl FnMut(Record<'_>),
     ) -> Result<()> {
         let size = self.layout.record_size();
         let total = u64::from(self.head.index);
-        let per_chunk = (CHUNK_BYTES / size).clamp(1, total.max(1));
-        // At most the records' bytes, which the layout put inside the file.
-        let mut buf = vec![0u8; (per_chunk * size) as usize];
+        let per_chunk = (CHUNK_BYTES as u64 / size).clamp(1, total.max(1));
         let mut done = 0u64;
         while done < total {
             let n = per_chunk.min(total - done);
-            let bytes = &mut buf[..(n * size) as usize];
-            src.read_at(&self.path, FILE_HEAD_SIZE + done * size, bytes)?;
-            options.advance(bytes.len() as u64);
+            let offset = FILE_HEAD_SIZE + done * size;
+            // At most the records' bytes, which the layout put inside the file.
+            let bytes = src.slice(&self.path, offset, (n * size) as usize)?;
             for record in bytes.chunks_exact(size as usize) {
                 visit(Record {
                     bytes: record,
                     endian: self.head.endian,
                 });
             }
+            src.release(offset as usize, bytes.len());
+            options.advance(bytes.len() as u64);
             done += n;
         }
         Ok(())
     }
-}
-
-// pid_info (§7).
-
-/// Records of one file counted per distinct `[user, pid, tid, event,
-/// stack…]` key, sorted by key.
-pub(super) struct FileCounts {
-    pub(super) entries: Vec<(Box<[u32]>, u64)>,
-    pub(super) dropped_idle: u64,
-}
-
-pub(super) fn count_records(
-    file: &ApsFile,
-    src: &mut Source<'_>,
-    options: &ReadOptions,
-) -> Result<FileCounts> {
-    let drop_idle = options.aps.drop_idle;
-    // FxHash, as the IR's tables: about twice as fast as SipHash on these keys.
-    let mut counts: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
-    let mut key: Vec<u32> = Vec::with_capacity(4 + 1 + file.layout.call_depth);
-    let mut dropped_idle = 0u64;
-    file.for_each_record(src, options, |r| {
-        if drop_idle && r.pid() == 0 {
-            dropped_idle += 1;
-            return;
-        }
-        key.clear();
-        key.extend([
-            u32::from(r.user()),
-            r.pid() as u32,
-            r.tid() as u32,
-            r.event(),
-        ]);
-        r.push_stack(&mut key);
-        match counts.get_mut(key.as_slice()) {
-            Some(n) => *n += 1,
-            None => {
-                counts.insert(key.as_slice().into(), 1);
-            }
-        }
-    })?;
-    let mut entries: Vec<(Box<[u32]>, u64)> = counts.into_iter().collect();
-    // Sorted, so that outputs do not depend on hash order.
-    entries.sort_unstable();
-    Ok(FileCounts {
-        entries,
-        dropped_idle,
-    })
 }

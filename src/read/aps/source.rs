@@ -41,6 +41,20 @@ impl<'a> Source<'a> {
             .ok_or_else(short)
     }
 
+    /// Says that the `len` bytes from `offset` will not be read again: a
+    /// mapped file's pages are dropped from memory (see [`Input::release`]).
+    /// The range is widened to whole pages: a page shared with the next
+    /// chunk is read again from the page cache if needed, while one left
+    /// mapped at each chunk's edge keeps much more than itself mapped (on
+    /// Linux 6.18, about 1.3 MB per 4 MiB chunk: the page cache's large
+    /// folios stay mapped around it).
+    pub(super) fn release(&self, offset: usize, len: usize) {
+        const PAGE: usize = 4096;
+        let start = offset / PAGE * PAGE;
+        let end = offset.saturating_add(len).div_ceil(PAGE) * PAGE;
+        self.input.release(start..end);
+    }
+
     /// Fills `buf` from `offset`; the caller has checked that it is in the file.
     pub(super) fn read_at(&mut self, path: &Path, offset: u64, buf: &mut [u8]) -> Result<()> {
         buf.copy_from_slice(self.slice(path, offset, buf.len())?);

@@ -311,26 +311,7 @@ pub fn title_of(inputs: &[PathBuf]) -> String {
 
 /// Reads the inputs and writes one output.
 pub fn run_convert(args: &ConvertArgs) -> Result<()> {
-    if args.output.is_empty() {
-        return Err(Error::Usage("an output is required: -o FILE".into()));
-    }
-    // Every output's format is settled before anything is read.
-    let mut outputs = Vec::with_capacity(args.output.len());
-    for output in &args.output {
-        let format = match args.to.or_else(|| OutputFormat::from_path(output)) {
-            Some(f) => f,
-            None if output == Path::new("-") => {
-                return Err(Error::Usage("writing to standard output needs --to FORMAT".into()))
-            }
-            None => {
-                return Err(Error::Usage(format!(
-                    "cannot tell the output format from {}: use an extension (.pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*) or --to",
-                    output.display()
-                )))
-            }
-        };
-        outputs.push((output, format));
-    }
+    let outputs = output_formats(args)?;
     let mut read_options = args.read.options();
     // Inputs are never written, whatever links lead to them.
     let mut read_paths: Vec<&Path> = args.inputs.iter().map(PathBuf::as_path).collect();
@@ -349,48 +330,84 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
     };
     // pprof outputs are written as the profile is read, in parts (a DCPI
     // database larger than memory); the other formats need it whole.
-    if outputs
-        .iter()
-        .all(|&(_, format)| write::streams_format(format))
-    {
-        let inputs = read::open_all(&args.inputs, &read_options)?;
-        let targets: Vec<(&Path, OutputFormat)> =
-            outputs.iter().map(|&(p, f)| (p.as_path(), f)).collect();
-        let mut streamed = write::StreamedOutputs::create(&targets)?;
-        read::read_parts(&inputs, &read_options, &mut streamed)?;
-        if let Some(p) = &progress {
-            p.set_message("writing");
-        }
-        let finished = streamed.finish();
-        drop(progress);
-        // After the bar is cleared, so that they stay on the screen.
-        for warning in finished.as_deref().unwrap_or_default() {
-            eprintln!("profconv: warning: {warning}");
-        }
-        return finished.map(drop);
+    let streamed = outputs.iter().all(|&(_, f)| write::streams_format(f));
+    let warnings = if streamed {
+        convert_streamed(args, &outputs, &read_options, progress.as_ref())
+    } else {
+        convert_whole(args, &outputs, &read_options, progress.as_ref())
+    };
+    // On an error the bar is dropped (cleared) before main prints it; the
+    // warnings come after it, so that they stay on the screen.
+    drop(progress);
+    for warning in warnings.as_deref().unwrap_or_default() {
+        eprintln!("profconv: warning: {warning}");
     }
-    // On an error the bar is dropped (cleared) before main prints it.
-    let profile = read::read(&args.inputs, &read_options)?;
-    if let Some(p) = &progress {
+    warnings.map(drop)
+}
+
+/// Every output with its format, settled before anything is read.
+fn output_formats(args: &ConvertArgs) -> Result<Vec<(&PathBuf, OutputFormat)>> {
+    if args.output.is_empty() {
+        return Err(Error::Usage("an output is required: -o FILE".into()));
+    }
+    let mut outputs = Vec::with_capacity(args.output.len());
+    for output in &args.output {
+        let format = match args.to.or_else(|| OutputFormat::from_path(output)) {
+            Some(f) => f,
+            None if output == Path::new("-") => {
+                return Err(Error::Usage("writing to standard output needs --to FORMAT".into()))
+            }
+            None => {
+                return Err(Error::Usage(format!(
+                    "cannot tell the output format from {}: use an extension (.pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*) or --to",
+                    output.display()
+                )))
+            }
+        };
+        outputs.push((output, format));
+    }
+    Ok(outputs)
+}
+
+/// pprof outputs written part by part as the inputs are read; the parts'
+/// warnings.
+fn convert_streamed(
+    args: &ConvertArgs,
+    outputs: &[(&PathBuf, OutputFormat)],
+    read_options: &ReadOptions,
+    progress: Option<&ProgressBar>,
+) -> Result<Vec<String>> {
+    let inputs = read::open_all(&args.inputs, read_options)?;
+    let targets: Vec<(&Path, OutputFormat)> =
+        outputs.iter().map(|&(p, f)| (p.as_path(), f)).collect();
+    let mut streamed = write::StreamedOutputs::create(&targets)?;
+    read::read_parts(&inputs, read_options, &mut streamed)?;
+    if let Some(p) = progress {
+        p.set_message("writing");
+    }
+    streamed.finish()
+}
+
+/// The whole profile read, then every output written; its warnings.
+fn convert_whole(
+    args: &ConvertArgs,
+    outputs: &[(&PathBuf, OutputFormat)],
+    read_options: &ReadOptions,
+    progress: Option<&ProgressBar>,
+) -> Result<Vec<String>> {
+    let profile = read::read(&args.inputs, read_options)?;
+    if let Some(p) = progress {
         p.set_message("writing");
     }
     let options = args.write.options(title_of(&args.inputs));
-    let mut written = Ok(());
-    for (output, format) in outputs {
-        written = write::write_file(&profile, format, &options, output);
-        if written.is_err() {
-            break;
-        }
+    for &(output, format) in outputs {
+        write::write_file(&profile, format, &options, output)?;
     }
-    drop(progress);
-    // After the bar is cleared, so that they stay on the screen.
-    for warning in profile.warnings() {
-        eprintln!("profconv: warning: {warning}");
-    }
+    let warnings = profile.warnings().map(str::to_owned).collect();
     // The process ends right after: freeing a large profile piece by piece
     // would only cost time.
     std::mem::forget(profile);
-    written
+    Ok(warnings)
 }
 
 /// The progress bar of a single conversion: drawn on stderr (a terminal)

@@ -266,3 +266,9 @@ case!(
     "gprof_gnu",
     "dwarf-lookup-at-the-last-address"
 );
+
+case!(
+    gprof_gnu_input_that_timed_out_on_a_loaded_machine_finishes_in_time,
+    "gprof_gnu",
+    "slow-under-load"
+);

@@ -331,18 +331,21 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
     // pprof outputs are written as the profile is read, in parts (a DCPI
     // database larger than memory); the other formats need it whole.
     let streamed = outputs.iter().all(|&(_, f)| write::streams_format(f));
-    let warnings = if streamed {
-        convert_streamed(args, &outputs, &read_options, progress.as_ref())
+    let (warnings, done) = if streamed {
+        match convert_streamed(args, &outputs, &read_options, progress.as_ref()) {
+            Ok(warnings) => (warnings, Ok(())),
+            Err(e) => (Vec::new(), Err(e)),
+        }
     } else {
         convert_whole(args, &outputs, &read_options, progress.as_ref())
     };
     // On an error the bar is dropped (cleared) before main prints it; the
     // warnings come after it, so that they stay on the screen.
     drop(progress);
-    for warning in warnings.as_deref().unwrap_or_default() {
+    for warning in &warnings {
         eprintln!("profconv: warning: {warning}");
     }
-    warnings.map(drop)
+    done
 }
 
 /// Every output with its format, settled before anything is read.
@@ -388,26 +391,31 @@ fn convert_streamed(
     streamed.finish()
 }
 
-/// The whole profile read, then every output written; its warnings.
+/// The whole profile read, then every output written (up to the first
+/// that fails): the profile's warnings, shown even when writing failed, and
+/// how it went.
 fn convert_whole(
     args: &ConvertArgs,
     outputs: &[(&PathBuf, OutputFormat)],
     read_options: &ReadOptions,
     progress: Option<&ProgressBar>,
-) -> Result<Vec<String>> {
-    let profile = read::read(&args.inputs, read_options)?;
+) -> (Vec<String>, Result<()>) {
+    let profile = match read::read(&args.inputs, read_options) {
+        Ok(profile) => profile,
+        Err(e) => return (Vec::new(), Err(e)),
+    };
     if let Some(p) = progress {
         p.set_message("writing");
     }
     let options = args.write.options(title_of(&args.inputs));
-    for &(output, format) in outputs {
-        write::write_file(&profile, format, &options, output)?;
-    }
+    let written = outputs
+        .iter()
+        .try_for_each(|&(output, format)| write::write_file(&profile, format, &options, output));
     let warnings = profile.warnings().map(str::to_owned).collect();
     // The process ends right after: freeing a large profile piece by piece
     // would only cost time.
     std::mem::forget(profile);
-    Ok(warnings)
+    (warnings, written)
 }
 
 /// The progress bar of a single conversion: drawn on stderr (a terminal)

@@ -35,67 +35,11 @@ pub(super) fn interpret_header(
     let mut local_facts: Vec<(String, String)> = Vec::new();
     for line in &raw.lines {
         let keyword = line.keyword.as_str();
-        let bad = |what: &str| {
-            Error::format(
-                file,
-                line.offset as u64,
-                format!("{keyword} `{}`: {what}", line.value),
-            )
-        };
-        match keyword {
-            "path" => {
-                paths.push(line.value.clone());
-                continue;
-            }
-            "version" => {
-                let (major, minor) = parse_version(&line.value)
-                    .ok_or_else(|| bad("expected pdb-<major>.<minor>"))?;
-                if major >= 1 {
-                    return Err(Error::unsupported(
-                        file,
-                        format!(
-                            "profile format version {}: the binary layout of major version 1 is undocumented \
-                             (dcpiformat(4) describes only versions 0.06 and 0.07). Run `dcpicat` on this file \
-                             on the Alpha host and convert its text output instead",
-                            line.value
-                        ),
-                    ));
-                }
-                if !(6..=7).contains(&minor) {
-                    warnings.add(
-                        file,
-                        format!(
-                            "version {}: only 0.06 and 0.07 are documented; read with their layout",
-                            line.value
-                        ),
-                    );
-                }
-            }
-            // Image ids are longer than 64 bits (the dcpicat example has 20 digits).
-            "image" if !line.value.bytes().all(|b| b.is_ascii_hexdigit()) => {
-                return Err(bad("expected a hexadecimal image id"));
-            }
-            "tstart" | "cpuamask" => {
-                parse_hex(&line.value).ok_or_else(|| bad("expected a hexadecimal number"))?;
-            }
-            "period" | "tsize" | "cpuspeed" | "cpuimplv" | "cpucount" => {
-                let n =
-                    parse_number(&line.value).ok_or_else(|| bad("expected a decimal number"))?;
-                if keyword == "period" && n == 0 {
-                    return Err(bad("the sampling period must be at least 1"));
-                }
-            }
-            "epoch" if header::epoch_seconds(&line.value).is_none() => {
-                warnings.add(
-                    file,
-                    format!(
-                        "epoch `{}` is not YYMMDDHHMM, YYYYMMDDHHMM or YYYYMMDDHHMMSS: time unknown",
-                        line.value
-                    ),
-                );
-            }
-            _ => {}
+        if keyword == "path" {
+            paths.push(line.value.clone());
+            continue;
         }
+        check_line(file, line, warnings)?;
         if seen.contains_key(keyword) {
             warnings.add(
                 file,
@@ -104,15 +48,95 @@ pub(super) fn interpret_header(
             continue;
         }
         seen.insert(keyword, line);
-        match keyword {
-            "version" | "image" | "event" | "period" | "tstart" | "tsize" | "name" | "label" => {}
-            "epoch" | "platform" | "cpuspeed" | "cpuamask" | "cpuimplv" | "cpucount" => {
-                local_facts.push((keyword.to_owned(), line.value.clone()))
-            }
-            // Unknown lines must be preserved (§2.2).
-            _ => local_facts.push((keyword.to_owned(), line.value.clone())),
+        let described = matches!(
+            keyword,
+            "version" | "image" | "event" | "period" | "tstart" | "tsize" | "name" | "label"
+        );
+        if !described {
+            // The machine's facts, and unknown lines, which must be
+            // preserved (§2.2).
+            local_facts.push((keyword.to_owned(), line.value.clone()));
         }
     }
+    let header = build_header(file, raw, &seen, paths, warnings)?;
+    for (k, v) in &local_facts {
+        facts.add(k, v);
+    }
+    Ok(header)
+}
+
+/// Checks one header line's value for its keyword: refuses what cannot be
+/// read, warns about what is read with a guess.
+fn check_line(file: &Path, line: &HeaderLine, warnings: &mut Warnings) -> Result<()> {
+    let keyword = line.keyword.as_str();
+    let bad = |what: &str| {
+        Error::format(
+            file,
+            line.offset as u64,
+            format!("{keyword} `{}`: {what}", line.value),
+        )
+    };
+    match keyword {
+        "version" => {
+            let (major, minor) =
+                parse_version(&line.value).ok_or_else(|| bad("expected pdb-<major>.<minor>"))?;
+            if major >= 1 {
+                return Err(Error::unsupported(
+                    file,
+                    format!(
+                        "profile format version {}: the binary layout of major version 1 is undocumented \
+                         (dcpiformat(4) describes only versions 0.06 and 0.07). Run `dcpicat` on this file \
+                         on the Alpha host and convert its text output instead",
+                        line.value
+                    ),
+                ));
+            }
+            if !(6..=7).contains(&minor) {
+                warnings.add(
+                    file,
+                    format!(
+                        "version {}: only 0.06 and 0.07 are documented; read with their layout",
+                        line.value
+                    ),
+                );
+            }
+        }
+        // Image ids are longer than 64 bits (the dcpicat example has 20 digits).
+        "image" if !line.value.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            return Err(bad("expected a hexadecimal image id"));
+        }
+        "tstart" | "cpuamask" => {
+            parse_hex(&line.value).ok_or_else(|| bad("expected a hexadecimal number"))?;
+        }
+        "period" | "tsize" | "cpuspeed" | "cpuimplv" | "cpucount" => {
+            let n = parse_number(&line.value).ok_or_else(|| bad("expected a decimal number"))?;
+            if keyword == "period" && n == 0 {
+                return Err(bad("the sampling period must be at least 1"));
+            }
+        }
+        "epoch" if header::epoch_seconds(&line.value).is_none() => {
+            warnings.add(
+                file,
+                format!(
+                    "epoch `{}` is not YYMMDDHHMM, YYYYMMDDHHMM or YYYYMMDDHHMMSS: time unknown",
+                    line.value
+                ),
+            );
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The header from the first line of each keyword: the required ones must
+/// be there; missing optional ones are warnings.
+fn build_header(
+    file: &Path,
+    raw: &header::RawHeader,
+    seen: &HashMap<&str, &HeaderLine>,
+    paths: Vec<String>,
+    warnings: &mut Warnings,
+) -> Result<BinaryHeader> {
     let at_samples = raw.samples_offset as u64;
     let required = |key: &str| {
         seen.get(key).map(|l| l.value.clone()).ok_or_else(|| {
@@ -150,19 +174,17 @@ pub(super) fn interpret_header(
             format!("the header lacks required lines: {}", missing.join(", ")),
         );
     }
-    for (k, v) in &local_facts {
-        facts.add(k, v);
-    }
+    let value = |key: &str| seen.get(key).map(|l| l.value.clone());
     Ok(BinaryHeader {
         version,
         image,
-        epoch: seen.get("epoch").map(|l| l.value.clone()),
+        epoch: value("epoch"),
         event,
         period,
         tstart,
         tsize: seen.get("tsize").and_then(|l| parse_number(&l.value)),
         paths,
-        name: seen.get("name").map(|l| l.value.clone()),
-        label: seen.get("label").map(|l| l.value.clone()),
+        name: value("name"),
+        label: value("label"),
     })
 }

@@ -97,16 +97,7 @@ struct Case {
     per_byte: u64,
 }
 
-fn case(name: &str, inputs: Vec<PathBuf>, valid: bool) -> Case {
-    let per_byte = match name
-        .split([':', ' '])
-        .find(|w| !w.is_empty() && *w != "fixture")
-    {
-        Some(w) if w.starts_with("gprof") => GPROF,
-        Some(w) if w.starts_with("mpatrol") => MPATROL,
-        Some(w) if w.starts_with("APS") => APS,
-        _ => DCPI,
-    };
+fn case(per_byte: u64, name: &str, inputs: Vec<PathBuf>, valid: bool) -> Case {
     Case {
         name: name.to_owned(),
         inputs,
@@ -166,7 +157,7 @@ fn fixture_cases() -> Vec<Case> {
             let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
             let program = stem.split('-').take(2).collect::<Vec<_>>().join("-");
             let name = format!("fixture gprof/{stem}");
-            let c = case(&name, vec![path.clone()], true);
+            let c = case(GPROF, &name, vec![path.clone()], true);
             cases.push(match [&stem, &program].map(|s| gprof_dir.join(s)) {
                 [exe, _] if exe.is_file() => with_binary(c, exe),
                 [_, exe] if exe.is_file() => with_binary(c, exe),
@@ -174,11 +165,12 @@ fn fixture_cases() -> Vec<Case> {
             });
         }
     }
-    for rel in [
-        "mpatrol/linux-x86_64/mpatrol.out",
-        "dcpi/dcpicat-manpage.txt",
+    for (per_byte, rel) in [
+        (MPATROL, "mpatrol/linux-x86_64/mpatrol.out"),
+        (DCPI, "dcpi/dcpicat-manpage.txt"),
     ] {
-        cases.push(case(&format!("fixture {rel}"), vec![fixture(rel)], true));
+        let name = format!("fixture {rel}");
+        cases.push(case(per_byte, &name, vec![fixture(rel)], true));
     }
     cases
 }
@@ -226,21 +218,25 @@ fn gprof_cases(dir: &Path) -> Vec<Case> {
     let arcs = gprof::gnu(l, &[hist(vec![1; 64])], &arcs, &[]);
     vec![
         case(
+            GPROF,
             "gprof: 2³¹ bins declared",
             vec![written(dir, "huge.gmon", &huge)],
             false,
         ),
         case(
+            GPROF,
             "gprof: 2³² basic blocks declared",
             vec![written(dir, "bbs.gmon", &bbs)],
             false,
         ),
         case(
+            GPROF,
             "gprof: 2¹⁷ distinct bins",
             vec![written(dir, "wide.gmon", &wide)],
             true,
         ),
         case(
+            GPROF,
             "gprof: 2¹⁵ distinct arcs",
             vec![written(dir, "arcs.gmon", &arcs)],
             true,
@@ -303,26 +299,31 @@ fn mpatrol_cases(dir: &Path) -> Vec<Case> {
     };
     vec![
         case(
+            MPATROL,
             "mpatrol: 2⁶⁰ records declared",
             vec![written(dir, "huge.mpatrol", &huge)],
             false,
         ),
         case(
+            MPATROL,
             "mpatrol: 2⁶⁰ call sites declared",
             vec![written(dir, "sites.mpatrol", &sites)],
             false,
         ),
         case(
+            MPATROL,
             "mpatrol: a chain 1 000 deep",
             vec![file("deep.mpatrol", &deep)],
             true,
         ),
         case(
+            MPATROL,
             "mpatrol: a 1 MiB name",
             vec![file("long.mpatrol", &long)],
             true,
         ),
         case(
+            MPATROL,
             "mpatrol: 20 000 distinct stacks",
             vec![file("wide.mpatrol", &wide)],
             true,
@@ -370,16 +371,19 @@ fn aps_cases(dir: &Path) -> Vec<Case> {
     let file = |name: &str, a: &aps::Aps| a.write(dir, name);
     vec![
         case(
+            APS,
             "APS: 2³²-1 records declared",
             vec![file("sample_cpu_0_r", &records)],
             false,
         ),
         case(
+            APS,
             "APS: 2³²-1 modules declared",
             vec![file("sample_cpu_0_m", &modules)],
             false,
         ),
         case(
+            APS,
             "APS: 2³²-1 vmas declared",
             vec![file("sample_cpu_0_v", &vmas)],
             false,
@@ -387,16 +391,19 @@ fn aps_cases(dir: &Path) -> Vec<Case> {
         // 20 001 sample types over 20 000 stacks, 40 000 values non-zero:
         // refused by the density rule (profile::DENSE_VALUES_FREE).
         case(
+            APS,
             "APS: 20 000 event ids",
             vec![file("sample_cpu_0_e", &events)],
             false,
         ),
         case(
+            APS,
             "APS: 50 000 distinct stacks",
             vec![file("sample_cpu_0_d", &distinct)],
             true,
         ),
         case(
+            APS,
             "APS: 4 KiB path buffers",
             vec![file("sample_cpu_0_p", &paths)],
             true,
@@ -425,18 +432,20 @@ fn dcpi_cases(dir: &Path) -> Vec<Case> {
     }
     vec![
         case(
+            DCPI,
             "DCPI: 2³²-1 counts declared",
             vec![written(dir, "huge.prof", &huge)],
             false,
         ),
         case(
+            DCPI,
             "DCPI: 2¹⁷ sampled addresses",
             vec![written(dir, "dense.prof", &dense)],
             true,
         ),
         // 4 000 sample types over 2 000 addresses, 4 000 values non-zero:
         // refused by the density rule (profile::DENSE_VALUES_FREE).
-        case("DCPI: 2 000 one-event files", vec![db], false),
+        case(DCPI, "DCPI: 2 000 one-event files", vec![db], false),
     ]
 }
 

@@ -90,18 +90,7 @@ pub fn bsd44(l: Layout, h: &Hist, arcs: &[(u64, u64, i64)]) -> Vec<u8> {
     l.u32(&mut out, 0x0005_1879);
     l.u32(&mut out, h.rate);
     out.extend([0u8; 12]);
-    while out.len() < header {
-        out.push(0);
-    }
-    for &b in &h.bins {
-        l.u16(&mut out, b);
-    }
-    for &(from, to, count) in arcs {
-        l.word(&mut out, from);
-        l.word(&mut out, to);
-        l.word(&mut out, count as u64);
-    }
-    out
+    bsd_body(l, out, header, h, arcs)
 }
 
 /// A 4.3BSD gmon.out (no rate: readers assume one).
@@ -111,6 +100,18 @@ pub fn bsd43(l: Layout, h: &Hist, arcs: &[(u64, u64, i64)]) -> Vec<u8> {
     l.word(&mut out, h.low);
     l.word(&mut out, h.high);
     l.u32(&mut out, (header + 2 * h.bins.len()) as u32);
+    bsd_body(l, out, header, h, arcs)
+}
+
+/// The rest of a BSD gmon.out after the fields of its header: padding to
+/// `header` bytes, the bins, then the arcs (count in a word).
+fn bsd_body(
+    l: Layout,
+    mut out: Vec<u8>,
+    header: usize,
+    h: &Hist,
+    arcs: &[(u64, u64, i64)],
+) -> Vec<u8> {
     while out.len() < header {
         out.push(0);
     }

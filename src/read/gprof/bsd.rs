@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use super::data::{add_count, GmonData, Histogram, Variant};
+use super::data::{add_count, CallArc, GmonData, Histogram, Variant};
 use super::gnu::sorted_arcs;
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
@@ -164,9 +164,9 @@ fn clock_rate(file: &Path, l: &BsdLayout, given: Option<u32>) -> Result<u32> {
     }
 }
 
-/// The arc records up to the end of the file, equal arcs summed; and how
-/// many records there were.
-fn read_arcs(c: &mut Cursor<'_>) -> Result<(HashMap<(u64, u64), u64>, usize)> {
+/// The arc records up to the end of the file, equal arcs summed and
+/// sorted; and how many records there were.
+fn read_arcs(c: &mut Cursor<'_>) -> Result<(Vec<CallArc>, usize)> {
     let mut arcs: HashMap<(u64, u64), u64> = HashMap::default();
     let mut arc_records = 0;
     while !c.at_end() {
@@ -176,7 +176,7 @@ fn read_arcs(c: &mut Cursor<'_>) -> Result<(HashMap<(u64, u64), u64>, usize)> {
         arc_records += 1;
         add_count(arcs.entry((from_pc, self_pc)).or_insert(0), count);
     }
-    Ok((arcs, arc_records))
+    Ok((sorted_arcs(arcs), arc_records))
 }
 
 pub(super) fn align(n: usize, to: usize) -> usize {
@@ -195,7 +195,6 @@ pub(super) fn parse_bsd(
     let rate_assumed = l.variant == Variant::Bsd43 || l.rate == 0;
     let prof_rate = clock_rate(file, &l, rate)?;
     let (arcs, arc_records) = read_arcs(&mut c)?;
-    let arcs = sorted_arcs(arcs);
     Ok(GmonData {
         variant: l.variant,
         endian: l.endian,

@@ -385,12 +385,8 @@ impl Probe<'_> {
 
     /// The vma head for path length `p`, if its magic is there.
     fn vma_at(&self, src: &mut Source<'_>, p: usize) -> Result<Option<VmaHead>> {
-        let Some(offset) = u64::from(self.module_count)
-            .checked_mul(8 + p as u64)
-            .and_then(|b| b.checked_add(self.module_offset + TABLE_HEAD_SIZE))
-        else {
-            return Ok(None);
-        };
+        // A saturated offset lies past the end, where no head fits.
+        let offset = self.vma_offset(p);
         let Some((endian, count)) = src.table_head(self.path, offset, VMA_HEAD_MAGIC)? else {
             return Ok(None);
         };

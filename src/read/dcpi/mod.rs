@@ -80,7 +80,7 @@ pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
     let images: Vec<usize> = (0..c.images.len()).collect();
     let scans: Vec<Result<scan::ImageScan>> = images
         .par_iter()
-        .map(|&i| scan::scan_image(&c, inputs, options, i, false))
+        .map(|&i| scan::scan_image(&c, inputs, options, i, scan::Keep::Sums))
         .collect();
     for result in scans {
         scan::apply(&mut c, &mut result?);

@@ -327,4 +327,55 @@ mod tests {
         };
         assert_eq!(one, expect.encode_to_vec());
     }
+
+    #[test]
+    fn bare_locations_and_one_frame_samples_encode_as_the_general_encoder_does() {
+        let labels = [Label {
+            key: 3,
+            str: 4,
+            ..Label::default()
+        }];
+        let mut label_bytes = Vec::new();
+        encode_labels(&mut label_bytes, &labels);
+        let mut enc = Encoder::default();
+        let big = [
+            0,
+            1,
+            127,
+            128,
+            300,
+            1 << 35,
+            (1 << 56) - 1,
+            1 << 56,
+            u64::MAX,
+        ];
+        for &a in &big {
+            for &id in &[1, 127, 128, 1 << 40, u64::MAX] {
+                let (mut fast, mut general) = (Vec::new(), Vec::new());
+                bare_location(&mut fast, id, a % 7, a);
+                enc.location(&mut general, id, a % 7, a, &[]);
+                assert_eq!(fast, general, "location {id} at {a:#x}");
+                let values: Vec<Vec<i64>> = vec![
+                    vec![],
+                    vec![0, 0],
+                    vec![a as i64, -1],
+                    (0..10).map(|k| (a as i64).wrapping_mul(k)).collect(),
+                    (0..11).map(|k| (a as i64).wrapping_sub(k)).collect(),
+                ];
+                for v in &values {
+                    for with_labels in [false, true] {
+                        let (mut fast, mut general) = (Vec::new(), Vec::new());
+                        let (l, lb): (&[Label], &[u8]) = if with_labels {
+                            (&labels, &label_bytes)
+                        } else {
+                            (&[], &[])
+                        };
+                        one_frame_sample(&mut fast, id, v, lb);
+                        enc.sample(&mut general, &[id], v, l);
+                        assert_eq!(fast, general, "sample {id} {v:?} {with_labels}");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -181,6 +181,11 @@ impl Small<'_> {
         out.truncate(end);
     }
 
+    fn byte(&mut self, b: u8) {
+        self.bytes[self.len] = b;
+        self.len += 1;
+    }
+
     fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.bytes[self.len] = (v as u8) | 0x80;
@@ -213,14 +218,21 @@ const SAMPLE_BYTES: usize = 25 + 10 * SMALL_VALUES;
 /// on the stack (more go the general way).
 const SMALL_VALUES: usize = 10;
 
+/// Bytes of labels a one-frame sample may have for [`one_frame_sample`]
+/// to build it on the stack: with [`SMALL_VALUES`] values, its body stays
+/// below 128 bytes (2 + 10 bytes of id, 2 + 100 of values, 13 of labels).
+const SMALL_LABELS: usize = 13;
+
 /// [`Encoder::location`] of a location with no lines: the same bytes.
 pub fn bare_location(out: &mut Vec<u8>, id: u64, mapping_id: u64, address: u64) {
-    let body = field_len(id) + field_len(mapping_id) + field_len(address);
     Small::append::<LOCATION_BYTES>(out, |m| {
-        m.field((PROFILE_LOCATION << 3 | LEN) as u8, body as u64);
+        // The body is at most 33 bytes: its length is one byte, set last.
+        m.byte((PROFILE_LOCATION << 3 | LEN) as u8);
+        m.byte(0);
         m.field((1 << 3 | VARINT) as u8, id);
         m.field((2 << 3 | VARINT) as u8, mapping_id);
         m.field((3 << 3 | VARINT) as u8, address);
+        m.bytes[1] = (m.len - 2) as u8;
     });
 }
 
@@ -228,25 +240,29 @@ pub fn bare_location(out: &mut Vec<u8>, id: u64, mapping_id: u64, address: u64) 
 /// `location_id` (not 0), with labels already encoded ([`encode_labels`]:
 /// the same for many samples): the same bytes.
 pub fn one_frame_sample(out: &mut Vec<u8>, location_id: u64, values: &[i64], labels: &[u8]) {
-    if values.len() > SMALL_VALUES {
+    // Up to SMALL_VALUES values and SMALL_LABELS bytes of labels, the body
+    // is below 128 bytes: every length is one byte, set once known.
+    if values.len() > SMALL_VALUES || labels.len() > SMALL_LABELS {
         return sample_encoded(out, &[location_id], values, labels);
     }
-    let values_len: usize = values.iter().map(|&v| varint_len(v as u64)).sum();
-    let ids_len = varint_len(location_id);
-    let mut body = 2 + ids_len + labels.len();
-    if values_len > 0 {
-        body += 1 + varint_len(values_len as u64) + values_len;
-    }
     Small::append::<SAMPLE_BYTES>(out, |m| {
-        m.field((PROFILE_SAMPLE << 3 | LEN) as u8, body as u64);
-        m.field((1 << 3 | LEN) as u8, ids_len as u64);
+        m.byte((PROFILE_SAMPLE << 3 | LEN) as u8);
+        m.byte(0);
+        m.byte((1 << 3 | LEN) as u8);
+        m.byte(0);
         m.varint(location_id);
-        if values_len > 0 {
-            m.field((2 << 3 | LEN) as u8, values_len as u64);
-            for &v in values {
-                m.varint(v as u64);
-            }
+        m.bytes[3] = (m.len - 4) as u8;
+        let at = m.len;
+        m.byte((2 << 3 | LEN) as u8);
+        m.byte(0);
+        for &v in values {
+            m.varint(v as u64);
         }
+        match m.len - at - 2 {
+            0 => m.len = at,
+            n => m.bytes[at + 1] = n as u8,
+        }
+        m.bytes[1] = (m.len - 2 + labels.len()) as u8;
     });
     if !labels.is_empty() {
         out.extend_from_slice(labels);

@@ -1,11 +1,14 @@
 //! The DCPI profile in parts ([`PartSink`]): a head (sample types, period,
 //! time, metadata, and the strings every mapping names), then one part per
-//! image (its mapping, one location and one one-frame sample per sampled
-//! address), then a tail with the warnings as comments.
+//! image (its mapping, and per sampled address a row: an address and its
+//! values, [`AddressPart`]), then a tail with the warnings as comments.
 //!
-//! Images are read one at a time; each image's counts (one dense array per
-//! event) and its part are dropped once the sink has the part, so memory
-//! follows the largest image, not the database.
+//! Images are read one at a time into one lean part whose buffers every
+//! image reuses: an image of one binary file straight from its chunks
+//! (they come in address order), others through dense per-event counts
+//! ([`Counts`]) merged by address. No location or sample object is made
+//! unless the sink asks for the profile (or the image is symbolized), so
+//! memory follows the largest image, not the database.
 
 use super::super::input::Input;
 use super::super::options::ReadOptions;

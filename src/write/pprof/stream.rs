@@ -7,7 +7,8 @@
 //! pass a threshold, the writer streams: each part's locations and samples
 //! are encoded at once as `Profile` fields 4 and 2 with global ids
 //! (locations numbered in arrival order, strings, mappings and functions
-//! re-interned into one global table), the bytes compressed on the other
+//! re-interned into one global table; a lean part, [`AddressPart`], is
+//! encoded straight from its columns), the bytes compressed on the other
 //! cores as gzip members of 1 MiB and written out in order; the tables
 //! (sample types, mappings, functions, strings, comments...) follow at the
 //! end as one more encoded `Profile`. Protobuf merges concatenated messages

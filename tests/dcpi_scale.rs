@@ -203,6 +203,30 @@ fn streamed_pprof_decodes_to_the_whole_profile() {
 }
 
 #[test]
+fn images_of_one_file_stream_from_their_columns_to_the_whole_profile() {
+    // One file per image, so every image is read straight into a lean
+    // part's rows; images of the second event have their values in other
+    // columns of the whole profile.
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempdir();
+    let db = dir.path().join("db");
+    let mut spec = spec(4, 5000, 300);
+    spec.events = vec![("cycles".into(), 63488), ("imiss".into(), 4096)];
+    spec.one_event_each = true;
+    let truth = dcpi_db::build(&db, &spec);
+    let options = ReadOptions::default();
+    let whole = read::read_inputs(&open(&db), &options).unwrap();
+    let expected = pprof::to_proto(&whole);
+    check_against_footers(&expected, &truth);
+    for spill in [0, 3000, pprof::SPILL_VALUES] {
+        let mut stream = Stream::with_spill(Vec::new(), false, spill);
+        read::read_parts(&open(&db), &options, &mut stream).unwrap();
+        let streamed = pprof::decode(&stream.finish().unwrap()).unwrap();
+        assert_eq!(streamed, expected, "spill at {spill}");
+    }
+}
+
+#[test]
 fn a_failed_streamed_conversion_leaves_no_output() {
     let dir = tempdir();
     let db = dir.path().join("db");

@@ -213,7 +213,7 @@ fn images_of_one_file_stream_from_their_columns_to_the_whole_profile() {
     let mut spec = spec(4, 5000, 300);
     spec.events = vec![("cycles".into(), 63488), ("imiss".into(), 4096)];
     spec.one_event_each = true;
-    let truth = dcpi_db::build(&db, &spec);
+    let truth = build_db(&db, &spec);
     let options = ReadOptions::default();
     let whole = read::read_inputs(&open(&db), &options).unwrap();
     let expected = pprof::to_proto(&whole);

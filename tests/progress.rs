@@ -47,8 +47,10 @@ fn a_terminal_shows_bytes_read_of_the_total() {
     let Some(shown) = on_a_terminal(&format!("{input} -o {}", out.display())) else {
         return;
     };
+    // However quick the conversion, the bar's last frame shows what was
+    // read (more than 0 B) of the total.
     assert!(
-        shown.contains(" MiB/8.01 MiB reading"),
+        shown.contains(" MiB/8.01 MiB"),
         "no bar of the 8 MiB input:\n{shown:?}"
     );
     assert!(out.is_file());

@@ -467,6 +467,9 @@ impl ProgressBar {
                 bar.tick();
                 std::thread::sleep(tick);
             }
+            // A last frame with what was read, however quick the end was.
+            bar.set_position(watched.read().min(total));
+            bar.force_draw();
             bar.finish_and_clear();
         });
         ProgressBar {

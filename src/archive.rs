@@ -590,6 +590,13 @@ fn convert(
         .binary
         .as_ref()
         .map(|b| b.display().to_string());
+    if todo
+        .iter()
+        .all(|(format, _)| write::streams_format(*format))
+    {
+        record.warnings = convert_streamed(&input, &read_options, &todo, &options.out_dir)?;
+        return Ok(Status::Converted);
+    }
     let profile = read::read_inputs(std::slice::from_ref(&input), &read_options)?;
     record.warnings = profile.warnings().map(str::to_owned).collect();
     let mut write_options = options.write.clone();
@@ -599,6 +606,26 @@ fn convert(
         write::write_atomically(out, |w| write::write(&profile, *format, &write_options, w))?;
     }
     Ok(Status::Converted)
+}
+
+/// Writes pprof-only outputs part by part as the unit is read, so that a
+/// large DCPI database needs no whole profile in memory (as on the command
+/// line); the unit's warnings. A failed read leaves no output (only its
+/// directory).
+fn convert_streamed(
+    input: &read::Input,
+    read_options: &ReadOptions,
+    todo: &[&(OutputFormat, PathBuf)],
+    out_dir: &Path,
+) -> Result<Vec<String>> {
+    for (_, out) in todo {
+        prepare_output(out_dir, out)?;
+    }
+    let targets: Vec<(&Path, OutputFormat)> =
+        todo.iter().map(|(f, out)| (out.as_path(), *f)).collect();
+    let mut streamed = write::StreamedOutputs::create(&targets)?;
+    read::read_parts(std::slice::from_ref(input), read_options, &mut streamed)?;
+    streamed.finish()
 }
 
 /// The outputs of `unit` to write: all with `--force`, else those missing,

@@ -151,6 +151,37 @@ fn a_million_addresses_convert_in_a_fraction_of_the_database_size() {
 }
 
 #[test]
+fn an_archive_migration_streams_the_database_too() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    let truth = build_db(&archive.join("host1/db"), &spec(40, 256 * 1024, 100));
+    assert!(truth.addresses >= 1_000_000, "{truth:?}");
+    let options = profconv::archive::ArchiveOptions {
+        out_dir: dir.path().join("out"),
+        formats: vec![profconv::OutputFormat::Pprof],
+        read: ReadOptions::default(),
+        binary_map: Vec::new(),
+        write: Default::default(),
+        jobs: 1,
+        force: false,
+        resume: false,
+    };
+    let (report, peak) =
+        peak_heap(|| profconv::archive::run(&archive, &options, &|_, _| {}, &|_| {}).unwrap());
+    let out = dir.path().join("out/host1/db.pb.gz");
+    assert!(out.is_file(), "{report:?}");
+    // Written part by part, as on the command line: the whole profile would
+    // take ≈ 560 bytes per address.
+    assert!(
+        (peak as u64) < truth.bytes,
+        "peak heap {peak} bytes for a {} byte database",
+        truth.bytes
+    );
+    check_against_footers(&decode_pprof(&out), &truth);
+}
+
+#[test]
 fn info_keeps_no_counts() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempdir();

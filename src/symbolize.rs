@@ -5,7 +5,10 @@
 //! and by `.gnu_debuglink` (next to the binary, in `.debug/`, and under
 //! `/usr/lib/debug`), as gdb does.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+
+use smallvec::SmallVec;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
 
@@ -539,6 +542,21 @@ impl Binary {
     /// Calls `visit` for each frame at `svma`, innermost first, without
     /// allocating for names the debug information already holds.
     pub fn for_each_frame(&self, svma: u64, mut visit: impl FnMut(FrameRef<'_>)) {
+        for (name, raw, file, line) in &self.frames_at(svma) {
+            visit(FrameRef {
+                function: name,
+                system_name: raw,
+                file,
+                line: *line,
+            });
+        }
+    }
+
+    /// The frames at `svma`, innermost first, borrowed from the binary
+    /// (names demangled from DWARF are owned): what
+    /// [`Binary::for_each_frame`] visits.
+    pub fn frames_at(&self, svma: u64) -> SmallVec<[RawFrame<'_>; 4]> {
+        let mut frames: SmallVec<[RawFrame<'_>; 4]> = SmallVec::new();
         let symbol = self.symbol_at(svma);
         // No unit's [low, high) range holds the last address, and addr2line
         // computes `probe + 1` (an overflow) before it knows.
@@ -550,74 +568,61 @@ impl Binary {
                 let (file, line) = location.map_or(("", 0), |l| {
                     (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
                 });
-                visit(FrameRef {
-                    function: &sym.name,
-                    system_name: &sym.system_name,
-                    file,
-                    line,
-                });
-                return;
+                let (name, raw) = (sym.name.as_str(), sym.system_name.as_str());
+                frames.push((Cow::Borrowed(name), Cow::Borrowed(raw), file, line));
+                return frames;
             }
         }
-        let mut frames: smallvec::SmallVec<[RawFrame<'_>; 4]> = smallvec::SmallVec::new();
         if let Some(loader) = dwarf {
-            if let Ok(mut iter) = loader.find_frames(svma) {
-                while let Ok(Some(frame)) = iter.next() {
-                    let raw = frame
-                        .function
-                        .as_ref()
-                        .map(|f| f.name.to_string_lossy())
-                        .unwrap_or_default();
-                    let name = if is_mangled(&raw) {
-                        std::borrow::Cow::Owned(demangle(&raw))
-                    } else {
-                        raw.clone()
-                    };
-                    let (file, line) = frame.location.as_ref().map_or(("", 0), |l| {
-                        (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
-                    });
-                    frames.push((name, raw, file, line));
-                }
-            }
+            dwarf_frames(loader, svma, &mut frames);
         }
         // The outermost frame is the symbol's function: name it as the symbol
         // table does, which is what the linker and gprof know it as (DWARF
         // names functions of internal linkage without their scope, e.g.
         // `helper` for `(anonymous namespace)::helper(long)`).
         if let (Some(last), Some(sym)) = (frames.last_mut(), symbol) {
-            last.0 = std::borrow::Cow::Borrowed(sym.name.as_str());
-            last.1 = std::borrow::Cow::Borrowed(sym.system_name.as_str());
+            last.0 = Cow::Borrowed(sym.name.as_str());
+            last.1 = Cow::Borrowed(sym.system_name.as_str());
         }
         frames.retain(|f| !f.0.is_empty());
-        if frames.is_empty() {
-            if let Some(sym) = symbol {
-                visit(FrameRef {
-                    function: &sym.name,
-                    system_name: &sym.system_name,
-                    file: "",
-                    line: 0,
-                });
-            }
-            return;
+        if let (true, Some(sym)) = (frames.is_empty(), symbol) {
+            let (name, raw) = (sym.name.as_str(), sym.system_name.as_str());
+            frames.push((Cow::Borrowed(name), Cow::Borrowed(raw), "", 0));
         }
-        for (name, raw, file, line) in &frames {
-            visit(FrameRef {
-                function: name,
-                system_name: raw,
-                file,
-                line: *line,
-            });
-        }
+        frames
     }
 }
 
-/// (name, system name, file, line) as found, before the symbol table has its say.
-type RawFrame<'a> = (
-    std::borrow::Cow<'a, str>,
-    std::borrow::Cow<'a, str>,
-    &'a str,
-    i64,
-);
+/// The DWARF frames at `svma` (inlined ones first), names demangled.
+fn dwarf_frames<'a>(
+    loader: &'a addr2line::Loader,
+    svma: u64,
+    frames: &mut SmallVec<[RawFrame<'a>; 4]>,
+) {
+    let Ok(mut iter) = loader.find_frames(svma) else {
+        return;
+    };
+    while let Ok(Some(frame)) = iter.next() {
+        let raw = frame
+            .function
+            .as_ref()
+            .map(|f| f.name.to_string_lossy())
+            .unwrap_or_default();
+        let name = if is_mangled(&raw) {
+            Cow::Owned(demangle(&raw))
+        } else {
+            raw.clone()
+        };
+        let (file, line) = frame.location.as_ref().map_or(("", 0), |l| {
+            (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
+        });
+        frames.push((name, raw, file, line));
+    }
+}
+
+/// A frame as (readable name, system name, file, line); the file is `""`
+/// and the line 0 when unknown.
+pub type RawFrame<'a> = (Cow<'a, str>, Cow<'a, str>, &'a str, i64);
 
 /// A frame borrowed from the binary's symbol table or debug information.
 #[derive(Debug, Clone, Copy)]

@@ -7,6 +7,7 @@ mod callgraph;
 mod data;
 mod gnu;
 mod info;
+mod locate;
 mod profile;
 mod ticks;
 

@@ -169,12 +169,35 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
 /// (field 1), then every sample (field 2) encoded here straight from the
 /// IR, then the encoding of the other fields (3 to 15).
 pub fn encode(profile: &Profile) -> Vec<u8> {
+    // The tables (strings, locations, functions...) are encoded on another
+    // thread while this one encodes the samples.
+    let ((head, tail), samples) = std::thread::scope(|scope| {
+        let tables = scope.spawn(|| encode_tables(profile));
+        let samples = encode_samples(profile);
+        let tables = tables
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (tables, samples)
+    });
+    let mut out = Vec::with_capacity(head.len() + samples.len() + tail.len());
+    out.extend_from_slice(&head);
+    out.extend_from_slice(&samples);
+    out.extend_from_slice(&tail);
+    out
+}
+
+/// The encoding of field 1 (`sample_type`), and of fields 3 to 15.
+fn encode_tables(profile: &Profile) -> (Vec<u8>, Vec<u8>) {
     let mut tables = to_proto_tables(profile);
     let head = pb::Profile {
         sample_type: std::mem::take(&mut tables.sample_type),
         ..Default::default()
     };
-    let tail = tables.encode_to_vec();
+    (head.encode_to_vec(), tables.encode_to_vec())
+}
+
+/// Every written sample as field 2, encoded straight from the IR.
+fn encode_samples(profile: &Profile) -> Vec<u8> {
     // Room for every sample at about 3 bytes per frame and 4 per value, so
     // the buffer is seldom copied while it grows.
     let guess: usize = profile
@@ -182,8 +205,7 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
         .iter()
         .map(|s| 8 + 3 * s.stack.len() + 4 * s.values.len())
         .sum();
-    let mut out = Vec::with_capacity(head.encoded_len() + guess + tail.len());
-    head.encode_raw(&mut out);
+    let mut out = Vec::with_capacity(guess);
     let mut scratch = Vec::new();
     for sample in profile.samples().iter().filter(|s| is_written(s)) {
         encode_sample(sample, &mut scratch);
@@ -191,7 +213,6 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
         put_varint(&mut out, scratch.len() as u64);
         out.extend_from_slice(&scratch);
     }
-    out.extend_from_slice(&tail);
     out
 }
 

@@ -99,6 +99,7 @@ impl<W: Write> Stream<W> {
                     whole.merge(&part)?;
                 }
                 write_whole(&whole, self.gzip, &mut self.out)?;
+                drop_aside(whole);
             }
             State::Streaming(mut s) => {
                 let tables = to_proto(&s.global).encode_to_vec();
@@ -143,6 +144,19 @@ impl<W: Write> Stream<W> {
         }
         self.state = State::Streaming(s);
         Ok(())
+    }
+}
+
+/// Profiles of more samples than this are freed on another thread.
+const DROP_ASIDE_SAMPLES: usize = 1 << 16;
+
+/// Frees a profile written whole: a large one (hundreds of thousands of
+/// small allocations) on another thread, so that the output is complete
+/// without waiting for it.
+fn drop_aside(profile: Profile) {
+    if profile.samples().len() > DROP_ASIDE_SAMPLES {
+        // If no thread can be made, the profile is freed here.
+        let _ = std::thread::Builder::new().spawn(move || drop(profile));
     }
 }
 

@@ -16,42 +16,48 @@ use crate::symbolize::Binary;
 /// gprof's call graph.
 pub(super) struct Arcs {
     pub(super) graph: CallGraph,
-    /// Whether each arc (in file order) is a `calls` sample.
-    pub(super) kept: Vec<bool>,
+    /// The arcs that are `calls` samples, in file order: (callee, caller)
+    /// as indexes into the profile's addresses, and the count.
+    pub(super) kept: Vec<(u32, u32, u64)>,
     /// The calls of the arcs dropped.
     pub(super) dropped_calls: u64,
 }
 
-/// The call graph between the executable's functions. Without a binary
-/// every arc is kept (as a sample) and the graph is empty.
-pub(super) fn call_graph(data: &GmonData, funcs: &[Func<'_>], symbolized: bool) -> Arcs {
+/// The call graph between the executable's functions, its call sites as
+/// indexes into `addresses`. Without a binary every arc is kept (as a
+/// sample) and the graph is empty.
+pub(super) fn call_graph(
+    data: &GmonData,
+    funcs: &[Func<'_>],
+    symbolized: bool,
+    addresses: &[u64],
+) -> Arcs {
     let mut callers: Vec<Vec<Caller>> = vec![Vec::new(); funcs.len()];
     let mut spontaneous = vec![false; funcs.len()];
     let mut dropped_calls = 0u64;
-    let mut kept = vec![true; data.arcs.len()];
-    for (arc, kept) in data.arcs.iter().zip(&mut kept) {
-        if !symbolized {
-            continue;
+    let mut kept = Vec::with_capacity(data.arcs.len());
+    for arc in &data.arcs {
+        let site = index_of(addresses, arc.from_pc);
+        if symbolized {
+            let parent = function_at(funcs, arc.from_pc);
+            let Some(child) = function_at(funcs, arc.self_pc) else {
+                dropped_calls = dropped_calls.saturating_add(arc.count);
+                continue;
+            };
+            let Some(parent) = parent else {
+                spontaneous[child] = true;
+                dropped_calls = dropped_calls.saturating_add(arc.count);
+                continue;
+            };
+            if parent != child {
+                callers[child].push(Caller {
+                    func: parent,
+                    from_pc: site.into(),
+                    count: arc.count,
+                });
+            }
         }
-        let parent = function_at(funcs, arc.from_pc);
-        let Some(child) = function_at(funcs, arc.self_pc) else {
-            dropped_calls = dropped_calls.saturating_add(arc.count);
-            *kept = false;
-            continue;
-        };
-        let Some(parent) = parent else {
-            spontaneous[child] = true;
-            dropped_calls = dropped_calls.saturating_add(arc.count);
-            *kept = false;
-            continue;
-        };
-        if parent != child {
-            callers[child].push(Caller {
-                func: parent,
-                from_pc: arc.from_pc,
-                count: arc.count,
-            });
-        }
+        kept.push((index_of(addresses, arc.self_pc), site, arc.count));
     }
     Arcs {
         graph: CallGraph::new(callers, &spontaneous),
@@ -61,12 +67,12 @@ pub(super) fn call_graph(data: &GmonData, funcs: &[Func<'_>], symbolized: bool) 
 }
 
 /// Adds a `calls` sample (callee under caller) per arc kept.
-fn add_arcs(profile: &mut Profile, data: &GmonData, arcs: &Arcs, locator: &mut Locator<'_, '_>) {
+fn add_arcs(profile: &mut Profile, arcs: &Arcs, locator: &mut Locator<'_, '_>) {
     let mut calls = vec![0i64; profile.sample_types().len()];
-    for (arc, _) in data.arcs.iter().zip(&arcs.kept).filter(|(_, &k)| k) {
-        let callee = locator.location(profile, arc.self_pc);
-        let caller = locator.location(profile, arc.from_pc);
-        calls[2] = arc.count as i64;
+    for &(callee, caller, count) in &arcs.kept {
+        let callee = locator.at(profile, callee);
+        let caller = locator.at(profile, caller);
+        calls[2] = count as i64;
         profile.add_sample(&[callee, caller], &calls, &[]);
     }
     if arcs.dropped_calls > 0 {
@@ -90,7 +96,7 @@ pub(super) struct Piece {
 /// Every function's ticks put on the stacks [`CallGraph::stacks`]
 /// synthesizes for it (§4), as pieces; call sites as address indexes.
 pub(super) struct Synthesized {
-    paths: Vec<Vec<Vec<u32>>>,
+    paths: Vec<Vec<SynthPath>>,
     pieces: Vec<Piece>,
 }
 
@@ -123,14 +129,10 @@ pub(super) fn synthesize(ticks: &[Tick], graph: &CallGraph, addresses: &[u64]) -
     for (f, (fticks, paths)) in per_func.iter().zip(&stacks).enumerate() {
         split_ticks(f as u32, fticks, paths, addresses, &mut pieces);
     }
-    let paths = stacks
-        .iter()
-        .map(|paths| {
-            let sites = |p: &SynthPath| p.sites.iter().map(|&a| index_of(addresses, a)).collect();
-            paths.iter().map(sites).collect()
-        })
-        .collect();
-    Synthesized { paths, pieces }
+    Synthesized {
+        paths: stacks,
+        pieces,
+    }
 }
 
 /// The pieces of one function's ticks over its stacks `paths`.
@@ -185,8 +187,8 @@ fn add_synthesized(profile: &mut Profile, synth: &Synthesized, locator: &mut Loc
         stack.clear();
         stack.push(locator.at(profile, piece.leaf));
         if let Some((f, k)) = piece.path {
-            for &site in &synth.paths[f as usize][k as usize] {
-                stack.push(locator.at(profile, site));
+            for &site in &synth.paths[f as usize][k as usize].sites {
+                stack.push(locator.at(profile, site as u32));
             }
         }
         values[0] = piece.samples;
@@ -214,7 +216,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     // the stacks are built on another.
     let (resolved, plan) = std::thread::scope(|scope| {
         let plan = scope.spawn(|| {
-            let arcs = call_graph(data, &funcs, symbolized);
+            let arcs = call_graph(data, &funcs, symbolized, &addresses);
             let synthesized = synthesized.then(|| synthesize(&ticks, &arcs.graph, &addresses));
             Plan { arcs, synthesized }
         });
@@ -223,7 +225,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         (resolved, plan)
     });
     let mut locator = Locator::new(&addresses, &resolved, mapping);
-    add_arcs(&mut profile, data, &plan.arcs, &mut locator);
+    add_arcs(&mut profile, &plan.arcs, &mut locator);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
     if let Some(synth) = &plan.synthesized {
         add_synthesized(&mut profile, synth, &mut locator);

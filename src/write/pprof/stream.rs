@@ -147,14 +147,15 @@ impl<W: Write> Stream<W> {
     }
 }
 
-/// Profiles of more samples than this are freed on another thread.
-const DROP_ASIDE_SAMPLES: usize = 1 << 16;
+/// Profiles of more samples and locations than this are freed on another
+/// thread (freeing them takes longer than starting a thread).
+const DROP_ASIDE_ROWS: usize = 1 << 12;
 
 /// Frees a profile written whole: a large one (hundreds of thousands of
 /// small allocations) on another thread, so that the output is complete
 /// without waiting for it.
 fn drop_aside(profile: Profile) {
-    if profile.samples().len() > DROP_ASIDE_SAMPLES {
+    if profile.samples().len() + profile.locations().len() > DROP_ASIDE_ROWS {
         // If no thread can be made, the profile is freed here.
         let _ = std::thread::Builder::new().spawn(move || drop(profile));
     }

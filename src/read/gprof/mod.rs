@@ -85,6 +85,9 @@ fn load(
     total.ok_or_else(|| Error::Usage("no gmon.out given".into()))
 }
 
+/// Inputs of fewer bytes are parsed after the binary is opened, on one thread.
+const PARALLEL_INPUT_BYTES: u64 = 1 << 16;
+
 /// The binary (when given) and the summed inputs. When the binary's header
 /// tells its pointer size (ELF), the inputs are parsed on another thread
 /// while it is opened; its error, if any, comes first either way.
@@ -95,7 +98,10 @@ fn open_and_load(
     let Some(path) = options.binary.as_deref() else {
         return Ok((None, load(inputs, options, None)?));
     };
-    let Some(pointer_size) = elf_pointer_size(path) else {
+    // A small input parses faster than a thread starts.
+    let small = inputs.iter().map(Input::len).sum::<u64>() < PARALLEL_INPUT_BYTES;
+    let pointer_size = if small { None } else { elf_pointer_size(path) };
+    let Some(pointer_size) = pointer_size else {
         let binary = Binary::open_cached(path)?;
         let data = load(inputs, options, Some(binary.pointer_size))?;
         return Ok((Some(binary), data));

@@ -197,6 +197,9 @@ fn add_synthesized(profile: &mut Profile, synth: &Synthesized, locator: &mut Loc
     }
 }
 
+/// Profiles naming fewer addresses are built on one thread.
+const PARALLEL_ADDRESSES: usize = 1 << 12;
+
 /// What the second thread makes while the first looks addresses up.
 struct Plan {
     arcs: Arcs,
@@ -212,18 +215,25 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let addresses = addresses(data, &ticks);
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
+    let plan = || {
+        let arcs = call_graph(data, &funcs, symbolized, &addresses);
+        let synthesized = synthesized.then(|| synthesize(&ticks, &arcs.graph, &addresses));
+        Plan { arcs, synthesized }
+    };
+    let resolve = || Resolved::new(binary, &funcs, &addresses);
     // The addresses are looked up on this thread while the call graph and
-    // the stacks are built on another.
-    let (resolved, plan) = std::thread::scope(|scope| {
-        let plan = scope.spawn(|| {
-            let arcs = call_graph(data, &funcs, symbolized, &addresses);
-            let synthesized = synthesized.then(|| synthesize(&ticks, &arcs.graph, &addresses));
-            Plan { arcs, synthesized }
-        });
-        let resolved = Resolved::new(binary, &funcs, &addresses);
-        let plan = plan.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (resolved, plan)
-    });
+    // the stacks are built on another (for small profiles a thread would
+    // cost more than it saves).
+    let (resolved, plan) = if addresses.len() < PARALLEL_ADDRESSES {
+        (resolve(), plan())
+    } else {
+        std::thread::scope(|scope| {
+            let plan = scope.spawn(plan);
+            let resolved = resolve();
+            let plan = plan.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (resolved, plan)
+        })
+    };
     let mut locator = Locator::new(&addresses, &resolved, mapping);
     add_arcs(&mut profile, &plan.arcs, &mut locator);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));

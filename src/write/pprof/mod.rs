@@ -172,6 +172,9 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// Profiles of fewer samples and locations are encoded on one thread.
+const PARALLEL_ROWS: usize = 1 << 12;
+
 /// The encoded pprof message: the bytes `to_proto(profile).encode_to_vec()`
 /// gives, without building a message per sample. prost writes fields in
 /// field-number order, so the message is the encoding of `sample_type`
@@ -179,15 +182,22 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
 /// IR, then the encoding of the other fields (3 to 15).
 pub fn encode(profile: &Profile) -> Vec<u8> {
     // The tables (locations, strings, functions...) are encoded on another
-    // thread while this one encodes the samples.
-    let ((tables, locations), samples) = std::thread::scope(|scope| {
-        let tables = scope.spawn(|| (encode_tables(profile), encode_locations(profile)));
-        let samples = encode_samples(profile);
-        let tables = tables
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (tables, samples)
-    });
+    // thread while this one encodes the samples, when there are enough rows
+    // to pay for a thread.
+    let tables = || (encode_tables(profile), encode_locations(profile));
+    let ((tables, locations), samples) =
+        if profile.samples().len() + profile.locations().len() < PARALLEL_ROWS {
+            (tables(), encode_samples(profile))
+        } else {
+            std::thread::scope(|scope| {
+                let tables = scope.spawn(tables);
+                let samples = encode_samples(profile);
+                let tables = tables
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (tables, samples)
+            })
+        };
     let [head, mappings, tail] = tables;
     let parts = [head, samples, mappings, locations, tail];
     let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());

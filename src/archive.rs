@@ -579,20 +579,7 @@ fn convert(
         .iter()
         .map(|(_, p)| relative(&options.out_dir, p))
         .collect();
-    let input_time = newest_input_time(unit);
-    let todo: Vec<&(OutputFormat, PathBuf)> = targets
-        .iter()
-        .filter(|(_, out)| {
-            if options.force {
-                return true;
-            }
-            match modified(out) {
-                None => true,
-                // --resume redoes an output older than its input.
-                Some(t) => options.resume && input_time.is_some_and(|i| i > t),
-            }
-        })
-        .collect();
+    let todo = outputs_to_write(unit, options, &targets);
     if todo.is_empty() {
         return Ok(Status::Unchanged);
     }
@@ -612,6 +599,28 @@ fn convert(
         write::write_atomically(out, |w| write::write(&profile, *format, &write_options, w))?;
     }
     Ok(Status::Converted)
+}
+
+/// The outputs of `unit` to write: all with `--force`, else those missing,
+/// and with `--resume` also those older than the unit's newest input.
+fn outputs_to_write<'a>(
+    unit: &Unit,
+    options: &ArchiveOptions,
+    targets: &'a [(OutputFormat, PathBuf)],
+) -> Vec<&'a (OutputFormat, PathBuf)> {
+    let input_time = newest_input_time(unit);
+    targets
+        .iter()
+        .filter(|(_, out)| {
+            if options.force {
+                return true;
+            }
+            match modified(out) {
+                None => true,
+                Some(t) => options.resume && input_time.is_some_and(|i| i > t),
+            }
+        })
+        .collect()
 }
 
 /// Removes temporary files a killed earlier run left in the output tree

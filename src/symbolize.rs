@@ -5,6 +5,8 @@
 //! and by `.gnu_debuglink` (next to the binary, in `.debug/`, and under
 //! `/usr/lib/debug`), as gdb does.
 
+pub mod images;
+
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 

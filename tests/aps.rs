@@ -668,6 +668,36 @@ fn events_are_samples_times_reset_value_named_from_the_armv7_numbers() {
     );
 }
 
+/// Keys that differ only in their event are one sample with a value per
+/// event; the same stack in two files whose labels are equal (no cpu in
+/// their names) is one sample, summed, on the same locations and mapping.
+#[test]
+fn one_sample_per_stack_and_labels_across_events_and_files() {
+    let dir = tempdir();
+    let mut a = board();
+    a.records = vec![
+        user(100, 100, CPU_CYCLES, 0x8010, &[0x8200]),
+        user(100, 100, L1D_CACHE_REFILL, 0x8010, &[0x8200]),
+        user(100, 100, CPU_CYCLES, 0x8010, &[0x8200]),
+    ];
+    let first = a.write(dir.path(), "first.aps");
+    let second = a.write(dir.path(), "second.aps");
+    let out = dir.path().join("out.pb");
+    let p = read_pprof(&convert(&[&first, &second], &out, &[]));
+    assert_eq!(
+        sample_types(&p),
+        [
+            "samples/count",
+            "L1D_CACHE_REFILL/events",
+            "CPU_CYCLES/events"
+        ]
+    );
+    assert_eq!(p.sample.len(), 1, "{:?}", p.sample);
+    assert_eq!(p.sample[0].value, [6, 2 * 1000, 4 * 1000]);
+    assert_eq!(p.sample[0].location_id, [1, 2]);
+    assert_eq!((p.location.len(), p.mapping.len()), (2, 1));
+}
+
 #[test]
 fn every_sample_has_pid_tid_cpu_and_mode_labels() {
     let dir = tempdir();

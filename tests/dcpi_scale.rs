@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use common::dcpi_db::{self, DbSpec, DbTotals};
+use common::gen::dcpi::{build_db, DbSpec, DbTotals};
 use common::*;
 use profconv::profile::{PartSink, Profile};
 use profconv::read::{self, Input, ReadOptions};
@@ -136,7 +136,7 @@ fn a_million_addresses_convert_in_a_fraction_of_the_database_size() {
     let dir = tempdir();
     let db = dir.path().join("db");
     // 40 images × 256 Ki instructions, 10 % sampled: 40 MiB, ≈ 1.05 M addresses.
-    let truth = dcpi_db::build(&db, &spec(40, 256 * 1024, 100));
+    let truth = build_db(&db, &spec(40, 256 * 1024, 100));
     assert!(truth.addresses >= 1_000_000, "{truth:?}");
     let out = dir.path().join("out.pb");
     let (done, peak) = peak_heap(|| stream_to(&db, &out, false));
@@ -155,7 +155,7 @@ fn info_keeps_no_counts() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempdir();
     let db = dir.path().join("db");
-    let truth = dcpi_db::build(&db, &spec(8, 256 * 1024, 500));
+    let truth = build_db(&db, &spec(8, 256 * 1024, 500));
     let (text, peak) = peak_heap(|| read::info(std::slice::from_ref(&db), &ReadOptions::default()));
     let text = text.unwrap().to_string();
     let samples = truth.samples["cycles"];
@@ -172,7 +172,7 @@ fn varied_db(root: &Path) {
     let mut spec = spec(3, 3000, 300);
     spec.epochs = 2;
     spec.events = vec![("cycles".into(), 63488), ("imiss".into(), 4096)];
-    dcpi_db::build(root, &spec);
+    build_db(root, &spec);
     let dump = "name /usr/bench/lib001.so\nimage 20261122000001abc001\nlabel run2\n\
                 text_start 0x3ff01000000\nevent 10 cycles:63488:10000\n0x3ff01000010 4\n0x3ff01000020 6\n";
     std::fs::write(root.join("202601010000/host/lib001.dump"), dump).unwrap();
@@ -203,10 +203,34 @@ fn streamed_pprof_decodes_to_the_whole_profile() {
 }
 
 #[test]
+fn images_of_one_file_stream_from_their_columns_to_the_whole_profile() {
+    // One file per image, so every image is read straight into a lean
+    // part's rows; images of the second event have their values in other
+    // columns of the whole profile.
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempdir();
+    let db = dir.path().join("db");
+    let mut spec = spec(4, 5000, 300);
+    spec.events = vec![("cycles".into(), 63488), ("imiss".into(), 4096)];
+    spec.one_event_each = true;
+    let truth = dcpi_db::build(&db, &spec);
+    let options = ReadOptions::default();
+    let whole = read::read_inputs(&open(&db), &options).unwrap();
+    let expected = pprof::to_proto(&whole);
+    check_against_footers(&expected, &truth);
+    for spill in [0, 3000, pprof::SPILL_VALUES] {
+        let mut stream = Stream::with_spill(Vec::new(), false, spill);
+        read::read_parts(&open(&db), &options, &mut stream).unwrap();
+        let streamed = pprof::decode(&stream.finish().unwrap()).unwrap();
+        assert_eq!(streamed, expected, "spill at {spill}");
+    }
+}
+
+#[test]
 fn a_failed_streamed_conversion_leaves_no_output() {
     let dir = tempdir();
     let db = dir.path().join("db");
-    dcpi_db::build(&db, &spec(3, 100_000, 500));
+    build_db(&db, &spec(3, 100_000, 500));
     // The last image's file is cut short: found after the first parts are written.
     let last = db.join("202601010000/host/lib002.so.cycles");
     let bytes = std::fs::read(&last).unwrap();
@@ -250,7 +274,7 @@ fn ten_thousand_one_event_files_stop_with_an_error_not_out_of_memory() {
     let mut spec = spec(10_000, 1, 1000);
     spec.events = (0..10_000).map(|e| (format!("event{e}"), 1)).collect();
     spec.one_event_each = true;
-    let truth = dcpi_db::build(&db, &spec);
+    let truth = build_db(&db, &spec);
     let mut sink = Discard::default();
     let (done, peak) =
         peak_heap(|| read::read_parts(&open(&db), &ReadOptions::default(), &mut sink));

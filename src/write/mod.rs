@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::profile::{Frame, GroupBy, PartSink, Profile, Sample};
+use crate::profile::{AddressPart, Frame, GroupBy, PartSink, Profile, Sample};
 
 /// The output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -316,6 +316,15 @@ impl StreamedOutputs {
 }
 
 impl PartSink for StreamedOutputs {
+    fn address_part(&mut self, part: &AddressPart) -> Result<()> {
+        self.warnings
+            .extend(part.tables.warnings().map(str::to_owned));
+        for stream in &mut self.streams {
+            stream.address_part(part)?;
+        }
+        Ok(())
+    }
+
     fn part(&mut self, part: Profile) -> Result<()> {
         self.warnings.extend(part.warnings().map(str::to_owned));
         if let Some((last, others)) = self.streams.split_last_mut() {

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-pub mod dcpi_db;
 pub mod gprof_program;
 
 pub mod gen;

@@ -52,10 +52,56 @@ const RING: usize = 32;
 const KEY_HEAD: usize = 5;
 
 /// Records of one file counted per distinct `[user, pid, tid, event,
-/// stack…]` key (stack leaf first), sorted by key.
+/// stack…]` key (stack leaf first), sorted by key. Keys are stored flat,
+/// `width` words each, the stack padded with zeros (a stack holds no 0
+/// entry, so padded keys sort as the stacks do); no allocation per key.
 pub(super) struct FileCounts {
-    pub(super) entries: Vec<(Box<[u32]>, u64)>,
+    /// Words per key: `5 + D`.
+    width: usize,
+    /// The keys, one after the other, in this machine's byte order.
+    keys: Vec<u32>,
+    /// The count of each key.
+    counts: Vec<u64>,
     pub(super) dropped_idle: u64,
+}
+
+impl FileCounts {
+    /// Distinct keys.
+    pub(super) fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Every key, sorted, without its padding, with its count.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&[u32], u64)> + '_ {
+        let width = self.width.max(1);
+        self.keys
+            .chunks_exact(width)
+            .zip(&self.counts)
+            .map(|(key, &n)| {
+                let callers = key
+                    .get(KEY_HEAD..)
+                    .map_or(0, |cs| cs.iter().take_while(|&&a| a != 0).count());
+                (key.get(..KEY_HEAD + callers).unwrap_or(key), n)
+            })
+    }
+
+    /// The counts of fixed-width keys: sorted here.
+    fn from_keys<const W: usize>(mut entries: Vec<([u32; W], u64)>, dropped_idle: u64) -> Self {
+        // Sorted, so that outputs do not depend on hash order or chunking.
+        entries.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut keys = Vec::with_capacity(entries.len() * W);
+        let mut counts = Vec::with_capacity(entries.len());
+        for (key, n) in entries {
+            keys.extend_from_slice(&key);
+            counts.push(n);
+        }
+        FileCounts {
+            width: W,
+            keys,
+            counts,
+            dropped_idle,
+        }
+    }
 }
 
 /// Counts the records of `file` (§10).
@@ -67,7 +113,7 @@ pub(super) fn count_records(
     macro_rules! fast {
         ($($depth:literal => $words:literal),*) => {
             match file.layout.call_depth {
-                $($depth => count_fast::<$words>(file, src, options),)*
+                $($depth => count_fast::<$words, { 16 + 4 * $words }>(file, src, options),)*
                 _ => count_slow(file, src, options),
             }
         };
@@ -77,21 +123,22 @@ pub(super) fn count_records(
           8 => 13, 9 => 14, 10 => 15, 11 => 16)
 }
 
-/// Counts with keys of `W = 5 + D` words, on every core.
-fn count_fast<const W: usize>(
+/// Counts with keys of `W = 5 + D` words, records of `B = 16 + 4·W`
+/// bytes, on every core.
+fn count_fast<const W: usize, const B: usize>(
     file: &ApsFile,
     src: &Source<'_>,
     options: &ReadOptions,
 ) -> Result<FileCounts> {
-    let size = RecordShape::<W>::SIZE;
+    let size = RecordShape::<W, B>::SIZE;
     debug_assert_eq!(size as u64, file.layout.record_size());
     let records_len = u64::from(file.head.index) * size as u64;
     let records = src.slice(&file.path, FILE_HEAD_SIZE, records_len as usize)?;
-    let shape = RecordShape::<W> {
+    let shape = RecordShape::<W, B> {
         swap: file.head.endian != native_endian(),
         drop_idle: options.aps.drop_idle,
     };
-    let (table, dropped_idle) = count_in_parallel(
+    let (table, dropped_idle) = count_in_parallel::<W, B>(
         records,
         FILE_HEAD_SIZE as usize,
         |table, bytes| {
@@ -105,27 +152,21 @@ fn count_fast<const W: usize>(
         },
         src,
     );
-    let mut entries = Vec::with_capacity(table.len());
-    entries.extend(table.into_entries().map(|(key, n)| (shape.decode(key), n)));
-    // Sorted, so that outputs do not depend on hash order or chunking.
-    entries.sort_unstable();
-    Ok(FileCounts {
-        entries,
-        dropped_idle,
-    })
+    let entries = table.into_entries().map(|(key, n)| (shape.decode(key), n));
+    Ok(FileCounts::from_keys(entries.collect(), dropped_idle))
 }
 
 /// Counts `records` (found at byte `base` of `src`) in chunks on every
 /// core, one table per thread (work stealing keeps a busy core from holding
 /// the others up), then merges the tables.
-fn count_in_parallel<const W: usize>(
+fn count_in_parallel<const W: usize, const B: usize>(
     records: &[u8],
     base: usize,
     count: impl Fn(&mut KeyTable<W>, &[u8]) -> u64 + Sync,
     src: &Source<'_>,
 ) -> (KeyTable<W>, u64) {
     let seed = random_seed();
-    let size = RecordShape::<W>::SIZE;
+    let size = RecordShape::<W, B>::SIZE;
     let chunk = (CHUNK_BYTES / size).max(1) * size;
     let threads = rayon::current_num_threads().max(1);
     let tables: Vec<Mutex<(KeyTable<W>, u64)>> = (0..threads)
@@ -158,17 +199,30 @@ fn native_endian() -> Endian {
     }
 }
 
-/// How records of `16 + 4·W` bytes (`36 + 4·D`) become keys of `W` words.
-struct RecordShape<const W: usize> {
+/// How records of `B = 16 + 4·W` bytes (`36 + 4·D`) become keys of `W` words.
+struct RecordShape<const W: usize, const B: usize> {
     /// The file's byte order is not this machine's.
     swap: bool,
     /// Leave pid 0 out (`--drop-idle`).
     drop_idle: bool,
 }
 
-impl<const W: usize> RecordShape<W> {
+/// Word `i` of a record, in the file's byte order (0 past its end, which
+/// the callers' constant indexes never reach: the check compiles away).
+#[inline(always)]
+fn word<const B: usize>(record: &[u8; B], i: usize) -> u32 {
+    match record.get(4 * i..4 * i + 4) {
+        Some(&[a, b, c, d]) => u32::from_ne_bytes([a, b, c, d]),
+        _ => 0,
+    }
+}
+
+impl<const W: usize, const B: usize> RecordShape<W, B> {
     /// Bytes of a record (§3.2).
-    const SIZE: usize = 16 + 4 * W;
+    const SIZE: usize = {
+        assert!(B == 16 + 4 * W && W >= KEY_HEAD && W - KEY_HEAD < 32);
+        B
+    };
     /// D.
     const DEPTH: usize = W - KEY_HEAD;
 
@@ -184,6 +238,9 @@ impl<const W: usize> RecordShape<W> {
         let mut ring = [([0u32; W], 0u64); RING];
         let mut n = 0usize;
         for record in bytes.chunks_exact(Self::SIZE) {
+            let Ok(record) = <&[u8; B]>::try_from(record) else {
+                continue; // unreachable: the chunks are B bytes long
+            };
             let Some(key) = self.key(record) else {
                 dropped += 1;
                 continue;
@@ -210,44 +267,45 @@ impl<const W: usize> RecordShape<W> {
     }
 
     /// The key of one record, words in the file's byte order but `user`
-    /// (0 or 1); `None` for an idle record left out.
+    /// (0 or 1); `None` for an idle record left out. Branch-free: the
+    /// stack keeps its first `min(cs_layer clamped to [0, D], first 0)`
+    /// entries, the others are masked to 0.
     #[inline(always)]
-    fn key(&self, record: &[u8]) -> Option<[u32; W]> {
-        let word = |i: usize| match record.get(4 * i..4 * i + 4) {
-            Some(&[a, b, c, d]) => u32::from_ne_bytes([a, b, c, d]),
-            _ => 0,
-        };
-        let pid = word(1);
+    fn key(&self, record: &[u8; B]) -> Option<[u32; W]> {
+        let pid = word(record, 1);
         if self.drop_idle && pid == 0 {
             return None;
         }
         let mut key = [0u32; W];
-        key[..KEY_HEAD].copy_from_slice(&[u32::from(word(0) != 0), pid, word(2), word(6), word(8)]);
-        let layer = if self.swap {
-            word(5).swap_bytes()
-        } else {
-            word(5)
-        } as i32;
-        let valid = layer.clamp(0, Self::DEPTH as i32) as usize;
-        let mut alive = true;
+        let head = [u32::from(word(record, 0) != 0), pid, word(record, 2)];
+        key[..3].copy_from_slice(&head);
+        key[3] = word(record, 6);
+        key[4] = word(record, 8);
+        let layer = word(record, 5);
+        let layer = if self.swap { layer.swap_bytes() } else { layer } as i32;
+        let valid = layer.clamp(0, Self::DEPTH as i32) as u32;
+        // Bit i: cs[i] is not 0; the stack ends at the first 0 bit.
+        let mut nonzero = 0u32;
+        for i in 0..Self::DEPTH {
+            nonzero |= u32::from(word(record, 9 + i) != 0) << i;
+        }
+        let len = valid.min((!nonzero).trailing_zeros());
         for (i, slot) in key[KEY_HEAD..].iter_mut().enumerate() {
-            let address = word(9 + i);
-            alive &= (i < valid) & (address != 0);
-            *slot = if alive { address } else { 0 };
+            let keep = 0u32.wrapping_sub(u32::from((i as u32) < len));
+            *slot = word(record, 9 + i) & keep;
         }
         Some(key)
     }
 
     /// The counted key of `key`: `[user, pid, tid, event, pc, cs…]` in this
-    /// machine's byte order, the stack without its zeroed tail.
-    fn decode(&self, mut key: [u32; W]) -> Box<[u32]> {
+    /// machine's byte order, the stack's tail still zeroed.
+    fn decode(&self, mut key: [u32; W]) -> [u32; W] {
         if self.swap {
             for w in &mut key[1..] {
                 *w = w.swap_bytes();
             }
         }
-        let callers = key[KEY_HEAD..].iter().take_while(|&&a| a != 0).count();
-        key[..KEY_HEAD + callers].into()
+        key
     }
 }
 
@@ -255,9 +313,10 @@ impl<const W: usize> RecordShape<W> {
 fn count_slow(file: &ApsFile, src: &Source<'_>, options: &ReadOptions) -> Result<FileCounts> {
     debug_assert!(file.layout.call_depth > MAX_FAST_DEPTH);
     let drop_idle = options.aps.drop_idle;
+    let width = KEY_HEAD + file.layout.call_depth;
     // FxHash, as the IR's tables: about twice as fast as SipHash on these keys.
     let mut counts: FxHashMap<Box<[u32]>, u64> = FxHashMap::default();
-    let mut key: Vec<u32> = Vec::with_capacity(KEY_HEAD + file.layout.call_depth);
+    let mut key: Vec<u32> = Vec::with_capacity(width);
     let mut dropped_idle = 0u64;
     file.for_each_record(src, options, |r| {
         if drop_idle && r.pid() == 0 {
@@ -282,8 +341,15 @@ fn count_slow(file: &ApsFile, src: &Source<'_>, options: &ReadOptions) -> Result
     let mut entries: Vec<(Box<[u32]>, u64)> = counts.into_iter().collect();
     // Sorted, so that outputs do not depend on hash order.
     entries.sort_unstable();
+    let mut keys = Vec::with_capacity(entries.len() * width);
+    for (key, _) in &entries {
+        keys.extend_from_slice(key);
+        keys.resize(keys.len() + width.saturating_sub(key.len()), 0);
+    }
     Ok(FileCounts {
-        entries,
+        width,
+        keys,
+        counts: entries.into_iter().map(|(_, n)| n).collect(),
         dropped_idle,
     })
 }

@@ -7,7 +7,7 @@
 //! slot 8 bytes (a 32-bit tag of the hash and the entry's number), so a
 //! lookup reads one index line and, on a tag match, one entry. No
 //! allocation per distinct key. The hash is a folded 64×64→128 multiply (as
-//! wyhash and foldhash do) over the key two words at a time, seeded from the
+//! wyhash and foldhash do) over the key four words at a time, seeded from the
 //! standard library's random state: crafted files cannot force long probe
 //! chains, and outputs do not depend on the seed because the caller sorts
 //! the keys. Memory: one entry per distinct key, plus an index of at most
@@ -33,42 +33,53 @@ fn fold_mul(a: u64, b: u64) -> u64 {
     (p as u64) ^ ((p >> 64) as u64)
 }
 
-/// The hash of `key` under `seed`.
+/// Two words as one 64-bit lane.
+#[inline(always)]
+fn lane(lo: u32, hi: u32) -> u64 {
+    u64::from(lo) | (u64::from(hi) << 32)
+}
+
+/// The hash of `key` under `seed`: as wyhash, one multiply per four words
+/// (`h = fold(a ^ PAIR, b ^ h)` over 16-byte steps), then one to mix.
 #[inline(always)]
 fn hash<const W: usize>(key: &[u32; W], seed: u64) -> u64 {
     let mut h = seed;
-    let mut pairs = key.chunks_exact(2);
-    for pair in &mut pairs {
-        let (lo, hi) = match pair {
-            &[lo, hi] => (lo, hi),
-            _ => (0, 0),
-        };
-        let word = u64::from(lo) | (u64::from(hi) << 32);
-        h = fold_mul(h ^ word, PAIR);
+    let mut quads = key.chunks_exact(4);
+    for quad in &mut quads {
+        if let &[a, b, c, d] = quad {
+            h = fold_mul(lane(a, b) ^ PAIR, lane(c, d) ^ h);
+        }
     }
-    if let Some(&last) = pairs.remainder().first() {
-        h = fold_mul(h ^ u64::from(last), PAIR);
-    }
-    fold_mul(h, MIX)
+    let (a, b) = match *quads.remainder() {
+        [] => return fold_mul(h, MIX),
+        [a] => (lane(a, 0), 0),
+        [a, b] => (lane(a, b), 0),
+        [a, b, c, ..] => (lane(a, b), u64::from(c)),
+    };
+    fold_mul(fold_mul(a ^ PAIR, b ^ h), MIX)
 }
 
 /// The bits of an index slot that hold the tag (the hash's high half).
 const TAG: u64 = !(u32::MAX as u64);
 
-/// Asks the processor to bring `item` into the cache; a hint that never
-/// faults (a no-op on other processors than x86-64).
+/// Asks the processor to bring `item` into the cache, both its first and
+/// its last byte (an entry of 48 bytes straddles two cache lines one time
+/// in two); a hint that never faults (a no-op on other processors than
+/// x86-64).
 #[inline(always)]
 fn prefetch<T>(item: Option<&T>) {
     #[cfg(target_arch = "x86_64")]
     if let Some(item) = item {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let p = (item as *const T).cast::<i8>();
+        let last = p.wrapping_add(std::mem::size_of::<T>().saturating_sub(1));
         // SAFETY: a prefetch reads nothing into the program and cannot fault;
-        // `p` points into a live allocation anyway. (Safe to call since Rust
-        // 1.87; `unsafe` kept for older compilers.)
+        // both bytes are in a live allocation anyway. (Safe to call since
+        // Rust 1.87; `unsafe` kept for older compilers.)
         #[allow(unused_unsafe)]
         unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(p)
+            _mm_prefetch::<_MM_HINT_T0>(p);
+            _mm_prefetch::<_MM_HINT_T0>(last);
         };
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -209,34 +209,15 @@ fn no_fit_error(
     head: &FileHead,
     candidates: &[Candidate],
 ) -> Result<Error> {
-    let len = src.len();
-    let wrong_end = candidates
-        .iter()
-        .find(|c| matches!(c, Candidate::WrongEnd { .. }));
-    if let Some(Candidate::WrongEnd {
+    if let Some(&Candidate::WrongEnd {
         depth,
         path_len,
         end,
-    }) = wrong_end
+    }) = candidates
+        .iter()
+        .find(|c| matches!(c, Candidate::WrongEnd { .. }))
     {
-        let what = if *end < len {
-            format!(
-                "{} bytes of trailing garbage after the vma table",
-                len - end
-            )
-        } else {
-            format!(
-                "the file is truncated: {} bytes are missing from the vma table",
-                end - len
-            )
-        };
-        return Ok(Error::format(
-            path,
-            (*end).min(len),
-            format!(
-                "with call depth {depth} and path length {path_len} the module and vma magics are in place and the file should end at byte {end}, but it has {len} bytes: {what}"
-            ),
-        ));
+        return Ok(wrong_end_error(path, src.len(), depth, path_len, end));
     }
     if let Some(Candidate::NoVmaTable {
         depth,
@@ -270,6 +251,29 @@ fn no_fit_error(
             "; no call depth in {}..={} puts it after the records either (give --aps-call-depth if the collector used another)",
             SEARCHED_CALL_DEPTHS.start(),
             SEARCHED_CALL_DEPTHS.end()
+        ),
+    )
+}
+
+/// The tables are in place for `depth` and `path_len`, but the file does
+/// not end where the vma table does.
+fn wrong_end_error(path: &Path, len: u64, depth: usize, path_len: usize, end: u64) -> Error {
+    let what = if end < len {
+        format!(
+            "{} bytes of trailing garbage after the vma table",
+            len - end
+        )
+    } else {
+        format!(
+            "the file is truncated: {} bytes are missing from the vma table",
+            end - len
+        )
+    };
+    Error::format(
+        path,
+        end.min(len),
+        format!(
+            "with call depth {depth} and path length {path_len} the module and vma magics are in place and the file should end at byte {end}, but it has {len} bytes: {what}"
         ),
     )
 }
@@ -381,12 +385,8 @@ impl Probe<'_> {
 
     /// The vma head for path length `p`, if its magic is there.
     fn vma_at(&self, src: &mut Source<'_>, p: usize) -> Result<Option<VmaHead>> {
-        let Some(offset) = u64::from(self.module_count)
-            .checked_mul(8 + p as u64)
-            .and_then(|b| b.checked_add(self.module_offset + TABLE_HEAD_SIZE))
-        else {
-            return Ok(None);
-        };
+        // A saturated offset lies past the end, where no head fits.
+        let offset = self.vma_offset(p);
         let Some((endian, count)) = src.table_head(self.path, offset, VMA_HEAD_MAGIC)? else {
             return Ok(None);
         };

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use super::records::ApsFile;
 use super::tables::{merged_modules, module_file_name, VmaEntry};
 use crate::profile::{basename, Mapping, MappingId, Profile, StrId};
@@ -121,7 +123,8 @@ pub(super) struct FileMaps {
     keys: Vec<MappingKey>,
     ids: Vec<Option<MappingId>>,
     kernel: RangeIndex,
-    user: HashMap<i32, RangeIndex>,
+    /// FxHash: looked up once per frame of a distinct stack.
+    user: FxHashMap<i32, RangeIndex>,
 }
 
 impl FileMaps {

@@ -23,6 +23,7 @@ mod mapping;
 mod pid_info;
 mod profile;
 mod records;
+mod samples;
 mod source;
 mod tables;
 

@@ -9,6 +9,7 @@ use super::head::event_name;
 use super::mapping::{main_executables, FileMaps, Image, Mapper};
 use super::pid_info::PidInfo;
 use super::records::ApsFile;
+use super::samples::{LabelSets, Locations, Samples};
 use crate::error::{Error, Result};
 use crate::profile::{too_many_values, Label, Profile};
 
@@ -20,15 +21,8 @@ pub(super) fn build_profile(
     pid_info_path: Option<&Path>,
 ) -> Result<(Profile, Vec<Image>)> {
     let mut profile = Profile::new(&[("samples", "count")]);
-    // Samples per event id, to name the sample types and the period.
-    let mut events: BTreeMap<u32, u64> = BTreeMap::new();
-    for (key, n) in counts.iter().flat_map(|c| &c.entries) {
-        if let Some(&event) = key.get(3) {
-            let slot = events.entry(event).or_insert(0);
-            *slot = slot.saturating_add(*n);
-        }
-    }
-    let stacks: usize = counts.iter().map(|c| c.entries.len()).sum();
+    let events = event_totals(&counts);
+    let stacks: usize = counts.iter().map(FileCounts::len).sum();
     // Each stack has its samples and the events of its one event id.
     let nonzero = 2 * stacks as u64;
     if let Some(why) = too_many_values(events.len() + 1, stacks as u64, nonzero) {
@@ -37,6 +31,59 @@ pub(super) fn build_profile(
             .map_or(Path::new("<aps>"), |f| f.path.as_path());
         return Err(Error::unsupported(path, why));
     }
+    let event_type = add_sample_types(&mut profile, files, &events);
+    add_time_range(&mut profile, files);
+    add_metadata(&mut profile, files, pid_info_path);
+    add_comments(&mut profile, files, &counts);
+
+    let mut mapper = Mapper {
+        ids: HashMap::new(),
+        images: Vec::new(),
+    };
+    let context = SampleContext {
+        pid_info,
+        executables: main_executables(files),
+        event_type,
+    };
+    let mut builder = SampleBuilder {
+        locations: Locations::new(&mut profile, frames(&counts)),
+        label_sets: LabelSets::default(),
+        samples: Samples::new(profile.sample_types().len(), stacks),
+    };
+    for (file, file_counts) in files.iter().zip(&counts) {
+        builder.add_file(&mut profile, &mut mapper, &context, file, file_counts);
+    }
+    builder
+        .samples
+        .into_profile(&mut profile, &builder.label_sets);
+    Ok((profile, mapper.images))
+}
+
+/// Frames of every key: at most this many distinct locations.
+fn frames(counts: &[FileCounts]) -> usize {
+    let keys = counts.iter().flat_map(FileCounts::iter);
+    keys.map(|(key, _)| key.len().saturating_sub(4)).sum()
+}
+
+/// Samples per event id, to name the sample types and the period.
+fn event_totals(counts: &[FileCounts]) -> BTreeMap<u32, u64> {
+    let mut events: BTreeMap<u32, u64> = BTreeMap::new();
+    for (key, n) in counts.iter().flat_map(FileCounts::iter) {
+        if let Some(&event) = key.get(3) {
+            let slot = events.entry(event).or_insert(0);
+            *slot = slot.saturating_add(n);
+        }
+    }
+    events
+}
+
+/// One sample type per event id, and the period; returns the sample type
+/// of each event id.
+fn add_sample_types(
+    profile: &mut Profile,
+    files: &[ApsFile],
+    events: &BTreeMap<u32, u64>,
+) -> HashMap<u32, usize> {
     let mut event_type = HashMap::new();
     for &event in events.keys() {
         event_type.insert(event, profile.add_sample_type(&event_name(event), "events"));
@@ -53,8 +100,11 @@ pub(super) fn build_profile(
             i64::try_from(file.head.reset_value).unwrap_or(i64::MAX),
         );
     }
+    event_type
+}
 
-    // Time range: the earliest begin to the latest end.
+/// Time range: the earliest begin to the latest end.
+fn add_time_range(profile: &mut Profile, files: &[ApsFile]) {
     if let Some(begin) = files.iter().map(|f| f.head.begin_nanos()).min() {
         let end = files
             .iter()
@@ -64,18 +114,18 @@ pub(super) fn build_profile(
         profile.time_nanos = begin;
         profile.duration_nanos = end.saturating_sub(begin).max(0);
     }
+}
+
+/// The head fields and layout of every file (prefixed with the file's name
+/// when there are several), and the pid_info file.
+fn add_metadata(profile: &mut Profile, files: &[ApsFile], pid_info_path: Option<&Path>) {
     let several = files.len() > 1;
     profile.add_metadata("format", "APS sample file");
     for file in files {
-        let prefix = if several {
-            format!(
-                "{} ",
-                file.path
-                    .file_name()
-                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-            )
-        } else {
-            String::new()
+        let prefix = match file.path.file_name() {
+            Some(name) if several => format!("{} ", name.to_string_lossy()),
+            _ if several => " ".to_owned(),
+            _ => String::new(),
         };
         let h = &file.head;
         let l = &file.layout;
@@ -99,6 +149,10 @@ pub(super) fn build_profile(
     if let Some(p) = pid_info_path {
         profile.add_metadata("pid_info", p.display().to_string());
     }
+}
+
+/// How stacks are read, the idle samples left out and the SRE images.
+fn add_comments(profile: &mut Profile, files: &[ApsFile], counts: &[FileCounts]) {
     profile.add_comment(
         "APS: stacks are pc then cs[0..cs_layer], leaf first; events = samples x reset_value",
     );
@@ -115,20 +169,6 @@ pub(super) fn build_profile(
     for (pid, file) in sre {
         profile.add_comment(format!("APS: pid {pid}: {file} is an SRE image"));
     }
-
-    let mut mapper = Mapper {
-        ids: HashMap::new(),
-        images: Vec::new(),
-    };
-    let context = SampleContext {
-        pid_info,
-        executables: main_executables(files),
-        event_type,
-    };
-    for (file, file_counts) in files.iter().zip(counts) {
-        add_file_samples(&mut profile, &mut mapper, &context, file, file_counts);
-    }
-    Ok((profile, mapper.images))
 }
 
 /// What every sample's values and labels are made from.
@@ -138,49 +178,61 @@ struct SampleContext<'a> {
     event_type: HashMap<u32, usize>,
 }
 
-/// Adds the counted records of one file as samples (§10): the stack's
-/// locations, the labels and the values.
-fn add_file_samples(
-    profile: &mut Profile,
-    mapper: &mut Mapper,
-    context: &SampleContext<'_>,
-    file: &ApsFile,
-    counts: FileCounts,
-) {
-    let mut maps = FileMaps::new(file);
-    let reset = i64::try_from(file.head.reset_value).unwrap_or(i64::MAX);
-    let mut stack = Vec::new();
-    let mut values = vec![0i64; profile.sample_types().len()];
-    // Labels depend on (user, pid, tid) only, and the keys are sorted by it.
-    let mut labels: Vec<Label> = Vec::new();
-    let mut labelled = None;
-    for (key, count) in counts.entries {
-        let [user, pid, tid, event, frames @ ..] = &*key else {
-            continue;
-        };
-        let (user, pid, tid) = (*user != 0, *pid as i32, *tid as i32);
-        stack.clear();
-        for (i, &address) in frames.iter().enumerate() {
-            let mapping = maps.find(profile, mapper, user, pid, address);
-            stack.push(profile.address_location(mapping, u64::from(address), i > 0));
+/// The locations, label sets and samples made so far, across files.
+struct SampleBuilder {
+    locations: Locations,
+    label_sets: LabelSets,
+    samples: Samples,
+}
+
+impl SampleBuilder {
+    /// Adds the counted records of one file as samples (§10): the stack's
+    /// locations, the labels and the values.
+    fn add_file(
+        &mut self,
+        profile: &mut Profile,
+        mapper: &mut Mapper,
+        context: &SampleContext<'_>,
+        file: &ApsFile,
+        counts: &FileCounts,
+    ) {
+        let mut maps = FileMaps::new(file);
+        let reset = i64::try_from(file.head.reset_value).unwrap_or(i64::MAX);
+        let mut stack = Vec::new();
+        let mut values = vec![0i64; profile.sample_types().len()];
+        // Labels depend on (user, pid, tid) only, and the keys are sorted by it.
+        let mut labels: Vec<Label> = Vec::new();
+        let mut labelled = None;
+        let mut label_set = 0;
+        for (key, count) in counts.iter() {
+            let [user, pid, tid, event, frames @ ..] = key else {
+                continue;
+            };
+            let (user, pid, tid) = (*user != 0, *pid as i32, *tid as i32);
+            stack.clear();
+            for (i, &address) in frames.iter().enumerate() {
+                let mapping = maps.find(profile, mapper, user, pid, address);
+                stack.push(self.locations.get(profile, mapping, address, i > 0));
+            }
+            if labelled != Some((user, pid, tid)) {
+                sample_labels(profile, context, file, (user, pid, tid), &mut labels);
+                label_set = self.label_sets.id(&labels);
+                labelled = Some((user, pid, tid));
+            }
+            values.fill(0);
+            let samples = i64::try_from(count).unwrap_or(i64::MAX);
+            if let Some(v) = values.first_mut() {
+                *v = samples;
+            }
+            if let Some(v) = context
+                .event_type
+                .get(event)
+                .and_then(|&t| values.get_mut(t))
+            {
+                *v = samples.saturating_mul(reset);
+            }
+            self.samples.add(label_set, &stack, &values);
         }
-        if labelled != Some((user, pid, tid)) {
-            sample_labels(profile, context, file, (user, pid, tid), &mut labels);
-            labelled = Some((user, pid, tid));
-        }
-        values.fill(0);
-        let samples = i64::try_from(count).unwrap_or(i64::MAX);
-        if let Some(v) = values.first_mut() {
-            *v = samples;
-        }
-        if let Some(v) = context
-            .event_type
-            .get(event)
-            .and_then(|&t| values.get_mut(t))
-        {
-            *v = samples.saturating_mul(reset);
-        }
-        profile.add_sample(&stack, &values, &labels);
     }
 }
 

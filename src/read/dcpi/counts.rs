@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 
+use crate::profile::{AddressPart, MAX_VALUES};
+
 /// How many slots the dense array may hold beyond twice the counts stored:
 /// small, so that many tiny files with far-apart chunks cannot make memory
 /// grow much faster than the input (a sparse entry costs as much as ~4
@@ -54,6 +56,124 @@ impl CountSink for Tally {
             totals.sum += count;
             totals.nonzero += u64::from(count != 0);
         }
+        totals
+    }
+}
+
+/// A [`CountSink`] that appends every non-zero count straight to a lean
+/// part's rows ([`AddressPart`]), in the order the runs come: for an image
+/// read from one binary file, whose chunks come in address order (§2.3:
+/// offsets strictly increase and chunks do not overlap), so that no count
+/// array is needed. Past the bound on values ([`MAX_VALUES`]) it keeps
+/// counting but stores no more rows; the caller then reports the error
+/// ([`crate::profile::too_many_values`]).
+pub struct RowSink<'p> {
+    addresses: &'p mut Vec<u64>,
+    values: &'p mut Vec<i64>,
+    /// Values per row, and where this column's two (samples, events) go.
+    width: usize,
+    slot: usize,
+    period: u64,
+    insn: u64,
+    /// Sample types of the whole profile, and the samples and non-zero
+    /// values of the parts before this one (for the bound on values).
+    types: usize,
+    before: (u64, u64),
+    /// Rows met so far (stored or not).
+    rows: u64,
+    full: bool,
+}
+
+impl<'p> RowSink<'p> {
+    /// Rows of `width` values into `part`, this column's samples at `slot`
+    /// and its events (samples × `period`) at `slot + 1`.
+    pub fn new(part: &'p mut AddressPart, slot: usize, period: u64, insn: u32) -> Self {
+        let width = part.width().max(slot + 2);
+        RowSink {
+            addresses: &mut part.addresses,
+            values: &mut part.values,
+            width,
+            slot,
+            period,
+            insn: u64::from(insn.max(1)),
+            types: width,
+            before: (0, 0),
+            rows: 0,
+            full: false,
+        }
+    }
+
+    /// Bounds the rows by [`MAX_VALUES`] over `types` sample types,
+    /// after parts that held `before` (samples, non-zero values).
+    pub fn bound(mut self, types: usize, before: (u64, u64)) -> Self {
+        self.types = types;
+        self.before = before;
+        self
+    }
+
+    /// Rows met (stored, or past the bound), and whether the bound was passed.
+    pub fn rows(&self) -> (u64, bool) {
+        (self.rows, self.full)
+    }
+
+    /// Takes the count `b` (4 bytes, little-endian) of `address`.
+    #[inline]
+    fn count(&mut self, totals: &mut RunTotals, address: u64, b: &[u8]) {
+        let count = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        if count != 0 {
+            totals.sum += u64::from(count);
+            totals.nonzero += 1;
+            if !self.full {
+                self.push(address, count);
+            }
+        }
+    }
+
+    fn push(&mut self, address: u64, count: u32) {
+        let samples = i64::from(count);
+        let events = u64::from(count)
+            .checked_mul(self.period)
+            .and_then(|e| i64::try_from(e).ok())
+            .unwrap_or(i64::MAX);
+        self.addresses.push(address);
+        if self.width == 2 {
+            self.values.extend_from_slice(&[samples, events]);
+        } else {
+            let at = self.values.len() + self.slot;
+            self.values.resize(self.values.len() + self.width, 0);
+            if let Some(v) = self.values.get_mut(at..at + 2) {
+                v.copy_from_slice(&[samples, events]);
+            }
+        }
+    }
+}
+
+impl CountSink for RowSink<'_> {
+    fn add_run_le(&mut self, address: u64, raw: &[u8]) -> RunTotals {
+        let mut totals = RunTotals::default();
+        let mut at = address;
+        // Four counts at a time: in a sparse profile most are all zero.
+        let quads = raw.chunks_exact(16);
+        let rest = quads.remainder();
+        for q in quads {
+            if q.iter().all(|&b| b == 0) {
+                at = at.wrapping_add(4 * self.insn);
+                continue;
+            }
+            for b in q.chunks_exact(4) {
+                self.count(&mut totals, at, b);
+                at = at.wrapping_add(self.insn);
+            }
+        }
+        for b in rest.chunks_exact(4) {
+            self.count(&mut totals, at, b);
+            at = at.wrapping_add(self.insn);
+        }
+        self.rows += totals.nonzero;
+        // Only the bound that can only be passed for good, as rows come
+        // (the caller checks every rule once the rows are counted).
+        let samples = self.before.0.saturating_add(self.rows);
+        self.full |= (self.types as u64).saturating_mul(samples) > MAX_VALUES;
         totals
     }
 }

@@ -86,6 +86,58 @@ fn index_file(c: &mut Collection, path: &Path, origin: Origin, data: &[u8]) -> R
 /// Indexes a dcpicat dump: its header lines and event columns.
 fn index_dump(c: &mut Collection, path: &Path, origin: Origin, data: &[u8]) -> Result<()> {
     let dump = dcpicat::parse_header(path, data)?;
+    let facts = dump_facts(c, path, &dump);
+    let tstart = dump.text_start.unwrap_or(0);
+    let file = c.files.len();
+    let image = c.image(
+        path,
+        file,
+        &ImageFacts {
+            id: &facts.image_id,
+            label: facts.label.as_deref(),
+            name: facts.name.as_deref(),
+            paths: &facts.paths,
+            tstart,
+            tsize: dump.text_size,
+        },
+    );
+    // A dump's columns come into being with its first row (a dump of no
+    // rows adds no period to its events).
+    let has_rows = data
+        .get(dump.rows_start..)
+        .is_some_and(|rows| rows.iter().any(|b| !b.is_ascii_whitespace()));
+    let (columns, events) = dump_events(c, &dump, image, has_rows);
+    c.note_epoch(facts.epoch.as_deref());
+    c.files.push(FileSummary {
+        path: path.to_path_buf(),
+        origin,
+        kind: FileKind::Dcpicat,
+        image: facts.image_id,
+        epoch: facts.epoch,
+        events,
+        chunks: 0,
+        addresses: 0,
+        header: if file == 0 { dump.lines } else { Vec::new() },
+        columns,
+        binary_start: dump.rows_start,
+        tstart,
+        tsize: dump.text_size,
+    });
+    Ok(())
+}
+
+/// What a dump's header lines say about its image.
+struct DumpFacts {
+    name: Option<String>,
+    image_id: String,
+    paths: Vec<String>,
+    label: Option<String>,
+    epoch: Option<String>,
+}
+
+/// The image facts of a dump's header lines; the other lines become facts
+/// of the collection, and a missing `text_start` a warning.
+fn dump_facts(c: &mut Collection, path: &Path, dump: &dcpicat::DumpHeader) -> DumpFacts {
     let first = |key: &str| {
         dump.lines
             .iter()
@@ -102,8 +154,7 @@ fn index_dump(c: &mut Collection, path: &Path, origin: Origin, data: &[u8]) -> R
         .filter(|l| l.keyword == "path")
         .map(|l| l.value.clone())
         .collect();
-    let label = first("label");
-    let epoch = first("epoch");
+    let (label, epoch) = (first("label"), first("epoch"));
     for line in &dump.lines {
         match line.keyword.as_str() {
             "name" | "image" | "label" | "path" | "text_start" | "text_size" | "event" => {}
@@ -116,25 +167,23 @@ fn index_dump(c: &mut Collection, path: &Path, origin: Origin, data: &[u8]) -> R
             "no `text_start` line: addresses taken as they are (text start 0)".into(),
         );
     }
-    let tstart = dump.text_start.unwrap_or(0);
-    let file = c.files.len();
-    let image = c.image(
-        path,
-        file,
-        &ImageFacts {
-            id: &image_id,
-            label: label.as_deref(),
-            name: name.as_deref(),
-            paths: &paths,
-            tstart,
-            tsize: dump.text_size,
-        },
-    );
-    // A dump's columns come into being with its first row (a dump of no
-    // rows adds no period to its events).
-    let has_rows = data
-        .get(dump.rows_start..)
-        .is_some_and(|rows| rows.iter().any(|b| !b.is_ascii_whitespace()));
+    DumpFacts {
+        name,
+        image_id,
+        paths,
+        label,
+        epoch,
+    }
+}
+
+/// The image's column of each of a dump's events (none when it has no
+/// rows), and the events as the file's.
+fn dump_events(
+    c: &mut Collection,
+    dump: &dcpicat::DumpHeader,
+    image: usize,
+    has_rows: bool,
+) -> (Vec<usize>, Vec<FileEvent>) {
     let mut columns = Vec::with_capacity(dump.events.len());
     let mut events = Vec::with_capacity(dump.events.len());
     for e in &dump.events {
@@ -155,21 +204,5 @@ fn index_dump(c: &mut Collection, path: &Path, origin: Origin, data: &[u8]) -> R
             declared: Some(e.declared_samples),
         });
     }
-    c.note_epoch(epoch.as_deref());
-    c.files.push(FileSummary {
-        path: path.to_path_buf(),
-        origin,
-        kind: FileKind::Dcpicat,
-        image: image_id,
-        epoch,
-        events,
-        chunks: 0,
-        addresses: 0,
-        header: if file == 0 { dump.lines } else { Vec::new() },
-        columns,
-        binary_start: dump.rows_start,
-        tstart,
-        tsize: dump.text_size,
-    });
-    Ok(())
+    (columns, events)
 }

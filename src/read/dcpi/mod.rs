@@ -4,11 +4,11 @@
 //!
 //! Reading streams in two passes over the files, parsed in place (mapped):
 //! first every header ([`index`]: events, images, which files hold each
-//! image), then the counts one image at a time ([`scan`]) into dense
-//! per-event arrays, each image becoming one part of the profile
-//! ([`parts`]) that is handed on and dropped. What stays in memory is
-//! O(files + images), plus the images being read; `info` keeps no counts
-//! at all, only their totals.
+//! image), then the counts one image at a time ([`scan`]), each image
+//! becoming one lean part of the profile (rows of address and values,
+//! [`parts`]) that is handed on, its buffers reused for the next image.
+//! What stays in memory is O(files + images), plus the image being read;
+//! `info` keeps no counts at all, only their totals.
 
 mod binary;
 mod collection;
@@ -80,7 +80,7 @@ pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
     let images: Vec<usize> = (0..c.images.len()).collect();
     let scans: Vec<Result<scan::ImageScan>> = images
         .par_iter()
-        .map(|&i| scan::scan_image(&c, inputs, options, i, false))
+        .map(|&i| scan::scan_image(&c, inputs, options, i, scan::Keep::Sums))
         .collect();
     for result in scans {
         scan::apply(&mut c, &mut result?);

@@ -1,20 +1,23 @@
 //! The DCPI profile in parts ([`PartSink`]): a head (sample types, period,
 //! time, metadata, and the strings every mapping names), then one part per
-//! image (its mapping, one location and one one-frame sample per sampled
-//! address), then a tail with the warnings as comments.
+//! image (its mapping, and per sampled address a row: an address and its
+//! values, [`AddressPart`]), then a tail with the warnings as comments.
 //!
-//! Images are read one at a time; each image's counts (one dense array per
-//! event) and its part are dropped once the sink has the part, so memory
-//! follows the largest image, not the database.
+//! Images are read one at a time into one lean part whose buffers every
+//! image reuses: an image of one binary file straight from its chunks
+//! (they come in address order), others through dense per-event counts
+//! ([`Counts`]) merged by address. No location or sample object is made
+//! unless the sink asks for the profile (or the image is symbolized), so
+//! memory follows the largest image, not the database.
 
 use super::super::input::Input;
 use super::super::options::ReadOptions;
-use super::collection::{Collection, Image, Warnings};
-use super::counts::Counts;
-use super::scan::{self, ImageScan};
+use super::collection::{Collection, FileKind, Image, Warnings};
+use super::counts::{Counts, RowSink};
+use super::scan::{self, ImageScan, Keep};
 use super::{header, index, symbols};
 use crate::error::{Error, Result};
-use crate::profile::{too_many_values, GroupBy, Label, Location, Mapping, PartSink, Profile};
+use crate::profile::{too_many_values, AddressPart, GroupBy, Mapping, PartSink, Profile};
 
 /// The sample types: `<event>_samples/count` and `<event>/events` per event,
 /// `cycles` first (the default), then in the order met.
@@ -50,11 +53,11 @@ impl Layout {
         Profile::new(&refs)
     }
 
-    /// A profile with the sample types of `image`'s events only (a part's
-    /// values are as wide as its image's events, not the database's), and
-    /// where each of the image's columns goes in it: the index of its
-    /// event's `_samples` type, and its period.
-    fn image_profile(&self, image: &Image) -> (Profile, Vec<(usize, u64)>) {
+    /// Sets `tables` to the sample types of `image`'s events only (a
+    /// part's values are as wide as its image's events, not the
+    /// database's), and says where each of the image's columns goes in
+    /// them: the index of its event's `_samples` type, and its period.
+    fn image_tables(&self, image: &Image, tables: &mut Profile) -> Vec<(usize, u64)> {
         let mut slots: Vec<usize> = image.columns.iter().map(|c| self.slot[c.event]).collect();
         slots.sort_unstable();
         slots.dedup();
@@ -63,15 +66,15 @@ impl Layout {
             .flat_map(|&s| &self.types[s..s + 2])
             .map(|(k, u)| (k.as_str(), *u))
             .collect();
-        let columns = image
+        *tables = Profile::new(&refs);
+        image
             .columns
             .iter()
             .map(|c| {
                 let at = slots.binary_search(&self.slot[c.event]).unwrap_or(0);
                 (2 * at, c.period)
             })
-            .collect();
-        (Profile::new(&refs), columns)
+            .collect()
     }
 }
 
@@ -86,30 +89,36 @@ pub(super) fn read_parts(
     sink.part(head(&c, &layout))?;
     let mut symbol_warnings = Warnings::default();
     let mut plan = symbols::plan(&c, options, &mut symbol_warnings);
+    let symbolizing = options.binary.is_some() || options.dcpi.image_dir.is_some();
     let (mut samples, mut nonzero) = (0u64, 0u64);
-    // One image at a time, on this thread: measured on 2 cores, reading
-    // two images at once on rayon saved no time (the sink's encoding is
-    // the longer path, and gzip already runs on the other cores) and cost
-    // memory and cross-thread frees.
+    // One image at a time, into one lean part whose buffers every image
+    // reuses.
+    let mut part = AddressPart::default();
     for i in 0..c.images.len() {
-        let mut scan = scan::scan_image(&c, inputs, options, i, true)?;
-        let mut part = image_part(&c, &c.images[i], &layout, &mut scan, (samples, nonzero))?;
+        let mut scan = image_part(
+            &c,
+            inputs,
+            options,
+            &layout,
+            i,
+            (samples, nonzero),
+            &mut part,
+        )?;
         scan::apply(&mut c, &mut scan);
-        samples += part.samples().len() as u64;
-        nonzero += nonzero_values(&part);
+        samples += part.addresses.len() as u64;
+        nonzero += part.values.iter().filter(|v| **v != 0).count() as u64;
         if let Some(why) = too_many_values(layout.types.len(), samples, nonzero) {
             return Err(Error::unsupported(first_path(&c), why));
         }
-        plan.symbolize(&c.images[i], i, &mut part, options, &mut symbol_warnings)?;
-        sink.part(part)?;
+        if symbolizing {
+            let mut whole = part.to_profile();
+            plan.symbolize(&c.images[i], i, &mut whole, options, &mut symbol_warnings)?;
+            sink.part(whole)?;
+        } else {
+            sink.address_part(&part)?;
+        }
     }
     sink.part(tail(&c.warnings, &symbol_warnings))
-}
-
-/// The values of a part that are not zero.
-fn nonzero_values(part: &Profile) -> u64 {
-    let values = part.samples().iter().flat_map(|s| &s.values);
-    values.filter(|v| **v != 0).count() as u64
 }
 
 /// The path errors about the whole profile name: the first file's.
@@ -166,66 +175,93 @@ fn tail(warnings: &Warnings, symbol_warnings: &Warnings) -> Profile {
     tail
 }
 
-/// The part of one image: its mapping, and a location and a one-frame
-/// sample per sampled address, in address order.
-/// `before`: samples and non-zero values of the parts before (for the
-/// bounds on values, checked before anything is allocated).
+/// Reads image `i` into `part`: its mapping, and a row per sampled
+/// address, in address order. An image of one binary file is read straight
+/// into the rows; others are counted first ([`Counts`]), then merged by
+/// address. `before`: samples and non-zero values of the parts before (for
+/// the bounds on values, checked before the rows are stored).
 fn image_part(
     c: &Collection,
-    image: &Image,
+    inputs: &[Input],
+    options: &ReadOptions,
     layout: &Layout,
-    scan: &mut ImageScan,
+    i: usize,
     before: (u64, u64),
-) -> Result<Profile> {
-    let counts = std::mem::take(&mut scan.counts);
-    let rows = Rows::new(&counts);
-    let distinct = rows.distinct();
-    // Each (address, event) count gives two values: samples and events.
-    let nonzero = before.1.saturating_add(2 * rows.entries());
-    let samples = before.0.saturating_add(distinct);
-    if let Some(why) = too_many_values(layout.types.len(), samples, nonzero) {
-        return Err(Error::unsupported(first_path(c), why));
-    }
-    let (mut part, columns) = layout.image_profile(image);
-    let width = part.sample_types().len();
-    let distinct = usize::try_from(distinct).unwrap_or(usize::MAX);
-    part.reserve(distinct, distinct);
-    let filename = part.intern(&image.name);
-    let build_id = part.intern(&image.id);
+    part: &mut AddressPart,
+) -> Result<ImageScan> {
+    let image = &c.images[i];
+    part.clear();
+    let columns = layout.image_tables(image, &mut part.tables);
+    let direct = image.files.len() == 1
+        && columns.len() == 1
+        && c.files
+            .get(image.files[0])
+            .is_some_and(|f| matches!(f.kind, FileKind::Binary(_)));
+    let scan = if direct {
+        let (slot, period) = columns[0];
+        let mut rows = RowSink::new(part, slot, period, c.insn).bound(layout.types.len(), before);
+        let scan = scan::scan_image(c, inputs, options, i, Keep::Into(&mut rows))?;
+        let (n, _) = rows.rows();
+        check_values(c, layout, before, n, n)?;
+        scan
+    } else {
+        let mut scan = scan::scan_image(c, inputs, options, i, Keep::Counts)?;
+        let counts = std::mem::take(&mut scan.counts);
+        let rows = Rows::new(&counts);
+        check_values(c, layout, before, rows.distinct(), rows.entries())?;
+        fill_rows(&rows, &columns, part);
+        scan
+    };
+    let tables = &mut part.tables;
+    let filename = tables.intern(&image.name);
+    let build_id = tables.intern(&image.id);
     let limit = image.limit(image.end.max(scan.end));
-    let mapping = part.add_mapping(Mapping::new(image.tstart, limit, 0, filename, build_id));
-    let labels: Vec<Label> = match &image.label {
-        Some(l) => vec![part.label_str("label", l)],
-        None => Vec::new(),
-    };
-    let mut values = vec![0i64; width];
+    part.mapping = tables.add_mapping(Mapping::new(image.tstart, limit, 0, filename, build_id));
+    if let Some(l) = &image.label {
+        part.labels.push(tables.label_str("label", l));
+    }
+    Ok(scan)
+}
+
+/// The bounds on values ([`too_many_values`]) once an image brings
+/// `distinct` addresses and `entries` (address, event) counts.
+fn check_values(
+    c: &Collection,
+    layout: &Layout,
+    before: (u64, u64),
+    distinct: u64,
+    entries: u64,
+) -> Result<()> {
+    // Each (address, event) count gives two values: samples and events.
+    let nonzero = before.1.saturating_add(2 * entries);
+    let samples = before.0.saturating_add(distinct);
+    match too_many_values(layout.types.len(), samples, nonzero) {
+        Some(why) => Err(Error::unsupported(first_path(c), why)),
+        None => Ok(()),
+    }
+}
+
+/// The rows of an image's counts: one per address, its values summed over
+/// the columns (`columns`: each column's samples slot and period).
+fn fill_rows(rows: &Rows<'_>, columns: &[(usize, u64)], part: &mut AddressPart) {
+    let width = part.width();
     let mut current: Option<u64> = None;
-    let flush = |part: &mut Profile, address: u64, values: &mut [i64]| {
-        let location = part.add_distinct_location(Location {
-            mapping: Some(mapping),
-            address,
-            is_return_address: false,
-            lines: Vec::new(),
-        });
-        part.add_distinct_sample(&[location], values, &labels);
-        values.iter_mut().for_each(|v| *v = 0);
-    };
     rows.for_each(|address, column, count| {
-        if current.is_some_and(|a| a != address) {
-            flush(&mut part, current.unwrap_or(0), &mut values);
+        if current != Some(address) {
+            part.addresses.push(address);
+            part.values.resize(part.values.len() + width, 0);
+            current = Some(address);
         }
-        current = Some(address);
+        let at = part.values.len() - width;
         if let Some(&(s, period)) = columns.get(column) {
             let samples = i64::try_from(count).unwrap_or(i64::MAX);
             let events = i64::try_from(u128::from(count) * u128::from(period)).unwrap_or(i64::MAX);
-            values[s] = values[s].saturating_add(samples);
-            values[s + 1] = values[s + 1].saturating_add(events);
+            if let Some(v) = part.values.get_mut(at + s..at + s + 2) {
+                v[0] = v[0].saturating_add(samples);
+                v[1] = v[1].saturating_add(events);
+            }
         }
     });
-    if let Some(address) = current {
-        flush(&mut part, address, &mut values);
-    }
-    Ok(part)
 }
 
 /// The non-zero counts of an image's columns in address order, as

@@ -41,24 +41,33 @@ pub(super) struct ImageScan {
     pub counts: Vec<Counts>,
 }
 
-/// Reads the counts of image `image` from its files: kept per address
-/// when `keep`, else only summed.
+/// What a scan keeps of the counts.
+pub(super) enum Keep<'s> {
+    /// Only their sums (`info`).
+    Sums,
+    /// Every count, per address and column ([`ImageScan::counts`]).
+    Counts,
+    /// Every count, handed to this sink as the files' runs come: only for
+    /// an image of one binary file (one column, runs in address order).
+    Into(&'s mut dyn CountSink),
+}
+
+/// Reads the counts of image `image` from its files, keeping what `keep` says.
 pub(super) fn scan_image(
     c: &Collection,
     inputs: &[Input],
     options: &ReadOptions,
     image: usize,
-    keep: bool,
+    mut keep: Keep<'_>,
 ) -> Result<ImageScan> {
     let img = &c.images[image];
     let mut scan = ImageScan {
         image,
         end: img.end,
         totals: vec![0; img.columns.len()],
-        counts: if keep {
-            img.columns.iter().map(|_| Counts::new(c.insn)).collect()
-        } else {
-            Vec::new()
+        counts: match keep {
+            Keep::Counts => img.columns.iter().map(|_| Counts::new(c.insn)).collect(),
+            _ => Vec::new(),
         },
         ..ImageScan::default()
     };
@@ -74,7 +83,7 @@ pub(super) fn scan_image(
         };
         options.advance(data.len() as u64);
         let file_scan = match summary.kind {
-            FileKind::Binary(_) => scan_binary(c.insn, summary, data, &mut scan)?,
+            FileKind::Binary(_) => scan_binary(c.insn, summary, data, &mut scan, &mut keep)?,
             FileKind::Dcpicat => scan_dump(c.insn, summary, data, &mut scan)?,
         };
         scan.files.push(FileScan { file, ..file_scan });
@@ -83,7 +92,13 @@ pub(super) fn scan_image(
 }
 
 /// The chunks of a binary profile, into its one column.
-fn scan_binary(insn: u32, f: &FileSummary, data: &[u8], scan: &mut ImageScan) -> Result<FileScan> {
+fn scan_binary(
+    insn: u32,
+    f: &FileSummary,
+    data: &[u8],
+    scan: &mut ImageScan,
+    keep: &mut Keep<'_>,
+) -> Result<FileScan> {
     let column = f.columns.first().copied().unwrap_or(0);
     if let (Some(counts), Some(tsize)) = (scan.counts.get_mut(column), f.tsize) {
         // The image's text, bounded by twice the counts the file can hold.
@@ -91,9 +106,10 @@ fn scan_binary(insn: u32, f: &FileSummary, data: &[u8], scan: &mut ImageScan) ->
         counts.reserve((tsize / u64::from(insn)).min(2 * held + 256));
     }
     let mut warnings = Vec::new();
-    let stats = match scan.counts.get_mut(column) {
-        Some(counts) => section(f, data, insn, counts, &mut warnings)?,
-        None => section(f, data, insn, &mut Tally, &mut warnings)?,
+    let stats = match (keep, scan.counts.get_mut(column)) {
+        (Keep::Into(sink), _) => section(f, data, insn, *sink, &mut warnings)?,
+        (_, Some(counts)) => section(f, data, insn, counts, &mut warnings)?,
+        (_, None) => section(f, data, insn, &mut Tally, &mut warnings)?,
     };
     if let Some(tsize) = f.tsize {
         if stats.end_offset > tsize {
@@ -120,7 +136,7 @@ fn section(
     f: &FileSummary,
     data: &[u8],
     insn: u32,
-    counts: &mut impl CountSink,
+    counts: &mut (impl CountSink + ?Sized),
     warnings: &mut Vec<String>,
 ) -> Result<binary::SectionStats> {
     binary::read_section(

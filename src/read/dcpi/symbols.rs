@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use super::super::options::ReadOptions;
 use super::collection::{Collection, Image, Warnings};
 use crate::error::Result;
-use crate::profile::{basename, MappingId, Profile};
-use crate::symbolize::{self, Relocation};
+use crate::profile::{MappingId, Profile};
+use crate::symbolize::images::{self, Load, OpenImages};
 
 /// The file to symbolize each image with, and the last one opened.
 pub(super) struct Plan {
     files: Vec<Option<PathBuf>>,
-    open: Option<(PathBuf, symbolize::Binary)>,
+    open: OpenImages,
 }
 
 /// Settles which file symbolizes each image, warning about images that
@@ -23,22 +23,17 @@ pub(super) struct Plan {
 pub(super) fn plan(c: &Collection, options: &ReadOptions, warnings: &mut Warnings) -> Plan {
     let mut files: Vec<Option<PathBuf>> = vec![None; c.images.len()];
     if let Some(binary) = &options.binary {
-        let wanted = binary
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        // One image is the binary whatever its name; else names must match.
         let only = c.images.len() == 1;
         let mut any = false;
         for (file, image) in files.iter_mut().zip(&c.images) {
-            if only
-                || basename(&image.name) == wanted
-                || image.paths.iter().any(|p| basename(p) == wanted)
-            {
+            if only || images::names_file(binary, &names(image)) {
                 *file = Some(binary.clone());
                 any = true;
             }
         }
         if !any {
+            let wanted = images::file_name(binary);
             warnings.add(
                 binary,
                 format!("--binary matches no image of the profile by name ({wanted}): nothing symbolized"),
@@ -46,12 +41,9 @@ pub(super) fn plan(c: &Collection, options: &ReadOptions, warnings: &mut Warning
         }
     } else if let Some(dir) = &options.dcpi.image_dir {
         for (file, image) in files.iter_mut().zip(&c.images) {
-            let mut candidates = Vec::new();
-            for p in image.paths.iter().chain(std::iter::once(&image.name)) {
-                candidates.push(dir.join(p.trim_start_matches(['/', '\\'])));
-                candidates.push(dir.join(basename(p)));
-            }
-            *file = candidates.into_iter().find(|c| c.is_file());
+            let mut paths: Vec<&str> = image.paths.iter().map(String::as_str).collect();
+            paths.push(&image.name);
+            *file = images::in_dir(dir, &paths);
             if file.is_none() {
                 warnings.add(
                     dir,
@@ -63,7 +55,18 @@ pub(super) fn plan(c: &Collection, options: &ReadOptions, warnings: &mut Warning
             }
         }
     }
-    Plan { files, open: None }
+    Plan {
+        files,
+        // Consecutive images share a file; one open at a time bounds memory.
+        open: OpenImages::new(1),
+    }
+}
+
+/// The names an image is recorded under: its name and its paths.
+fn names(image: &Image) -> Vec<&str> {
+    std::iter::once(image.name.as_str())
+        .chain(image.paths.iter().map(String::as_str))
+        .collect()
 }
 
 impl Plan {
@@ -80,39 +83,24 @@ impl Plan {
         let Some(path) = self.files.get(index).cloned().flatten() else {
             return Ok(());
         };
-        if self.open.as_ref().is_none_or(|(p, _)| *p != path) {
-            self.open = None;
-            match symbolize::Binary::open(&path) {
-                Ok(b) => self.open = Some((path.clone(), b)),
-                Err(e) if options.binary.is_some() => return Err(e),
-                Err(e) => {
-                    warnings.add(&path, format!("not symbolized: {e}"));
-                    return Ok(());
-                }
+        let binary = match self.open.open(&path) {
+            Ok(b) => b,
+            Err(e) if options.binary.is_some() => return Err(e),
+            Err(e) => {
+                warnings.add(&path, format!("not symbolized: {e}"));
+                return Ok(());
             }
-        }
-        let Some((_, binary)) = &self.open else {
-            return Ok(());
         };
         // A profile's addresses are the image's own when tstart lies in its
         // text; otherwise (a relocated image, or tstart 0 in the older
         // variant) tstart stands for the start of `.text`.
-        let in_text = binary
-            .text_range()
-            .is_some_and(|(lo, hi)| image.tstart >= lo && image.tstart < hi);
-        let relocation = if in_text {
-            Relocation::Identity
-        } else {
-            Relocation::Section {
-                start: image.tstart,
-                section: binary
-                    .section_address(".text")
-                    .or_else(|| binary.text_segment().map(|s| s.vaddr))
-                    .unwrap_or(0),
-            }
+        let load = Load::TextAt {
+            start: image.tstart,
         };
         let mapping = MappingId::from_index(0);
-        let stats = symbolize::symbolize_mapping(part, mapping, binary, relocation);
+        let Ok(stats) = images::symbolize_image(part, mapping, binary, load, false) else {
+            return Ok(());
+        };
         if stats.symbolized == 0 && stats.locations > 0 {
             warnings.add(
                 &path,

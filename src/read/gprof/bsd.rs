@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use super::data::{add_count, GmonData, Histogram, Variant};
+use super::data::{add_count, CallArc, GmonData, Histogram, Variant};
 use super::gnu::sorted_arcs;
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
@@ -30,6 +30,8 @@ pub(super) struct BsdLayout {
     pub(super) rate: u32,
 }
 
+/// The first BSD header layout that fits the file: 4.4BSD before 4.3BSD,
+/// the pointer size if known (else 8 before 4), little- before big-endian.
 pub(super) fn bsd_layout(
     head: &[u8],
     file_len: u64,
@@ -40,85 +42,90 @@ pub(super) fn bsd_layout(
         Some(8) => &[8],
         _ => &[8, 4],
     };
-    let path = Path::new("");
     for variant in [Variant::Bsd44, Variant::Bsd43] {
         for &word in words {
             for endian in [Endian::Little, Endian::Big] {
-                let mut c = Cursor::new(path, head, endian, word);
-                let (Ok(lpc), Ok(hpc), Ok(ncnt)) = (c.word(""), c.word(""), c.i32("")) else {
-                    continue;
-                };
-                let (header, rate, counter_bytes, counter_signed) = if variant == Variant::Bsd44 {
-                    let (Ok(version), Ok(rate), Ok(spare0)) = (c.u32(""), c.u32(""), c.i32(""))
-                    else {
-                        continue;
-                    };
-                    // A rate of 0 is still 4.4BSD (the version says so);
-                    // parse_bsd asks for --gmon-rate rather than reading the
-                    // file as 4.3BSD at other offsets.
-                    if version != BSD44_VERSION {
-                        continue;
-                    }
-                    // FreeBSD's histcounter_type: counter width in bits, negative = signed.
-                    let (bytes, signed) = match spare0 {
-                        0 => (2, false),
-                        8 | 16 | 32 | 64 => (spare0 as usize / 8, false),
-                        -8 | -16 | -32 | -64 => ((-spare0) as usize / 8, true),
-                        _ => continue,
-                    };
-                    // lpc, hpc, ncnt, version, profrate, spare[3]; word-aligned.
-                    (align(2 * word + 6 * 4, word), rate, bytes, signed)
-                } else {
-                    (align(2 * word + 4, word), 0, 2, false)
-                };
-                if ncnt < 0 {
-                    continue;
+                if let Some(layout) = try_layout(head, file_len, variant, word, endian) {
+                    return Some(layout);
                 }
-                let ncnt = ncnt as u64;
-                let arc_size = 3 * word as u64;
-                if lpc >= hpc
-                    || ncnt < header as u64
-                    || ncnt > file_len
-                    || (ncnt - header as u64) % counter_bytes as u64 != 0
-                    || (file_len - ncnt) % arc_size != 0
-                {
-                    continue;
-                }
-                let counters = (ncnt - header as u64) / counter_bytes as u64;
-                // Plausibility: each counter covers between 1 and 1024 bytes of text.
-                if counters == 0 || (hpc - lpc) / counters > 1024 || (hpc - lpc) < counters {
-                    continue;
-                }
-                return Some(BsdLayout {
-                    variant,
-                    endian,
-                    word,
-                    header,
-                    counter_bytes,
-                    counter_signed,
-                    lpc,
-                    hpc,
-                    ncnt,
-                    rate,
-                });
             }
         }
     }
     None
 }
 
-pub(super) fn align(n: usize, to: usize) -> usize {
-    n.div_ceil(to) * to
+/// The layout if the header read as `variant`, `word` and `endian` is
+/// consistent with the file's length and plausible.
+fn try_layout(
+    head: &[u8],
+    file_len: u64,
+    variant: Variant,
+    word: usize,
+    endian: Endian,
+) -> Option<BsdLayout> {
+    let mut c = Cursor::new(Path::new(""), head, endian, word);
+    let (Ok(lpc), Ok(hpc), Ok(ncnt)) = (c.word(""), c.word(""), c.i32("")) else {
+        return None;
+    };
+    let (header, rate, counter_bytes, counter_signed) = if variant == Variant::Bsd44 {
+        let (Ok(version), Ok(rate), Ok(spare0)) = (c.u32(""), c.u32(""), c.i32("")) else {
+            return None;
+        };
+        // A rate of 0 is still 4.4BSD (the version says so); parse_bsd asks
+        // for --gmon-rate rather than reading the file as 4.3BSD at other
+        // offsets.
+        if version != BSD44_VERSION {
+            return None;
+        }
+        let (bytes, signed) = counter_kind(spare0)?;
+        // lpc, hpc, ncnt, version, profrate, spare[3]; word-aligned.
+        (align(2 * word + 6 * 4, word), rate, bytes, signed)
+    } else {
+        (align(2 * word + 4, word), 0, 2, false)
+    };
+    let ncnt = u64::try_from(ncnt).ok()?;
+    let arc_size = 3 * word as u64;
+    if lpc >= hpc
+        || ncnt < header as u64
+        || ncnt > file_len
+        || (ncnt - header as u64) % counter_bytes as u64 != 0
+        || (file_len - ncnt) % arc_size != 0
+    {
+        return None;
+    }
+    let counters = (ncnt - header as u64) / counter_bytes as u64;
+    // Plausibility: each counter covers between 1 and 1024 bytes of text.
+    if counters == 0 || (hpc - lpc) / counters > 1024 || (hpc - lpc) < counters {
+        return None;
+    }
+    Some(BsdLayout {
+        variant,
+        endian,
+        word,
+        header,
+        counter_bytes,
+        counter_signed,
+        lpc,
+        hpc,
+        ncnt,
+        rate,
+    })
 }
 
-pub(super) fn parse_bsd(
-    file: &Path,
-    data: &[u8],
-    l: BsdLayout,
-    rate: Option<u32>,
-) -> Result<GmonData> {
-    let mut c = Cursor::new(file, data, l.endian, l.word);
-    c.seek(l.header)?;
+/// FreeBSD's histcounter_type in the first spare word: the counter width in
+/// bits, negative when signed; 0 is the classic unsigned 16 bits.
+fn counter_kind(spare0: i32) -> Option<(usize, bool)> {
+    match spare0 {
+        0 => Some((2, false)),
+        8 | 16 | 32 | 64 => Some((spare0 as usize / 8, false)),
+        -8 | -16 | -32 | -64 => Some(((-spare0) as usize / 8, true)),
+        _ => None,
+    }
+}
+
+/// The histogram counters after the header, and how many of 16-bit ones
+/// are saturated.
+fn read_counters(c: &mut Cursor<'_>, l: &BsdLayout) -> Result<(Vec<u64>, usize)> {
     let counters = ((l.ncnt - l.header as u64) / l.counter_bytes as u64) as usize;
     c.check_items(counters as u64, l.counter_bytes, "histogram counters")?;
     let mut bins = Vec::with_capacity(counters);
@@ -139,19 +146,27 @@ pub(super) fn parse_bsd(
         }
         bins.push(v);
     }
-    let rate_assumed = l.variant == Variant::Bsd43 || l.rate == 0;
-    let prof_rate = match (l.variant, l.rate, rate) {
-        (Variant::Bsd43, _, given) => given.unwrap_or(DEFAULT_RATE),
-        (_, 0, Some(given)) => given,
-        (_, 0, None) => {
-            return Err(Error::format(
-                file,
-                2 * l.word as u64 + 8,
-                "the 4.4BSD header's clock rate (profrate) is 0: give the rate the program ran at with --gmon-rate HZ",
-            ))
-        }
-        (_, recorded, _) => recorded,
-    };
+    Ok((bins, saturated))
+}
+
+/// The clock rate: 4.3BSD records none (`--gmon-rate` or 100 Hz); a 4.4BSD
+/// header's 0 needs `--gmon-rate`.
+fn clock_rate(file: &Path, l: &BsdLayout, given: Option<u32>) -> Result<u32> {
+    match (l.variant, l.rate, given) {
+        (Variant::Bsd43, _, given) => Ok(given.unwrap_or(DEFAULT_RATE)),
+        (_, 0, Some(given)) => Ok(given),
+        (_, 0, None) => Err(Error::format(
+            file,
+            2 * l.word as u64 + 8,
+            "the 4.4BSD header's clock rate (profrate) is 0: give the rate the program ran at with --gmon-rate HZ",
+        )),
+        (_, recorded, _) => Ok(recorded),
+    }
+}
+
+/// The arc records up to the end of the file, equal arcs summed and
+/// sorted; and how many records there were.
+fn read_arcs(c: &mut Cursor<'_>) -> Result<(Vec<CallArc>, usize)> {
     let mut arcs: HashMap<(u64, u64), u64> = HashMap::default();
     let mut arc_records = 0;
     while !c.at_end() {
@@ -161,7 +176,25 @@ pub(super) fn parse_bsd(
         arc_records += 1;
         add_count(arcs.entry((from_pc, self_pc)).or_insert(0), count);
     }
-    let arcs = sorted_arcs(arcs);
+    Ok((sorted_arcs(arcs), arc_records))
+}
+
+pub(super) fn align(n: usize, to: usize) -> usize {
+    n.div_ceil(to) * to
+}
+
+pub(super) fn parse_bsd(
+    file: &Path,
+    data: &[u8],
+    l: BsdLayout,
+    rate: Option<u32>,
+) -> Result<GmonData> {
+    let mut c = Cursor::new(file, data, l.endian, l.word);
+    c.seek(l.header)?;
+    let (bins, saturated) = read_counters(&mut c, &l)?;
+    let rate_assumed = l.variant == Variant::Bsd43 || l.rate == 0;
+    let prof_rate = clock_rate(file, &l, rate)?;
+    let (arcs, arc_records) = read_arcs(&mut c)?;
     Ok(GmonData {
         variant: l.variant,
         endian: l.endian,

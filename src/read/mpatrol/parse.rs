@@ -42,26 +42,13 @@ pub fn parse(path: &Path, data: &[u8]) -> Result<MpatrolFile> {
             continue;
         }
         any_marker = true;
-        let version_at = c.offset();
-        let version = match c.word("the library version number") {
+        let version = match check_version(&mut c) {
             Ok(v) => v,
             Err(e) => {
                 first_error.get_or_insert(e);
                 continue;
             }
         };
-        if !(FIRST_VERSIONED..VERSION_LIMIT).contains(&version) {
-            first_error.get_or_insert_with(|| {
-                c.error_at(
-                    version_at,
-                    format!(
-                        "the version word holds {version}, not an mpatrol version number ({FIRST_VERSIONED} for 1.3.0 up to {})",
-                        VERSION_LIMIT - 1
-                    ),
-                )
-            });
-            continue;
-        }
         any_version = true;
         match parse_body(c, version) {
             Ok(file) => return Ok(file),
@@ -87,6 +74,23 @@ pub fn parse(path: &Path, data: &[u8]) -> Result<MpatrolFile> {
             ),
         )
     }))
+}
+
+/// Reads the library version word after the marker; an error unless it
+/// holds a version profconv reads.
+fn check_version(c: &mut Cursor<'_>) -> Result<u64> {
+    let version_at = c.offset();
+    let version = c.word("the library version number")?;
+    if !(FIRST_VERSIONED..VERSION_LIMIT).contains(&version) {
+        return Err(c.error_at(
+            version_at,
+            format!(
+                "the version word holds {version}, not an mpatrol version number ({FIRST_VERSIONED} for 1.3.0 up to {})",
+                VERSION_LIMIT - 1
+            ),
+        ));
+    }
+    Ok(version)
 }
 
 /// Names the layouts profconv knows of but does not read, when `data` is one.

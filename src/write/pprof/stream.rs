@@ -7,7 +7,8 @@
 //! pass a threshold, the writer streams: each part's locations and samples
 //! are encoded at once as `Profile` fields 4 and 2 with global ids
 //! (locations numbered in arrival order, strings, mappings and functions
-//! re-interned into one global table), the bytes compressed on the other
+//! re-interned into one global table; a lean part, [`AddressPart`], is
+//! encoded straight from its columns), the bytes compressed on the other
 //! cores as gzip members of 1 MiB and written out in order; the tables
 //! (sample types, mappings, functions, strings, comments...) follow at the
 //! end as one more encoded `Profile`. Protobuf merges concatenated messages
@@ -25,10 +26,10 @@ use std::thread::JoinHandle;
 
 use prost::Message;
 
-use super::wire::{Encoder, Label, Line};
+use super::wire::{self, Encoder, Label, Line};
 use super::{to_proto, write as write_whole};
 use crate::error::{Error, Result};
-use crate::profile::{LabelValue, PartSink, Profile, TableMap};
+use crate::profile::{AddressPart, LabelValue, PartSink, Profile, TableMap};
 
 /// Sample values (samples × sample types) held, and written as one message
 /// at the end, before streaming (2 MiB of values). The first part is always
@@ -70,6 +71,8 @@ struct Streaming {
     values: Vec<i64>,
     labels: Vec<Label>,
     lines: Vec<Line>,
+    /// A lean part's labels, encoded once for all its samples.
+    label_bytes: Vec<u8>,
 }
 
 impl<W: Write> Stream<W> {
@@ -136,6 +139,7 @@ impl<W: Write> Stream<W> {
             values: Vec::new(),
             labels: Vec::new(),
             lines: Vec::new(),
+            label_bytes: Vec::new(),
         });
         s.encode(&rows, &identity);
         for part in parts {
@@ -169,6 +173,17 @@ fn split_tables(mut whole: Profile) -> (Profile, Profile) {
 }
 
 impl<W: Write> PartSink for Stream<W> {
+    /// Held whole while the profile is small (as the profile it stands
+    /// for); once streaming, its columns are encoded as they are, with no
+    /// location or sample made.
+    fn address_part(&mut self, part: &AddressPart) -> Result<()> {
+        if let State::Streaming(s) = &mut self.state {
+            s.add_columns(part)?;
+            return s.ship(self.gzip, &mut self.out, MEMBER_BYTES);
+        }
+        self.part(part.to_profile())
+    }
+
     fn part(&mut self, part: Profile) -> Result<()> {
         match &mut self.state {
             // The first part is always held: a reader that hands over its
@@ -196,16 +211,92 @@ impl Streaming {
     /// Merges the tables of `part` into the global ones and encodes its
     /// locations and samples.
     fn add(&mut self, part: &Profile) -> Result<()> {
+        let map = self.merge_tables(part)?;
+        self.encode(part, &map);
+        Ok(())
+    }
+
+    /// Merges the tables of a part into the global ones: where its ids go.
+    fn merge_tables(&mut self, tables: &Profile) -> Result<TableMap> {
         let width = self.global.sample_types().len();
-        let map = self.global.merge_tables(part)?;
+        let map = self.global.merge_tables(tables)?;
         if self.global.sample_types().len() != width {
             return Err(Error::Usage(
                 "a part of a streamed profile brought a new sample type after samples were written"
                     .into(),
             ));
         }
-        self.encode(part, &map);
+        Ok(map)
+    }
+
+    /// As [`Streaming::add`] for a lean part: the same bytes as for the
+    /// profile it stands for ([`AddressPart::to_profile`]), straight from
+    /// its columns.
+    fn add_columns(&mut self, part: &AddressPart) -> Result<()> {
+        let map = self.merge_tables(&part.tables)?;
+        let base = self.locations;
+        let mapping = map
+            .mappings
+            .get(part.mapping.index())
+            .map_or(0, |m| m.index() as u64 + 1);
+        for (i, &address) in part.addresses.iter().enumerate() {
+            wire::bare_location(&mut self.pending, base + i as u64 + 1, mapping, address);
+        }
+        self.locations += part.addresses.len() as u64;
+        if part.addresses.is_empty() {
+            return Ok(());
+        }
+        let mut labels = std::mem::take(&mut self.labels);
+        self.wire_labels(&part.tables, &part.labels, &mut labels);
+        self.label_bytes.clear();
+        wire::encode_labels(&mut self.label_bytes, &labels);
+        self.labels = labels;
+        let width = self.global.sample_types().len();
+        let same = part.width() == width && map.types.iter().enumerate().all(|(i, &t)| i == t);
+        for (i, (_, values)) in part.rows().enumerate() {
+            if values.iter().all(|v| *v == 0) {
+                continue;
+            }
+            let id = base + i as u64 + 1;
+            if same {
+                wire::one_frame_sample(&mut self.pending, id, values, &self.label_bytes);
+                continue;
+            }
+            self.values.clear();
+            self.values.resize(width, 0);
+            for (t, v) in values.iter().enumerate() {
+                self.values[map.types[t]] = *v;
+            }
+            wire::one_frame_sample(&mut self.pending, id, &self.values, &self.label_bytes);
+        }
         Ok(())
+    }
+
+    /// The labels of a sample of `part` with their strings interned in the
+    /// global table, into `out`.
+    fn wire_labels(
+        &mut self,
+        part: &Profile,
+        labels: &[crate::profile::Label],
+        out: &mut Vec<Label>,
+    ) {
+        out.clear();
+        for l in labels {
+            let key = self.global.intern(part.str(l.key)).index() as i64;
+            out.push(match l.value {
+                LabelValue::Str(v) => Label {
+                    key,
+                    str: self.global.intern(part.str(v)).index() as i64,
+                    ..Label::default()
+                },
+                LabelValue::Num { num, unit } => Label {
+                    key,
+                    num,
+                    num_unit: self.global.intern(part.str(unit)).index() as i64,
+                    ..Label::default()
+                },
+            });
+        }
     }
 
     /// Encodes the locations and samples of `part`, whose tables `map`
@@ -230,23 +321,9 @@ impl Streaming {
         for s in part.samples() {
             // Label strings are interned for every sample, in order, as
             // merging would: the string table comes out the same.
-            self.labels.clear();
-            for l in &s.labels {
-                let key = self.global.intern(part.str(l.key)).index() as i64;
-                self.labels.push(match l.value {
-                    LabelValue::Str(v) => Label {
-                        key,
-                        str: self.global.intern(part.str(v)).index() as i64,
-                        ..Label::default()
-                    },
-                    LabelValue::Num { num, unit } => Label {
-                        key,
-                        num,
-                        num_unit: self.global.intern(part.str(unit)).index() as i64,
-                        ..Label::default()
-                    },
-                });
-            }
+            let mut labels = std::mem::take(&mut self.labels);
+            self.wire_labels(part, &s.labels, &mut labels);
+            self.labels = labels;
             if s.values.iter().all(|v| *v == 0) {
                 continue;
             }

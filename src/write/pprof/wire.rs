@@ -65,6 +65,50 @@ fn field_len(v: u64) -> usize {
     }
 }
 
+/// Appends `labels` as a `Sample`'s field 3, for [`sample_encoded`].
+pub fn encode_labels(out: &mut Vec<u8>, labels: &[Label]) {
+    for l in labels {
+        let len = field_len(l.key as u64)
+            + field_len(l.str as u64)
+            + field_len(l.num as u64)
+            + field_len(l.num_unit as u64);
+        put_key(out, 3, LEN);
+        put_varint(out, len as u64);
+        put_field(out, 1, l.key as u64);
+        put_field(out, 2, l.str as u64);
+        put_field(out, 3, l.num as u64);
+        put_field(out, 4, l.num_unit as u64);
+    }
+}
+
+/// Appends `Profile.sample` (field 2) with this sample to `out`, its
+/// labels already encoded ([`encode_labels`]).
+pub fn sample_encoded(out: &mut Vec<u8>, location_ids: &[u64], values: &[i64], labels: &[u8]) {
+    let ids_len: usize = location_ids.iter().map(|&v| varint_len(v)).sum();
+    let values_len: usize = values.iter().map(|&v| varint_len(v as u64)).sum();
+    let packed = |n: usize| {
+        if n == 0 {
+            0
+        } else {
+            1 + varint_len(n as u64) + n
+        }
+    };
+    let body = packed(ids_len) + packed(values_len) + labels.len();
+    put_key(out, PROFILE_SAMPLE, LEN);
+    put_varint(out, body as u64);
+    if ids_len > 0 {
+        put_key(out, 1, LEN);
+        put_varint(out, ids_len as u64);
+        location_ids.iter().for_each(|&v| put_varint(out, v));
+    }
+    if values_len > 0 {
+        put_key(out, 2, LEN);
+        put_varint(out, values_len as u64);
+        values.iter().for_each(|&v| put_varint(out, v as u64));
+    }
+    out.extend_from_slice(labels);
+}
+
 /// Reusable buffers for encoding (one per writer).
 #[derive(Debug, Default)]
 pub struct Encoder {
@@ -80,43 +124,11 @@ impl Encoder {
         values: &[i64],
         labels: &[Label],
     ) {
-        let ids_len: usize = location_ids.iter().map(|&v| varint_len(v)).sum();
-        let values_len: usize = values.iter().map(|&v| varint_len(v as u64)).sum();
-        let packed = |n: usize| {
-            if n == 0 {
-                0
-            } else {
-                1 + varint_len(n as u64) + n
-            }
-        };
-        let inner = &mut self.inner;
+        let mut inner = std::mem::take(&mut self.inner);
         inner.clear();
-        for l in labels {
-            let len = field_len(l.key as u64)
-                + field_len(l.str as u64)
-                + field_len(l.num as u64)
-                + field_len(l.num_unit as u64);
-            put_key(inner, 3, LEN);
-            put_varint(inner, len as u64);
-            put_field(inner, 1, l.key as u64);
-            put_field(inner, 2, l.str as u64);
-            put_field(inner, 3, l.num as u64);
-            put_field(inner, 4, l.num_unit as u64);
-        }
-        let body = packed(ids_len) + packed(values_len) + inner.len();
-        put_key(out, PROFILE_SAMPLE, LEN);
-        put_varint(out, body as u64);
-        if ids_len > 0 {
-            put_key(out, 1, LEN);
-            put_varint(out, ids_len as u64);
-            location_ids.iter().for_each(|&v| put_varint(out, v));
-        }
-        if values_len > 0 {
-            put_key(out, 2, LEN);
-            put_varint(out, values_len as u64);
-            values.iter().for_each(|&v| put_varint(out, v as u64));
-        }
-        out.extend_from_slice(inner);
+        encode_labels(&mut inner, labels);
+        sample_encoded(out, location_ids, values, &inner);
+        self.inner = inner;
     }
 
     /// Appends `Profile.location` (field 4) with this location to `out`.
@@ -144,6 +156,116 @@ impl Encoder {
         put_field(out, 2, mapping_id);
         put_field(out, 3, address);
         out.extend_from_slice(inner);
+    }
+}
+
+/// A message of at most `N` bytes written in place at the end of `out`
+/// (made room for once, then trimmed): a bare location or a one-frame
+/// sample, with no capacity check per byte and no copy.
+struct Small<'o> {
+    bytes: &'o mut [u8],
+    len: usize,
+}
+
+impl Small<'_> {
+    /// Writes a message of at most `N` bytes with `f` at the end of `out`.
+    fn append<const N: usize>(out: &mut Vec<u8>, f: impl FnOnce(&mut Small<'_>)) {
+        let start = out.len();
+        out.resize(start + N, 0);
+        let mut m = Small {
+            bytes: &mut out[start..],
+            len: 0,
+        };
+        f(&mut m);
+        let end = start + m.len;
+        out.truncate(end);
+    }
+
+    fn byte(&mut self, b: u8) {
+        self.bytes[self.len] = b;
+        self.len += 1;
+    }
+
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.bytes[self.len] = (v as u8) | 0x80;
+            self.len += 1;
+            v >>= 7;
+        }
+        self.bytes[self.len] = v as u8;
+        self.len += 1;
+    }
+
+    /// A varint field (key of one byte), left out when 0.
+    fn field(&mut self, key: u8, v: u64) {
+        if v != 0 {
+            self.bytes[self.len] = key;
+            self.len += 1;
+            self.varint(v);
+        }
+    }
+}
+
+/// The largest bare location: key, length, and three fields of up to 11 bytes.
+const LOCATION_BYTES: usize = 48;
+
+/// The largest one-frame sample built on the stack: key and length (11
+/// bytes), key, length and id (12), key and length of the values (2), 10
+/// bytes a value.
+const SAMPLE_BYTES: usize = 25 + 10 * SMALL_VALUES;
+
+/// Values a one-frame sample may have for [`one_frame_sample`] to build it
+/// on the stack (more go the general way).
+const SMALL_VALUES: usize = 10;
+
+/// Bytes of labels a one-frame sample may have for [`one_frame_sample`]
+/// to build it on the stack: with [`SMALL_VALUES`] values, its body stays
+/// below 128 bytes (2 + 10 bytes of id, 2 + 100 of values, 13 of labels).
+const SMALL_LABELS: usize = 13;
+
+/// [`Encoder::location`] of a location with no lines: the same bytes.
+pub fn bare_location(out: &mut Vec<u8>, id: u64, mapping_id: u64, address: u64) {
+    Small::append::<LOCATION_BYTES>(out, |m| {
+        // The body is at most 33 bytes: its length is one byte, set last.
+        m.byte((PROFILE_LOCATION << 3 | LEN) as u8);
+        m.byte(0);
+        m.field((1 << 3 | VARINT) as u8, id);
+        m.field((2 << 3 | VARINT) as u8, mapping_id);
+        m.field((3 << 3 | VARINT) as u8, address);
+        m.bytes[1] = (m.len - 2) as u8;
+    });
+}
+
+/// [`Encoder::sample`] of a sample whose stack is the one location
+/// `location_id` (not 0), with labels already encoded ([`encode_labels`]:
+/// the same for many samples): the same bytes.
+pub fn one_frame_sample(out: &mut Vec<u8>, location_id: u64, values: &[i64], labels: &[u8]) {
+    // Up to SMALL_VALUES values and SMALL_LABELS bytes of labels, the body
+    // is below 128 bytes: every length is one byte, set once known.
+    if values.len() > SMALL_VALUES || labels.len() > SMALL_LABELS {
+        return sample_encoded(out, &[location_id], values, labels);
+    }
+    Small::append::<SAMPLE_BYTES>(out, |m| {
+        m.byte((PROFILE_SAMPLE << 3 | LEN) as u8);
+        m.byte(0);
+        m.byte((1 << 3 | LEN) as u8);
+        m.byte(0);
+        m.varint(location_id);
+        m.bytes[3] = (m.len - 4) as u8;
+        let at = m.len;
+        m.byte((2 << 3 | LEN) as u8);
+        m.byte(0);
+        for &v in values {
+            m.varint(v as u64);
+        }
+        match m.len - at - 2 {
+            0 => m.len = at,
+            n => m.bytes[at + 1] = n as u8,
+        }
+        m.bytes[1] = (m.len - 2 + labels.len()) as u8;
+    });
+    if !labels.is_empty() {
+        out.extend_from_slice(labels);
     }
 }
 
@@ -220,5 +342,56 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(one, expect.encode_to_vec());
+    }
+
+    #[test]
+    fn bare_locations_and_one_frame_samples_encode_as_the_general_encoder_does() {
+        let labels = [Label {
+            key: 3,
+            str: 4,
+            ..Label::default()
+        }];
+        let mut label_bytes = Vec::new();
+        encode_labels(&mut label_bytes, &labels);
+        let mut enc = Encoder::default();
+        let big = [
+            0,
+            1,
+            127,
+            128,
+            300,
+            1 << 35,
+            (1 << 56) - 1,
+            1 << 56,
+            u64::MAX,
+        ];
+        for &a in &big {
+            for &id in &[1, 127, 128, 1 << 40, u64::MAX] {
+                let (mut fast, mut general) = (Vec::new(), Vec::new());
+                bare_location(&mut fast, id, a % 7, a);
+                enc.location(&mut general, id, a % 7, a, &[]);
+                assert_eq!(fast, general, "location {id} at {a:#x}");
+                let values: Vec<Vec<i64>> = vec![
+                    vec![],
+                    vec![0, 0],
+                    vec![a as i64, -1],
+                    (0..10).map(|k| (a as i64).wrapping_mul(k)).collect(),
+                    (0..11).map(|k| (a as i64).wrapping_sub(k)).collect(),
+                ];
+                for v in &values {
+                    for with_labels in [false, true] {
+                        let (mut fast, mut general) = (Vec::new(), Vec::new());
+                        let (l, lb): (&[Label], &[u8]) = if with_labels {
+                            (&labels, &label_bytes)
+                        } else {
+                            (&[], &[])
+                        };
+                        one_frame_sample(&mut fast, id, v, lb);
+                        enc.sample(&mut general, &[id], v, l);
+                        assert_eq!(fast, general, "sample {id} {v:?} {with_labels}");
+                    }
+                }
+            }
+        }
     }
 }

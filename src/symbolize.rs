@@ -7,7 +7,10 @@
 
 pub mod images;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+
+use smallvec::SmallVec;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
 
@@ -237,22 +240,25 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     // One symbol per address: prefer a global, non-weak name, then the
     // shortest (aliases such as `__libc_foo`/`foo`), then the first by name,
     // then the first in the file. Indexes are sorted, not the symbols.
-    let mut order: Vec<u32> = (0..symbols.len() as u32).collect();
-    order.sort_unstable_by(|&i, &j| {
-        let ((a, ga), (b, gb)) = (&symbols[i as usize], &symbols[j as usize]);
-        a.address
-            .cmp(&b.address)
-            .then(gb.cmp(ga))
-            .then(a.system_name.len().cmp(&b.system_name.len()))
-            .then(a.system_name.cmp(&b.system_name))
-            .then(i.cmp(&j))
+    // The sort compares small keys (address, not global, name length,
+    // index) and looks at names only for aliases of one address and length.
+    let mut order: Vec<(u64, bool, usize, u32)> = symbols
+        .iter()
+        .enumerate()
+        .map(|(i, (s, global))| (s.address, !global, s.system_name.len(), i as u32))
+        .collect();
+    order.sort_unstable_by(|a, b| {
+        (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)).then_with(|| {
+            let name = |k: &(u64, bool, usize, u32)| &symbols[k.3 as usize].0.system_name;
+            name(a).cmp(name(b)).then(a.3.cmp(&b.3))
+        })
     });
-    order.dedup_by_key(|i| symbols[*i as usize].0.address);
+    order.dedup_by_key(|k| k.0);
     let mut slots: Vec<Option<FunctionSymbol>> =
         symbols.into_iter().map(|(s, _)| Some(s)).collect();
     order
         .iter()
-        .filter_map(|&i| slots[i as usize].take())
+        .filter_map(|k| slots[k.3 as usize].take())
         .collect()
 }
 
@@ -312,6 +318,72 @@ fn debug_file_candidates(path: &Path, build_id: &str, debuglink: Option<&str>) -
     out
 }
 
+/// The file holding the DWARF of `file` (itself, or a separate debug file
+/// whose build id matches) and whether its addresses have single frames
+/// ([`no_inlined_frames`]).
+fn find_debug_file(
+    path: &Path,
+    file: &object::File<'_>,
+    build_id: &str,
+) -> Option<(PathBuf, bool)> {
+    if has_dwarf(file) {
+        return Some((path.to_path_buf(), no_inlined_frames(file)));
+    }
+    let link = file
+        .gnu_debuglink()
+        .ok()
+        .flatten()
+        .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned());
+    debug_file_candidates(path, build_id, link.as_deref())
+        .into_iter()
+        .find_map(|candidate| {
+            let bytes = map_object(&candidate).ok()?;
+            let dbg = object::File::parse(&*bytes).ok()?;
+            let matches = build_id.is_empty() || build_id_hex(&dbg) == build_id;
+            (matches && has_dwarf(&dbg)).then(|| (candidate.clone(), no_inlined_frames(&dbg)))
+        })
+}
+
+/// The text symbols of a separate debug file (for an executable whose own
+/// symbol table is stripped); none when the DWARF is in the executable.
+fn debug_file_symbols(path: &Path, debug_file: Option<&Path>) -> Vec<FunctionSymbol> {
+    let Some(debug_file) = debug_file.filter(|&f| f != path) else {
+        return Vec::new();
+    };
+    let Ok(bytes) = map_object(debug_file) else {
+        return Vec::new();
+    };
+    object::File::parse(&*bytes).map_or_else(|_| Vec::new(), |dbg| text_symbols(&dbg))
+}
+
+/// The loadable segments: ELF program headers, or the object's segments for
+/// other formats (taken as executable).
+fn load_segments(file: &object::File<'_>) -> Vec<LoadSegment> {
+    match file {
+        object::File::Elf64(elf) => elf_segments::<object::elf::FileHeader64<object::Endianness>>(
+            elf.elf_program_headers(),
+            elf.endian(),
+        ),
+        object::File::Elf32(elf) => elf_segments::<object::elf::FileHeader32<object::Endianness>>(
+            elf.elf_program_headers(),
+            elf.endian(),
+        ),
+        _ => file
+            .segments()
+            .map(|seg| {
+                let (offset, filesz) = seg.file_range();
+                LoadSegment {
+                    vaddr: seg.address(),
+                    memsz: seg.size(),
+                    offset,
+                    filesz,
+                    executable: true,
+                }
+            })
+            .collect(),
+    }
+}
+
 /// How many opened binaries each thread keeps for [`Binary::open_cached`].
 const CACHED_BINARIES: usize = 8;
 
@@ -363,79 +435,35 @@ impl Binary {
             Error::unsupported(path, format!("not an executable profconv can read: {e}"))
         })?;
         let build_id = build_id_hex(&file);
-        let is_pie = matches!(file.kind(), object::ObjectKind::Dynamic);
-        let pointer_size = if file.is_64() { 8 } else { 4 };
-        let big_endian = !file.is_little_endian();
-        let mut segments = Vec::new();
-        if let object::File::Elf64(elf) = &file {
-            segments = elf_segments::<object::elf::FileHeader64<object::Endianness>>(
-                elf.elf_program_headers(),
-                elf.endian(),
-            );
-        } else if let object::File::Elf32(elf) = &file {
-            segments = elf_segments::<object::elf::FileHeader32<object::Endianness>>(
-                elf.elf_program_headers(),
-                elf.endian(),
-            );
-        } else {
-            for seg in file.segments() {
-                let (offset, filesz) = seg.file_range();
-                segments.push(LoadSegment {
-                    vaddr: seg.address(),
-                    memsz: seg.size(),
-                    offset,
-                    filesz,
-                    executable: true,
-                });
+        let (debug_file, single_frames) = match find_debug_file(path, &file, &build_id) {
+            Some((f, single)) => (Some(f), single),
+            None => (None, false),
+        };
+        // addr2line's loader parses the DWARF and builds its own symbol map:
+        // on another thread, while this one reads the symbol table.
+        let (symbols, dwarf) = std::thread::scope(|scope| {
+            let loader = debug_file
+                .as_deref()
+                .map(|f| scope.spawn(move || addr2line::Loader::new(f).ok()));
+            let mut symbols = text_symbols(&file);
+            if symbols.is_empty() {
+                symbols = debug_file_symbols(path, debug_file.as_deref());
             }
-        }
-        let mut symbols = text_symbols(&file);
-        let sections = file
-            .sections()
-            .filter_map(|s| Some((s.name().ok()?.to_owned(), s.address())))
-            .collect();
-
-        let mut debug_file = None;
-        let mut single_frames = false;
-        if has_dwarf(&file) {
-            debug_file = Some(path.to_path_buf());
-            single_frames = no_inlined_frames(&file);
-        } else {
-            let link = file
-                .gnu_debuglink()
-                .ok()
-                .flatten()
-                .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned());
-            for candidate in debug_file_candidates(path, &build_id, link.as_deref()) {
-                let Ok(bytes) = map_object(&candidate) else {
-                    continue;
-                };
-                let Ok(dbg) = object::File::parse(&*bytes) else {
-                    continue;
-                };
-                let matches = build_id.is_empty() || build_id_hex(&dbg) == build_id;
-                if matches && has_dwarf(&dbg) {
-                    if symbols.is_empty() {
-                        symbols = text_symbols(&dbg);
-                    }
-                    debug_file = Some(candidate);
-                    single_frames = no_inlined_frames(&dbg);
-                    break;
-                }
-            }
-        }
-        let dwarf = debug_file
-            .as_ref()
-            .and_then(|f| addr2line::Loader::new(f).ok());
+            let dwarf = loader.and_then(|h| h.join().ok().flatten());
+            (symbols, dwarf)
+        });
         Ok(Binary {
             path: path.to_path_buf(),
             build_id,
-            is_pie,
-            pointer_size,
-            big_endian,
-            segments,
+            is_pie: matches!(file.kind(), object::ObjectKind::Dynamic),
+            pointer_size: if file.is_64() { 8 } else { 4 },
+            big_endian: !file.is_little_endian(),
+            segments: load_segments(&file),
             debug_file,
-            sections,
+            sections: file
+                .sections()
+                .filter_map(|s| Some((s.name().ok()?.to_owned(), s.address())))
+                .collect(),
             symbols,
             dwarf,
             single_frames,
@@ -516,6 +544,21 @@ impl Binary {
     /// Calls `visit` for each frame at `svma`, innermost first, without
     /// allocating for names the debug information already holds.
     pub fn for_each_frame(&self, svma: u64, mut visit: impl FnMut(FrameRef<'_>)) {
+        for (name, raw, file, line) in &self.frames_at(svma) {
+            visit(FrameRef {
+                function: name,
+                system_name: raw,
+                file,
+                line: *line,
+            });
+        }
+    }
+
+    /// The frames at `svma`, innermost first, borrowed from the binary
+    /// (names demangled from DWARF are owned): what
+    /// [`Binary::for_each_frame`] visits.
+    pub fn frames_at(&self, svma: u64) -> SmallVec<[RawFrame<'_>; 4]> {
+        let mut frames: SmallVec<[RawFrame<'_>; 4]> = SmallVec::new();
         let symbol = self.symbol_at(svma);
         // No unit's [low, high) range holds the last address, and addr2line
         // computes `probe + 1` (an overflow) before it knows.
@@ -527,74 +570,61 @@ impl Binary {
                 let (file, line) = location.map_or(("", 0), |l| {
                     (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
                 });
-                visit(FrameRef {
-                    function: &sym.name,
-                    system_name: &sym.system_name,
-                    file,
-                    line,
-                });
-                return;
+                let (name, raw) = (sym.name.as_str(), sym.system_name.as_str());
+                frames.push((Cow::Borrowed(name), Cow::Borrowed(raw), file, line));
+                return frames;
             }
         }
-        let mut frames: smallvec::SmallVec<[RawFrame<'_>; 4]> = smallvec::SmallVec::new();
         if let Some(loader) = dwarf {
-            if let Ok(mut iter) = loader.find_frames(svma) {
-                while let Ok(Some(frame)) = iter.next() {
-                    let raw = frame
-                        .function
-                        .as_ref()
-                        .map(|f| f.name.to_string_lossy())
-                        .unwrap_or_default();
-                    let name = if is_mangled(&raw) {
-                        std::borrow::Cow::Owned(demangle(&raw))
-                    } else {
-                        raw.clone()
-                    };
-                    let (file, line) = frame.location.as_ref().map_or(("", 0), |l| {
-                        (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
-                    });
-                    frames.push((name, raw, file, line));
-                }
-            }
+            dwarf_frames(loader, svma, &mut frames);
         }
         // The outermost frame is the symbol's function: name it as the symbol
         // table does, which is what the linker and gprof know it as (DWARF
         // names functions of internal linkage without their scope, e.g.
         // `helper` for `(anonymous namespace)::helper(long)`).
         if let (Some(last), Some(sym)) = (frames.last_mut(), symbol) {
-            last.0 = std::borrow::Cow::Borrowed(sym.name.as_str());
-            last.1 = std::borrow::Cow::Borrowed(sym.system_name.as_str());
+            last.0 = Cow::Borrowed(sym.name.as_str());
+            last.1 = Cow::Borrowed(sym.system_name.as_str());
         }
         frames.retain(|f| !f.0.is_empty());
-        if frames.is_empty() {
-            if let Some(sym) = symbol {
-                visit(FrameRef {
-                    function: &sym.name,
-                    system_name: &sym.system_name,
-                    file: "",
-                    line: 0,
-                });
-            }
-            return;
+        if let (true, Some(sym)) = (frames.is_empty(), symbol) {
+            let (name, raw) = (sym.name.as_str(), sym.system_name.as_str());
+            frames.push((Cow::Borrowed(name), Cow::Borrowed(raw), "", 0));
         }
-        for (name, raw, file, line) in &frames {
-            visit(FrameRef {
-                function: name,
-                system_name: raw,
-                file,
-                line: *line,
-            });
-        }
+        frames
     }
 }
 
-/// (name, system name, file, line) as found, before the symbol table has its say.
-type RawFrame<'a> = (
-    std::borrow::Cow<'a, str>,
-    std::borrow::Cow<'a, str>,
-    &'a str,
-    i64,
-);
+/// The DWARF frames at `svma` (inlined ones first), names demangled.
+fn dwarf_frames<'a>(
+    loader: &'a addr2line::Loader,
+    svma: u64,
+    frames: &mut SmallVec<[RawFrame<'a>; 4]>,
+) {
+    let Ok(mut iter) = loader.find_frames(svma) else {
+        return;
+    };
+    while let Ok(Some(frame)) = iter.next() {
+        let raw = frame
+            .function
+            .as_ref()
+            .map(|f| f.name.to_string_lossy())
+            .unwrap_or_default();
+        let name = if is_mangled(&raw) {
+            Cow::Owned(demangle(&raw))
+        } else {
+            raw.clone()
+        };
+        let (file, line) = frame.location.as_ref().map_or(("", 0), |l| {
+            (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
+        });
+        frames.push((name, raw, file, line));
+    }
+}
+
+/// A frame as (readable name, system name, file, line); the file is `""`
+/// and the line 0 when unknown.
+pub type RawFrame<'a> = (Cow<'a, str>, Cow<'a, str>, &'a str, i64);
 
 /// A frame borrowed from the binary's symbol table or debug information.
 #[derive(Debug, Clone, Copy)]

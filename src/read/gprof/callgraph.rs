@@ -31,6 +31,9 @@ pub(super) struct HubTrees {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Caller {
     pub(super) func: usize,
+    /// The call site, which the graph only carries into [`SynthPath::sites`]:
+    /// the profile's builder gives the index of its address among the
+    /// profile's sorted addresses.
     pub(super) from_pc: u64,
     pub(super) count: u64,
 }

@@ -7,6 +7,7 @@ mod callgraph;
 mod data;
 mod gnu;
 mod info;
+mod locate;
 mod profile;
 mod ticks;
 
@@ -16,6 +17,7 @@ pub use info::info;
 pub use profile::to_profile;
 
 use std::path::Path;
+use std::rc::Rc;
 
 use super::input::{Detection, Input};
 use super::options::ReadOptions;
@@ -64,13 +66,17 @@ pub fn parse(
     parse_bsd(file, data, layout, options.gprof.rate)
 }
 
-/// Reads and sums every input.
-fn load(inputs: &[Input], options: &ReadOptions, binary: Option<&Binary>) -> Result<GmonData> {
+/// Reads and sums every input; `elf_pointer_size` is the binary's.
+fn load(
+    inputs: &[Input],
+    options: &ReadOptions,
+    elf_pointer_size: Option<usize>,
+) -> Result<GmonData> {
     let mut total: Option<GmonData> = None;
     for input in inputs {
         let path = input.name();
         options.advance(input.len());
-        let parsed = parse(path, input.bytes(), options, binary.map(|b| b.pointer_size))?;
+        let parsed = parse(path, input.bytes(), options, elf_pointer_size)?;
         total = Some(match total {
             None => parsed,
             Some(acc) => sum(path, acc, parsed)?,
@@ -79,14 +85,55 @@ fn load(inputs: &[Input], options: &ReadOptions, binary: Option<&Binary>) -> Res
     total.ok_or_else(|| Error::Usage("no gmon.out given".into()))
 }
 
+/// Inputs of fewer bytes are parsed after the binary is opened, on one thread.
+const PARALLEL_INPUT_BYTES: u64 = 1 << 16;
+
+/// The binary (when given) and the summed inputs. When the binary's header
+/// tells its pointer size (ELF), the inputs are parsed on another thread
+/// while it is opened; its error, if any, comes first either way.
+fn open_and_load(
+    inputs: &[Input],
+    options: &ReadOptions,
+) -> Result<(Option<Rc<Binary>>, GmonData)> {
+    let Some(path) = options.binary.as_deref() else {
+        return Ok((None, load(inputs, options, None)?));
+    };
+    // A small input parses faster than a thread starts.
+    let small = inputs.iter().map(Input::len).sum::<u64>() < PARALLEL_INPUT_BYTES;
+    let pointer_size = if small { None } else { elf_pointer_size(path) };
+    let Some(pointer_size) = pointer_size else {
+        let binary = Binary::open_cached(path)?;
+        let data = load(inputs, options, Some(binary.pointer_size))?;
+        return Ok((Some(binary), data));
+    };
+    std::thread::scope(|scope| {
+        let data = scope.spawn(|| load(inputs, options, Some(pointer_size)));
+        let binary = Binary::open_cached(path);
+        let data = data.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        Ok((Some(binary?), data?))
+    })
+}
+
+/// The pointer size an ELF file's identification bytes declare (what
+/// [`Binary::open`] finds), or `None` for anything else.
+fn elf_pointer_size(path: &Path) -> Option<usize> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None; // refused by Binary::open
+    }
+    let mut ident = [0u8; 5];
+    file.read_exact(&mut ident).ok()?;
+    match ident {
+        [0x7f, b'E', b'L', b'F', 1] => Some(4),
+        [0x7f, b'E', b'L', b'F', 2] => Some(8),
+        _ => None,
+    }
+}
+
 /// Reads and sums gmon.out inputs into one profile.
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
-    let binary = options
-        .binary
-        .as_deref()
-        .map(Binary::open_cached)
-        .transpose()?;
-    let data = load(inputs, options, binary.as_deref())?;
+    let (binary, data) = open_and_load(inputs, options)?;
     let mut profile = to_profile(&data, binary.as_deref(), options.gprof.stacks);
     {
         if let Some(t) = inputs.first().and_then(Input::modified) {

@@ -1,133 +1,121 @@
 //! Building the profile: locations per function and call site, the sample
 //! types `cpu` and `calls`, flat or synthesized stacks.
 
-use rustc_hash::FxHashMap as HashMap;
-
 use super::bsd::DEFAULT_RATE;
-use super::callgraph::{CallGraph, Caller};
+use super::callgraph::{CallGraph, Caller, SynthPath};
 use super::data::GmonData;
+use super::locate::{addresses, index_of, Locator, Resolved};
 use super::ticks::{assign_ticks, function_at, gprof_functions, Func, Tick};
-use crate::profile::{apportion, Line, LocationId, Mapping, MappingId, Profile, SymbolFlags};
+use crate::profile::{apportion, Mapping, MappingId, Profile, SymbolFlags};
 use crate::read::options::GprofStacks;
 use crate::symbolize::Binary;
 
-/// Builds locations, symbolized through the binary, with a cache per address.
-pub(super) struct Locator<'a, 'b> {
-    pub(super) binary: Option<&'a Binary>,
-    pub(super) funcs: &'a [Func<'b>],
-    pub(super) mapping: MappingId,
-    pub(super) cache: HashMap<u64, LocationId>,
-    pub(super) any_file: bool,
-    pub(super) any_line: bool,
-    pub(super) any_inline: bool,
+/// The call graph and what it leaves out, built from the arcs (§4). gprof
+/// drops arcs whose caller or callee is outside every symbol (e.g. `main`
+/// called from libc): the callee of such an arc is `<spontaneous>` in
+/// gprof's call graph.
+pub(super) struct Arcs {
+    pub(super) graph: CallGraph,
+    /// The arcs that are `calls` samples, in file order: (callee, caller)
+    /// as indexes into the profile's addresses, and the count.
+    pub(super) kept: Vec<(u32, u32, u64)>,
+    /// The calls of the arcs dropped.
+    pub(super) dropped_calls: u64,
 }
 
-impl Locator<'_, '_> {
-    fn location(&mut self, profile: &mut Profile, address: u64) -> LocationId {
-        if let Some(&id) = self.cache.get(&address) {
-            return id;
-        }
-        let mut lines = Vec::new();
-        if let Some(binary) = self.binary {
-            let home = function_at(self.funcs, address);
-            let mut depth = 0;
-            binary.for_each_frame(address, |f| {
-                self.any_file |= !f.file.is_empty();
-                self.any_line |= f.line > 0;
-                let function = profile.add_function(f.function, f.system_name, f.file, 0);
-                lines.push(Line {
-                    function,
-                    line: f.line,
-                });
-                depth += 1;
-            });
-            self.any_inline |= depth > 1;
-            if lines.is_empty() && !self.funcs.is_empty() {
-                // Padding between functions: gprof credits it to the symbol
-                // before it; outside every symbol it is `[unknown]`.
-                let (name, system) = home.map_or(("[unknown]", ""), |i| {
-                    (self.funcs[i].name, self.funcs[i].system_name)
-                });
-                let function = profile.add_function(name, system, "", 0);
-                lines.push(Line { function, line: 0 });
-            }
-        }
-        let id = profile.add_location(crate::profile::Location {
-            mapping: Some(self.mapping),
-            address,
-            is_return_address: false,
-            lines,
-        });
-        self.cache.insert(address, id);
-        id
-    }
-}
-
-/// Adds a `calls` sample per arc (callee under caller) and returns the call
-/// graph between the executable's functions. gprof drops arcs whose caller
-/// or callee is outside every symbol (e.g. `main` called from libc): the
-/// callee of such an arc is `<spontaneous>` in gprof's call graph. Without a
-/// binary every arc is kept as a sample and the graph is empty.
-pub(super) fn add_arcs(
-    profile: &mut Profile,
+/// The call graph between the executable's functions, its call sites as
+/// indexes into `addresses`. Without a binary every arc is kept (as a
+/// sample) and the graph is empty.
+pub(super) fn call_graph(
     data: &GmonData,
     funcs: &[Func<'_>],
-    locator: &mut Locator<'_, '_>,
-) -> CallGraph {
+    symbolized: bool,
+    addresses: &[u64],
+) -> Arcs {
     let mut callers: Vec<Vec<Caller>> = vec![Vec::new(); funcs.len()];
     let mut spontaneous = vec![false; funcs.len()];
-    let mut dropped_arcs = 0u64;
-    let mut calls = vec![0i64; profile.sample_types().len()];
+    let mut dropped_calls = 0u64;
+    let mut kept = Vec::with_capacity(data.arcs.len());
     for arc in &data.arcs {
-        if locator.binary.is_some() {
+        let site = index_of(addresses, arc.from_pc);
+        if symbolized {
             let parent = function_at(funcs, arc.from_pc);
             let Some(child) = function_at(funcs, arc.self_pc) else {
-                dropped_arcs = dropped_arcs.saturating_add(arc.count);
+                dropped_calls = dropped_calls.saturating_add(arc.count);
                 continue;
             };
             let Some(parent) = parent else {
                 spontaneous[child] = true;
-                dropped_arcs = dropped_arcs.saturating_add(arc.count);
+                dropped_calls = dropped_calls.saturating_add(arc.count);
                 continue;
             };
             if parent != child {
                 callers[child].push(Caller {
                     func: parent,
-                    from_pc: arc.from_pc,
+                    from_pc: site.into(),
                     count: arc.count,
                 });
             }
         }
-        let callee = locator.location(profile, arc.self_pc);
-        let caller = locator.location(profile, arc.from_pc);
-        calls[2] = arc.count as i64;
-        profile.add_sample(&[callee, caller], &calls, &[]);
+        kept.push((index_of(addresses, arc.self_pc), site, arc.count));
     }
-    if dropped_arcs > 0 {
-        profile.add_comment(format!(
-            "{dropped_arcs} calls from or to addresses outside the executable's symbols are not counted, as gprof does (e.g. main called from libc)"
-        ));
+    Arcs {
+        graph: CallGraph::new(callers, &spontaneous),
+        kept,
+        dropped_calls,
     }
-    CallGraph::new(callers, &spontaneous)
 }
 
-/// Puts every function's ticks on the stacks [`CallGraph::stacks`]
-/// synthesizes for it (§4). A function's ticks (one per address) and its
-/// stacks are matched in order, each piece taking what is left of the
-/// smaller, so each stack gets exactly its time, each address keeps its
-/// ticks, and the pieces number at most ticks + stacks.
-pub(super) fn add_synthesized_ticks(
-    profile: &mut Profile,
-    ticks: &[Tick],
-    graph: &CallGraph,
-    locator: &mut Locator<'_, '_>,
-) {
+/// Adds a `calls` sample (callee under caller) per arc kept.
+fn add_arcs(profile: &mut Profile, arcs: &Arcs, locator: &mut Locator<'_, '_>) {
+    let mut calls = vec![0i64; profile.sample_types().len()];
+    for &(callee, caller, count) in &arcs.kept {
+        let callee = locator.at(profile, callee);
+        let caller = locator.at(profile, caller);
+        calls[2] = count as i64;
+        profile.add_sample(&[callee, caller], &calls, &[]);
+    }
+    if arcs.dropped_calls > 0 {
+        profile.add_comment(format!(
+            "{} calls from or to addresses outside the executable's symbols are not counted, as gprof does (e.g. main called from libc)",
+            arcs.dropped_calls
+        ));
+    }
+}
+
+/// One sample of synthesized stacks: a tick's address (an index into the
+/// profile's addresses) on a stack (`path` of `paths`, none for a tick
+/// outside every function) with its share of the tick.
+pub(super) struct Piece {
+    leaf: u32,
+    path: Option<(u32, u32)>,
+    samples: i64,
+    nanos: i64,
+}
+
+/// Every function's ticks put on the stacks [`CallGraph::stacks`]
+/// synthesizes for it (§4), as pieces; call sites as address indexes.
+pub(super) struct Synthesized {
+    paths: Vec<Vec<SynthPath>>,
+    pieces: Vec<Piece>,
+}
+
+/// A function's ticks (one per address) and its stacks are matched in
+/// order, each piece taking what is left of the smaller, so each stack gets
+/// exactly its time, each address keeps its ticks, and the pieces number at
+/// most ticks + stacks.
+pub(super) fn synthesize(ticks: &[Tick], graph: &CallGraph, addresses: &[u64]) -> Synthesized {
     let mut per_func: Vec<Vec<Tick>> = vec![Vec::new(); graph.callers.len()];
-    let mut unknown = Vec::new();
+    let mut pieces = Vec::new();
     for t in ticks {
         match t.func {
             Some(f) => per_func[f].push(*t),
-            None => unknown.push(*t),
+            None => pieces.push(Piece {
+                leaf: index_of(addresses, t.address),
+                path: None,
+                samples: t.samples,
+                nanos: t.nanos,
+            }),
         }
     }
     let self_ns: Vec<i64> = per_func
@@ -138,90 +126,119 @@ pub(super) fn add_synthesized_ticks(
         })
         .collect();
     let stacks = graph.stacks(&self_ns);
-    let mut values = vec![0i64; profile.sample_types().len()];
-    let mut stack = Vec::new();
-    let mut add = |profile: &mut Profile, t: &Tick, sites: &[u64], samples: i64, nanos: i64| {
-        stack.clear();
-        stack.push(locator.location(profile, t.address));
-        for &pc in sites {
-            stack.push(locator.location(profile, pc));
-        }
-        values[0] = samples;
-        values[1] = nanos;
-        profile.add_sample(&stack, &values, &[]);
-    };
-    for t in &unknown {
-        add(profile, t, &[], t.samples, t.nanos);
+    for (f, (fticks, paths)) in per_func.iter().zip(&stacks).enumerate() {
+        split_ticks(f as u32, fticks, paths, addresses, &mut pieces);
     }
-    for (fticks, paths) in per_func.iter().zip(&stacks) {
-        let mut p = 0;
-        let mut path_left = paths.first().map_or(0, |p| p.nanos);
-        for t in fticks {
-            // (path index, nanoseconds) pieces of this tick
-            let mut pieces = Vec::new();
-            let mut tick_left = t.nanos.max(0);
-            while tick_left > 0 && p < paths.len() {
-                let take = tick_left.min(path_left);
-                pieces.push((p, take));
-                tick_left -= take;
-                path_left -= take;
-                if path_left == 0 {
-                    p += 1;
-                    path_left = paths.get(p).map_or(0, |p| p.nanos);
-                }
+    Synthesized {
+        paths: stacks,
+        pieces,
+    }
+}
+
+/// The pieces of one function's ticks over its stacks `paths`.
+fn split_ticks(
+    f: u32,
+    fticks: &[Tick],
+    paths: &[SynthPath],
+    addresses: &[u64],
+    out: &mut Vec<Piece>,
+) {
+    let mut p = 0;
+    let mut path_left = paths.first().map_or(0, |p| p.nanos);
+    let mut pieces = Vec::new();
+    for t in fticks {
+        // (path index, nanoseconds) pieces of this tick
+        pieces.clear();
+        let mut tick_left = t.nanos.max(0);
+        while tick_left > 0 && p < paths.len() {
+            let take = tick_left.min(path_left);
+            pieces.push((p, take));
+            tick_left -= take;
+            path_left -= take;
+            if path_left == 0 {
+                p += 1;
+                path_left = paths.get(p).map_or(0, |p| p.nanos);
             }
-            if pieces.is_empty() {
-                // Ticks without time (a sliver of a bin): on the stack of
-                // the time around them.
-                pieces.push((p.min(paths.len().saturating_sub(1)), 0));
-            }
-            let weights: Vec<f64> = pieces.iter().map(|&(_, ns)| ns.max(1) as f64).collect();
-            let samples = apportion(t.samples, &weights);
-            for (&(k, nanos), samples) in pieces.iter().zip(samples) {
-                let sites = paths.get(k).map_or(&[][..], |p| &p.sites[..]);
-                add(profile, t, sites, samples, nanos);
-            }
+        }
+        if pieces.is_empty() {
+            // Ticks without time (a sliver of a bin): on the stack of
+            // the time around them.
+            pieces.push((p.min(paths.len().saturating_sub(1)), 0));
+        }
+        let weights: Vec<f64> = pieces.iter().map(|&(_, ns)| ns.max(1) as f64).collect();
+        let samples = apportion(t.samples, &weights);
+        let leaf = index_of(addresses, t.address);
+        for (&(k, nanos), samples) in pieces.iter().zip(samples) {
+            out.push(Piece {
+                leaf,
+                path: (k < paths.len()).then_some((f, k as u32)),
+                samples,
+                nanos,
+            });
         }
     }
 }
 
+/// Adds the samples of synthesized stacks.
+fn add_synthesized(profile: &mut Profile, synth: &Synthesized, locator: &mut Locator<'_, '_>) {
+    let mut values = vec![0i64; profile.sample_types().len()];
+    let mut stack = Vec::new();
+    for piece in &synth.pieces {
+        stack.clear();
+        stack.push(locator.at(profile, piece.leaf));
+        if let Some((f, k)) = piece.path {
+            for &site in &synth.paths[f as usize][k as usize].sites {
+                stack.push(locator.at(profile, site as u32));
+            }
+        }
+        values[0] = piece.samples;
+        values[1] = piece.nanos;
+        profile.add_sample(&stack, &values, &[]);
+    }
+}
+
+/// Profiles naming fewer addresses are built on one thread.
+const PARALLEL_ADDRESSES: usize = 1 << 12;
+
+/// What the second thread makes while the first looks addresses up.
+struct Plan {
+    arcs: Arcs,
+    synthesized: Option<Synthesized>,
+}
+
 /// The profile gprof's data stands for (§4).
 pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks) -> Profile {
-    let mut profile = Profile::new(&[
-        ("samples", "count"),
-        ("cpu", "nanoseconds"),
-        ("calls", "count"),
-    ]);
-    profile.default_sample_type = Some(1);
-    profile.call_count_type = Some(2);
-    let rate = data
-        .histograms
-        .first()
-        .map_or(DEFAULT_RATE, |h| h.prof_rate)
-        .max(1);
-    let period_ns = 1e9 / rate as f64;
-    profile.set_period("cpu", "nanoseconds", period_ns.round() as i64);
-    let bb_type =
-        (!data.basic_blocks.is_empty()).then(|| profile.add_sample_type("bb_executions", "count"));
-    describe_input(&mut profile, data, rate);
+    let (mut profile, period_ns, bb_type) = new_profile(data);
     let mapping = add_image_mapping(&mut profile, binary);
-
     let funcs = binary.map(gprof_functions).unwrap_or_default();
-    let mut locator = Locator {
-        binary,
-        funcs: &funcs,
-        mapping,
-        cache: HashMap::default(),
-        any_file: false,
-        any_line: false,
-        any_inline: false,
-    };
     let ticks = assign_ticks(data, &funcs, period_ns);
-
-    let graph = add_arcs(&mut profile, data, &funcs, &mut locator);
+    let addresses = addresses(data, &ticks);
+    let symbolized = binary.is_some();
+    let synthesized = symbolized && stacks == GprofStacks::Synthesized;
+    let plan = || {
+        let arcs = call_graph(data, &funcs, symbolized, &addresses);
+        let synthesized = synthesized.then(|| synthesize(&ticks, &arcs.graph, &addresses));
+        Plan { arcs, synthesized }
+    };
+    let resolve = || Resolved::new(binary, &funcs, &addresses);
+    // The addresses are looked up on this thread while the call graph and
+    // the stacks are built on another (for small profiles a thread would
+    // cost more than it saves).
+    let (resolved, plan) = if addresses.len() < PARALLEL_ADDRESSES {
+        (resolve(), plan())
+    } else {
+        std::thread::scope(|scope| {
+            let plan = scope.spawn(plan);
+            let resolved = resolve();
+            let plan = plan.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (resolved, plan)
+        })
+    };
+    let mut locator = Locator::new(&addresses, &resolved, mapping);
+    add_arcs(&mut profile, &plan.arcs, &mut locator);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
-    if binary.is_some() && stacks == GprofStacks::Synthesized {
-        add_synthesized_ticks(&mut profile, &ticks, &graph, &mut locator);
+    if let Some(synth) = &plan.synthesized {
+        add_synthesized(&mut profile, synth, &mut locator);
     } else {
         let mut values = vec![0i64; profile.sample_types().len()];
         for t in &ticks {
@@ -241,17 +258,39 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     }
     let flags = SymbolFlags {
         functions: !funcs.is_empty(),
-        filenames: locator.any_file,
-        line_numbers: locator.any_line,
-        inline_frames: locator.any_inline,
+        ..locator.found
     };
     profile.add_mapping_flags(mapping, flags);
+    profile
+}
+
+/// The profile's sample types, period, duration and description; the
+/// period in nanoseconds, and the basic-block sample type when the data
+/// has counts.
+fn new_profile(data: &GmonData) -> (Profile, f64, Option<usize>) {
+    let mut profile = Profile::new(&[
+        ("samples", "count"),
+        ("cpu", "nanoseconds"),
+        ("calls", "count"),
+    ]);
+    profile.default_sample_type = Some(1);
+    profile.call_count_type = Some(2);
+    let rate = data
+        .histograms
+        .first()
+        .map_or(DEFAULT_RATE, |h| h.prof_rate)
+        .max(1);
+    let period_ns = 1e9 / rate as f64;
+    profile.set_period("cpu", "nanoseconds", period_ns.round() as i64);
+    let bb_type =
+        (!data.basic_blocks.is_empty()).then(|| profile.add_sample_type("bb_executions", "count"));
+    describe_input(&mut profile, data, rate);
     let ticks_total: u64 = data
         .histograms
         .iter()
         .fold(0u64, |t, h| t.saturating_add(h.total()));
     profile.duration_nanos = (ticks_total as f64 * period_ns).round() as i64;
-    profile
+    (profile, period_ns, bb_type)
 }
 
 /// The input's variant as metadata, and what had to be assumed as warnings.

@@ -49,7 +49,7 @@ fn pb_label(l: &crate::profile::Label) -> pb::Label {
 /// Converts the IR to the generated pprof message. Ids are indexes + 1, so
 /// they are unique and non-zero; string index 0 is "".
 pub fn to_proto(profile: &Profile) -> pb::Profile {
-    let mut message = to_proto_tables(profile);
+    let mut message = to_proto_tables(profile, true);
     message.sample = profile
         .samples()
         .iter()
@@ -59,8 +59,9 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
     message
 }
 
-/// [`to_proto`] without the samples.
-fn to_proto_tables(profile: &Profile) -> pb::Profile {
+/// [`to_proto`] without the samples, and without the locations unless
+/// `locations`.
+fn to_proto_tables(profile: &Profile, locations: bool) -> pb::Profile {
     // The IR's table already starts with ""; comments and metadata are
     // appended to a copy of it, so the profile itself stays untouched.
     let mut string_table: Vec<String> = profile.strings().as_slice().to_vec();
@@ -84,13 +85,21 @@ fn to_proto_tables(profile: &Profile) -> pb::Profile {
         .and_then(|i| profile.sample_types().get(i))
         .map_or(0, |t| t.kind.index() as i64);
     let mapping = profile.mappings().iter().enumerate().map(pb_mapping);
-    let location = profile.locations().iter().enumerate().map(pb_location);
+    let location = match locations {
+        true => profile
+            .locations()
+            .iter()
+            .enumerate()
+            .map(pb_location)
+            .collect(),
+        false => Vec::new(),
+    };
     let function = profile.functions().iter().enumerate().map(pb_function);
     pb::Profile {
         sample_type,
         sample: Vec::new(),
         mapping: mapping.collect(),
-        location: location.collect(),
+        location,
         function: function.collect(),
         string_table,
         drop_frames: 0,
@@ -163,18 +172,80 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// Profiles of fewer samples and locations are encoded on one thread.
+const PARALLEL_ROWS: usize = 1 << 12;
+
 /// The encoded pprof message: the bytes `to_proto(profile).encode_to_vec()`
 /// gives, without building a message per sample. prost writes fields in
 /// field-number order, so the message is the encoding of `sample_type`
 /// (field 1), then every sample (field 2) encoded here straight from the
 /// IR, then the encoding of the other fields (3 to 15).
 pub fn encode(profile: &Profile) -> Vec<u8> {
-    let mut tables = to_proto_tables(profile);
+    // The tables (locations, strings, functions...) are encoded on another
+    // thread while this one encodes the samples, when there are enough rows
+    // to pay for a thread.
+    let tables = || (encode_tables(profile), encode_locations(profile));
+    let ((tables, locations), samples) =
+        if profile.samples().len() + profile.locations().len() < PARALLEL_ROWS {
+            (tables(), encode_samples(profile))
+        } else {
+            std::thread::scope(|scope| {
+                let tables = scope.spawn(tables);
+                let samples = encode_samples(profile);
+                let tables = tables
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (tables, samples)
+            })
+        };
+    let [head, mappings, tail] = tables;
+    let parts = [head, samples, mappings, locations, tail];
+    let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+    for part in &parts {
+        out.extend_from_slice(part);
+    }
+    out
+}
+
+/// The encodings of field 1 (`sample_type`), field 3 (`mapping`) and fields
+/// 5 to 15: what goes before the samples, between them and the locations
+/// (field 4), and after.
+fn encode_tables(profile: &Profile) -> [Vec<u8>; 3] {
+    let mut tables = to_proto_tables(profile, false);
     let head = pb::Profile {
         sample_type: std::mem::take(&mut tables.sample_type),
         ..Default::default()
     };
-    let tail = tables.encode_to_vec();
+    let mappings = pb::Profile {
+        mapping: std::mem::take(&mut tables.mapping),
+        ..Default::default()
+    };
+    [
+        head.encode_to_vec(),
+        mappings.encode_to_vec(),
+        tables.encode_to_vec(),
+    ]
+}
+
+/// Every location as field 4, encoded straight from the IR.
+fn encode_locations(profile: &Profile) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 * profile.locations().len());
+    let mut encoder = wire::Encoder::default();
+    let mut lines = Vec::new();
+    for (i, l) in profile.locations().iter().enumerate() {
+        lines.clear();
+        lines.extend(l.lines.iter().map(|line| wire::Line {
+            function_id: line.function.index() as u64 + 1,
+            line: line.line,
+        }));
+        let mapping_id = l.mapping.map_or(0, |m| m.index() as u64 + 1);
+        encoder.location(&mut out, i as u64 + 1, mapping_id, l.address, &lines);
+    }
+    out
+}
+
+/// Every written sample as field 2, encoded straight from the IR.
+fn encode_samples(profile: &Profile) -> Vec<u8> {
     // Room for every sample at about 3 bytes per frame and 4 per value, so
     // the buffer is seldom copied while it grows.
     let guess: usize = profile
@@ -182,8 +253,7 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
         .iter()
         .map(|s| 8 + 3 * s.stack.len() + 4 * s.values.len())
         .sum();
-    let mut out = Vec::with_capacity(head.encoded_len() + guess + tail.len());
-    head.encode_raw(&mut out);
+    let mut out = Vec::with_capacity(guess);
     let mut scratch = Vec::new();
     for sample in profile.samples().iter().filter(|s| is_written(s)) {
         encode_sample(sample, &mut scratch);
@@ -191,7 +261,6 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
         put_varint(&mut out, scratch.len() as u64);
         out.extend_from_slice(&scratch);
     }
-    out.extend_from_slice(&tail);
     out
 }
 

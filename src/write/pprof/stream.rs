@@ -102,6 +102,7 @@ impl<W: Write> Stream<W> {
                     whole.merge(&part)?;
                 }
                 write_whole(&whole, self.gzip, &mut self.out)?;
+                drop_aside(whole);
             }
             State::Streaming(mut s) => {
                 let tables = to_proto(&s.global).encode_to_vec();
@@ -147,6 +148,20 @@ impl<W: Write> Stream<W> {
         }
         self.state = State::Streaming(s);
         Ok(())
+    }
+}
+
+/// Profiles of more samples and locations than this are freed on another
+/// thread (freeing them takes longer than starting a thread).
+const DROP_ASIDE_ROWS: usize = 1 << 12;
+
+/// Frees a profile written whole: a large one (hundreds of thousands of
+/// small allocations) on another thread, so that the output is complete
+/// without waiting for it.
+fn drop_aside(profile: Profile) {
+    if profile.samples().len() + profile.locations().len() > DROP_ASIDE_ROWS {
+        // If no thread can be made, the profile is freed here.
+        let _ = std::thread::Builder::new().spawn(move || drop(profile));
     }
 }
 

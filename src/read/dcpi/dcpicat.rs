@@ -93,27 +93,7 @@ pub fn parse_header(file: &Path, data: &[u8]) -> Result<DumpHeader> {
             }
             Err(what) => return Err(Error::format(file, pos as u64, what)),
         };
-        match keyword.as_str() {
-            "event" => header.events.push(parse_event(&value).ok_or_else(|| {
-                Error::format(
-                    file,
-                    pos as u64,
-                    format!("expected `event <total> <name>:<period>:<fraction>`, found `event {value}`"),
-                )
-            })?),
-            "text_start" | "text_size" => {
-                let number = parse_hex(&value).ok_or_else(|| {
-                    Error::format(file, pos as u64, format!("{keyword} `{value}` is not a hexadecimal number"))
-                })?;
-                let slot = if keyword == "text_start" {
-                    &mut header.text_start
-                } else {
-                    &mut header.text_size
-                };
-                slot.get_or_insert(number);
-            }
-            _ => {}
-        }
+        note_field(file, pos, &keyword, &value, &mut header)?;
         header.lines.push(HeaderLine {
             offset: pos,
             keyword,
@@ -130,6 +110,45 @@ pub fn parse_header(file: &Path, data: &[u8]) -> Result<DumpHeader> {
         ));
     }
     Ok(header)
+}
+
+/// Takes what the header needs from one `keyword value` line at `pos`:
+/// events, and the text start and size (the first of each counts).
+fn note_field(
+    file: &Path,
+    pos: usize,
+    keyword: &str,
+    value: &str,
+    header: &mut DumpHeader,
+) -> Result<()> {
+    match keyword {
+        "event" => header.events.push(parse_event(value).ok_or_else(|| {
+            Error::format(
+                file,
+                pos as u64,
+                format!(
+                    "expected `event <total> <name>:<period>:<fraction>`, found `event {value}`"
+                ),
+            )
+        })?),
+        "text_start" | "text_size" => {
+            let number = parse_hex(value).ok_or_else(|| {
+                Error::format(
+                    file,
+                    pos as u64,
+                    format!("{keyword} `{value}` is not a hexadecimal number"),
+                )
+            })?;
+            let slot = if keyword == "text_start" {
+                &mut header.text_start
+            } else {
+                &mut header.text_size
+            };
+            slot.get_or_insert(number);
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Reads the PC rows from `header.rows_start`: `add(column, pc, count)` for

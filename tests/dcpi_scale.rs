@@ -130,24 +130,36 @@ fn check_against_footers(p: &pb::Profile, truth: &DbTotals) {
         .all(|s| s.location_id.len() == 1 && ids.contains(&s.location_id[0])));
 }
 
-#[test]
-fn a_million_addresses_convert_in_a_fraction_of_the_database_size() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempdir();
-    let db = dir.path().join("db");
-    // 40 images × 256 Ki instructions, 10 % sampled: 40 MiB, ≈ 1.05 M addresses.
-    let truth = build_db(&db, &spec(40, 256 * 1024, 100));
+/// A database of ≈ 1.05 M sampled addresses (40 images × 256 Ki
+/// instructions, 10 % sampled: 40 MiB) at `db`; what its footers say.
+fn million_address_db(db: &Path) -> DbTotals {
+    let truth = build_db(db, &spec(40, 256 * 1024, 100));
     assert!(truth.addresses >= 1_000_000, "{truth:?}");
-    let out = dir.path().join("out.pb");
-    let (done, peak) = peak_heap(|| stream_to(&db, &out, false));
-    done.unwrap();
-    // The whole-profile reading took ≈ 560 bytes per address (560 MiB here).
+    truth
+}
+
+/// Streamed conversions stay under the database's size in heap (reading the
+/// whole profile took ≈ 560 bytes per address, 560 MiB here), and `out`
+/// holds every count.
+fn check_streamed(peak: usize, out: &Path, truth: &DbTotals) {
     assert!(
         (peak as u64) < truth.bytes,
         "peak heap {peak} bytes for a {} byte database",
         truth.bytes
     );
-    check_against_footers(&decode_pprof(&out), &truth);
+    check_against_footers(&decode_pprof(out), truth);
+}
+
+#[test]
+fn a_million_addresses_convert_in_a_fraction_of_the_database_size() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempdir();
+    let db = dir.path().join("db");
+    let truth = million_address_db(&db);
+    let out = dir.path().join("out.pb");
+    let (done, peak) = peak_heap(|| stream_to(&db, &out, false));
+    done.unwrap();
+    check_streamed(peak, &out, &truth);
 }
 
 #[test]
@@ -155,8 +167,7 @@ fn an_archive_migration_streams_the_database_too() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempdir();
     let archive = dir.path().join("archive");
-    let truth = build_db(&archive.join("host1/db"), &spec(40, 256 * 1024, 100));
-    assert!(truth.addresses >= 1_000_000, "{truth:?}");
+    let truth = million_address_db(&archive.join("host1/db"));
     let options = profconv::archive::ArchiveOptions {
         out_dir: dir.path().join("out"),
         formats: vec![profconv::OutputFormat::Pprof],
@@ -171,14 +182,7 @@ fn an_archive_migration_streams_the_database_too() {
         peak_heap(|| profconv::archive::run(&archive, &options, &|_, _| {}, &|_| {}).unwrap());
     let out = dir.path().join("out/host1/db.pb.gz");
     assert!(out.is_file(), "{report:?}");
-    // Written part by part, as on the command line: the whole profile would
-    // take ≈ 560 bytes per address.
-    assert!(
-        (peak as u64) < truth.bytes,
-        "peak heap {peak} bytes for a {} byte database",
-        truth.bytes
-    );
-    check_against_footers(&decode_pprof(&out), &truth);
+    check_streamed(peak, &out, &truth);
 }
 
 #[test]

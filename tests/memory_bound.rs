@@ -244,24 +244,13 @@ fn gprof_cases(dir: &Path) -> Vec<Case> {
     ]
 }
 
-/// mpatrol: record and call-site counts of 2⁶⁰; a call chain 1 000 deep
-/// with an allocation at every depth (stacks quadratic in the file); a
-/// 1 MiB function name; 20 000 distinct stacks.
-fn mpatrol_cases(dir: &Path) -> Vec<Case> {
-    let func = |i: usize, name: &'static str| mpatrol::Func {
-        name: Some(name),
-        start: 0x100 * (i as u64 + 1),
-    };
-    let alloc = |frames: Vec<(usize, u64)>| mpatrol::Alloc {
-        frames,
-        classes: [[1, 16, 0, 0], [0; 4], [0; 4], [0; 4]],
-    };
-    let program = |funcs, allocs| mpatrol::Program {
-        funcs,
-        allocs,
-        bounds: [32, 256, 2048],
-        bin_count: 0,
-    };
+/// The three mpatrol programs of [`mpatrol_cases`]: a chain 1 000 deep, a
+/// 1 MiB name, 20 000 distinct stacks.
+fn mpatrol_programs(
+    func: impl Fn(usize, &'static str) -> mpatrol::Func,
+    alloc: impl Fn(Vec<(usize, u64)>) -> mpatrol::Alloc,
+    program: impl Fn(Vec<mpatrol::Func>, Vec<mpatrol::Alloc>) -> mpatrol::Program,
+) -> [mpatrol::Program; 3] {
     let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
     let depth = 1000;
     let deep = program(
@@ -288,6 +277,28 @@ fn mpatrol_cases(dir: &Path) -> Vec<Case> {
             })
             .collect(),
     );
+    [deep, long, wide]
+}
+
+/// mpatrol: record and call-site counts of 2⁶⁰; a call chain 1 000 deep
+/// with an allocation at every depth (stacks quadratic in the file); a
+/// 1 MiB function name; 20 000 distinct stacks.
+fn mpatrol_cases(dir: &Path) -> Vec<Case> {
+    let func = |i: usize, name: &'static str| mpatrol::Func {
+        name: Some(name),
+        start: 0x100 * (i as u64 + 1),
+    };
+    let alloc = |frames: Vec<(usize, u64)>| mpatrol::Alloc {
+        frames,
+        classes: [[1, 16, 0, 0], [0; 4], [0; 4], [0; 4]],
+    };
+    let program = |funcs, allocs| mpatrol::Program {
+        funcs,
+        allocs,
+        bounds: [32, 256, 2048],
+        bin_count: 0,
+    };
+    let [deep, long, wide] = mpatrol_programs(func, alloc, program);
     let mut huge = mpatrol::encode(&program(vec![], vec![]).raw(8), 8, false);
     // The record count, after magic, marker, version, three bounds and the
     // bin count: 4 + 6 × 8 bytes in.

@@ -11,6 +11,7 @@ pub mod gprof_program;
 
 pub mod gen;
 pub mod golden;
+pub mod rng;
 
 #[allow(unused_imports)]
 pub use golden::assert_golden;

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::super::rng::Rng;
+
 /// One binary profile file, as dcpiformat(4) lays it out.
 #[derive(Debug, Clone)]
 pub struct BinaryProfile {
@@ -246,22 +248,6 @@ pub struct DbTotals {
     pub samples: std::collections::BTreeMap<String, u64>,
     /// Distinct sampled (image, address) pairs over all epochs and events.
     pub addresses: u64,
-}
-
-/// xorshift64*: small, seeded, good enough to scatter counts.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 pub const TSTART: u64 = 0x3ff_0000_0000;

@@ -172,8 +172,14 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// Profiles of fewer samples and locations are encoded on one thread.
+/// Profiles of fewer samples and locations than this are encoded (and
+/// freed) on one thread: a thread costs more than it saves there.
 const PARALLEL_ROWS: usize = 1 << 12;
+
+/// Whether `profile` has rows enough to pay for another thread.
+fn worth_a_thread(profile: &Profile) -> bool {
+    profile.samples().len() + profile.locations().len() >= PARALLEL_ROWS
+}
 
 /// The encoded pprof message: the bytes `to_proto(profile).encode_to_vec()`
 /// gives, without building a message per sample. prost writes fields in
@@ -185,19 +191,18 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
     // thread while this one encodes the samples, when there are enough rows
     // to pay for a thread.
     let tables = || (encode_tables(profile), encode_locations(profile));
-    let ((tables, locations), samples) =
-        if profile.samples().len() + profile.locations().len() < PARALLEL_ROWS {
-            (tables(), encode_samples(profile))
-        } else {
-            std::thread::scope(|scope| {
-                let tables = scope.spawn(tables);
-                let samples = encode_samples(profile);
-                let tables = tables
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
-                (tables, samples)
-            })
-        };
+    let ((tables, locations), samples) = if !worth_a_thread(profile) {
+        (tables(), encode_samples(profile))
+    } else {
+        std::thread::scope(|scope| {
+            let tables = scope.spawn(tables);
+            let samples = encode_samples(profile);
+            let tables = tables
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (tables, samples)
+        })
+    };
     let [head, mappings, tail] = tables;
     let parts = [head, samples, mappings, locations, tail];
     let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());

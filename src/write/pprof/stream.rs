@@ -27,7 +27,7 @@ use std::thread::JoinHandle;
 use prost::Message;
 
 use super::wire::{self, Encoder, Label, Line};
-use super::{to_proto, write as write_whole};
+use super::{to_proto, worth_a_thread, write as write_whole};
 use crate::error::{Error, Result};
 use crate::profile::{AddressPart, LabelValue, PartSink, Profile, TableMap};
 
@@ -151,15 +151,11 @@ impl<W: Write> Stream<W> {
     }
 }
 
-/// Profiles of more samples and locations than this are freed on another
-/// thread (freeing them takes longer than starting a thread).
-const DROP_ASIDE_ROWS: usize = 1 << 12;
-
 /// Frees a profile written whole: a large one (hundreds of thousands of
 /// small allocations) on another thread, so that the output is complete
 /// without waiting for it.
 fn drop_aside(profile: Profile) {
-    if profile.samples().len() + profile.locations().len() > DROP_ASIDE_ROWS {
+    if worth_a_thread(&profile) {
         // If no thread can be made, the profile is freed here.
         let _ = std::thread::Builder::new().spawn(move || drop(profile));
     }

@@ -193,11 +193,13 @@ fn normalize_module(name: &str) -> String {
 }
 
 /// Image files opened for symbolization, each opened once while it stays
-/// among the last `keep` used (files that fail to open are not kept).
+/// among the last `keep` used (files that fail to open are not kept, but
+/// remembered for [`OpenImages::open_once`]).
 #[derive(Debug)]
 pub struct OpenImages {
     open: Vec<(PathBuf, Binary)>,
     keep: usize,
+    failed: std::collections::HashSet<PathBuf>,
 }
 
 impl OpenImages {
@@ -206,7 +208,17 @@ impl OpenImages {
         OpenImages {
             open: Vec::new(),
             keep: keep.max(1),
+            failed: Default::default(),
         }
+    }
+
+    /// Like [`OpenImages::open`], but a file that failed to open before is
+    /// not tried again (many mappings of one unreadable file: once).
+    pub fn open_once(&mut self, path: &Path) -> Option<&Binary> {
+        if self.failed.contains(path) {
+            return None;
+        }
+        self.open(path).ok()
     }
 
     /// The opened file at `path`, opening it if it is not open.
@@ -218,7 +230,9 @@ impl OpenImages {
                 if self.open.len() >= self.keep {
                     self.open.remove(0);
                 }
-                let binary = Binary::open(path)?;
+                let binary = Binary::open(path).inspect_err(|_| {
+                    self.failed.insert(path.to_path_buf());
+                })?;
                 self.open.push((path.to_path_buf(), binary));
                 self.open.len() - 1
             }
@@ -319,5 +333,20 @@ mod tests {
         assert_eq!(open.open.len(), 1);
         assert!(open.open(&dir.join("callgraph-nopie.gmon")).is_err());
         assert!(open.open.is_empty());
+    }
+
+    #[test]
+    fn open_once_does_not_try_a_failed_file_again() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gprof");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lib.so");
+        std::fs::write(&path, b"not an executable").unwrap();
+        let mut open = OpenImages::new(usize::MAX);
+        assert!(open.open_once(&path).is_none());
+        // Now readable: open_once remembers the failure, open tries again.
+        std::fs::copy(fixtures.join("callgraph-pie"), &path).unwrap();
+        assert!(open.open_once(&path).is_none());
+        assert!(open.open(&path).is_ok());
+        assert!(open.open_once(&fixtures.join("callgraph-nopie")).is_some());
     }
 }

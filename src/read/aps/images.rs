@@ -43,7 +43,7 @@ pub(super) fn symbolize_images(profile: &mut Profile, root: &Path, images: &[Ima
             });
             continue;
         };
-        let Ok(binary) = files.open(&path) else {
+        let Some(binary) = files.open_once(&path) else {
             unreadable.insert(path.display().to_string());
             continue;
         };

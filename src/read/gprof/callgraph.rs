@@ -1,17 +1,24 @@
 //! The call graph and stack synthesis (§4): self time is handed to callers
 //! along the arcs, cycles collapsed first, into rooted stacks whose
 //! inclusive and arc times match gprof's.
+//!
+//! Memory: flat tables (one array of rows each: callers, arcs entering each
+//! component, arcs inside components, flow per arc) with `u32` function,
+//! component and call-site ids; the synthesized stacks are one array of
+//! call sites with a range per stack.
+
+use std::ops::Range;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::profile::apportion;
 
 /// How many nodes of [`CallGraph::search_down`] trees are kept at most
-/// (about 30 MB).
+/// (about 12 MB).
 const MAX_KEPT_TREE_NODES: usize = 1 << 20;
 
 /// Member → (its caller on a shortest chain from an entry member, call site).
-type InnerTree = HashMap<usize, (usize, u64)>;
+type InnerTree = HashMap<u32, (u32, u32)>;
 
 /// Cycles of more members than this route every stack through one hub
 /// member ([`HubTrees`]) instead of searching from each entry member.
@@ -22,94 +29,177 @@ const SMALL_CYCLE: usize = 64;
 /// how each member reaches the hub (`up`: member → its callee towards the
 /// hub, call site in the member).
 pub(super) struct HubTrees {
-    hub: usize,
+    hub: u32,
     down: InnerTree,
     up: InnerTree,
 }
 
-/// A caller of a function: the calling function and the call site.
-#[derive(Debug, Clone, Copy)]
+/// An arc into a function: the calling function, the call site and the
+/// calls along it.
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Caller {
-    pub(super) func: usize,
-    /// The call site, which the graph only carries into [`SynthPath::sites`]:
+    pub(super) func: u32,
+    /// The call site, which the graph only carries into [`Stacks::sites`]:
     /// the profile's builder gives the index of its address among the
     /// profile's sorted addresses.
-    pub(super) from_pc: u64,
+    pub(super) site: u32,
     pub(super) count: u64,
 }
 
-/// One synthesized stack of a function's self time: the call sites from the
-/// function up to a root of the call graph (innermost first) and the
-/// nanoseconds of its self time that the stack carries.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct SynthPath {
-    pub(super) sites: Vec<u64>,
+/// An arc into a component from outside it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Entering {
+    /// The member called.
+    entry: u32,
+    /// The calling function and call site.
+    caller: u32,
+    site: u32,
+    count: u64,
+}
+
+/// Rows of items in one array: row `r` is `items[starts[r]..starts[r + 1]]`.
+struct Table<T> {
+    starts: Vec<usize>,
+    items: Vec<T>,
+}
+
+impl<T: Copy + Default> Table<T> {
+    /// `rows` rows of the `(row, item)` pairs, each row in the pairs' order
+    /// (a counting sort: one pass to count, one to place).
+    fn grouped<I>(rows: usize, pairs: I) -> Self
+    where
+        I: Iterator<Item = (usize, T)> + Clone,
+    {
+        let mut starts = vec![0usize; rows + 1];
+        for (r, _) in pairs.clone() {
+            starts[r + 1] += 1;
+        }
+        for r in 0..rows {
+            starts[r + 1] += starts[r];
+        }
+        let mut next = starts.clone();
+        let mut items = vec![T::default(); starts[rows]];
+        for (r, item) in pairs {
+            items[next[r]] = item;
+            next[r] += 1;
+        }
+        Table { starts, items }
+    }
+
+    fn rows(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    fn range(&self, r: usize) -> Range<usize> {
+        self.starts[r]..self.starts[r + 1]
+    }
+
+    fn row(&self, r: usize) -> &[T] {
+        &self.items[self.range(r)]
+    }
+
+    /// Every `(row, item)`, rows in order.
+    fn pairs(&self) -> impl Iterator<Item = (usize, T)> + Clone + '_ {
+        (0..self.rows()).flat_map(move |r| self.row(r).iter().map(move |&item| (r, item)))
+    }
+}
+
+/// The synthesized stacks of every function's self time: each stack (a
+/// path) is the call sites from the function up to a root of the call graph
+/// (innermost first, as address indexes) and the nanoseconds of the
+/// function's self time that it carries. Paths are numbered from 0, a
+/// function's paths consecutively.
+pub(super) struct Stacks {
+    /// The paths of function `f`: `starts[f]..starts[f + 1]`.
+    starts: Vec<usize>,
+    paths: Vec<Path>,
+    /// The call sites of every path, one after the other.
+    sites: Vec<u32>,
+}
+
+/// One stack of [`Stacks`]: its call sites `sites[start..end]`, its time.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Path {
+    start: usize,
+    end: usize,
     pub(super) nanos: i64,
+}
+
+impl Stacks {
+    /// The number of the first path of function `f`, and its paths.
+    pub(super) fn of(&self, f: usize) -> (usize, &[Path]) {
+        let first = self.starts[f];
+        (first, &self.paths[first..self.starts[f + 1]])
+    }
+
+    /// The call sites of path `k`, innermost first.
+    pub(super) fn sites(&self, k: usize) -> &[u32] {
+        let p = &self.paths[k];
+        &self.sites[p.start..p.end]
+    }
 }
 
 /// The call graph between functions, with its cycles (strongly connected
 /// components) collapsed the way gprof collapses them before it hands time
-/// to callers.
+/// to callers. Functions are `0..n`, components `0..` as numbered by
+/// [`strongly_connected_components`].
 pub(super) struct CallGraph {
     /// Arcs into each function from other functions.
-    pub(super) callers: Vec<Vec<Caller>>,
+    callers: Table<Caller>,
     /// The component of each function. Tarjan's algorithm over the caller
     /// lists numbers a caller's component below its callees' (reverse
     /// topological order of the caller edges).
-    pub(super) component: Vec<usize>,
-    /// Arcs into each component from outside it: (entry member, caller).
-    pub(super) entering: Vec<Vec<(usize, Caller)>>,
+    pub(super) component: Vec<u32>,
+    /// Arcs into each component from outside it.
+    entering: Table<Entering>,
     /// Where a stack starts inside a root component: the component itself
     /// when it is one function; for a cycle no outside function calls, the
     /// member called from outside the executable (`main` from libc), else
     /// its first member.
-    pub(super) root_entry: Vec<usize>,
+    root_entry: Vec<u32>,
     /// Arcs from each function to the members of its own component: (callee,
     /// call site).
-    pub(super) inner_callees: Vec<Vec<(usize, u64)>>,
+    inner_callees: Table<(u32, u32)>,
     /// [`CallGraph::search_down`] of each entry member asked for so far.
-    pub(super) inner_trees: std::cell::RefCell<HashMap<usize, InnerTree>>,
+    inner_trees: std::cell::RefCell<HashMap<u32, InnerTree>>,
     /// Nodes in `inner_trees`, kept as they are added.
-    pub(super) inner_tree_nodes: std::cell::Cell<usize>,
+    inner_tree_nodes: std::cell::Cell<usize>,
     /// Members of each component.
-    pub(super) members: Vec<usize>,
+    pub(super) members: Vec<u32>,
     /// The hub trees of each big cycle asked for so far.
-    pub(super) hub_trees: std::cell::RefCell<HashMap<usize, HubTrees>>,
+    hub_trees: std::cell::RefCell<HashMap<u32, HubTrees>>,
 }
 
 impl CallGraph {
-    /// `spontaneous[f]`: `f` is called from outside the executable's symbols
-    /// (the arcs gprof drops, shown as `<spontaneous>`).
-    pub(super) fn new(callers: Vec<Vec<Caller>>, spontaneous: &[bool]) -> Self {
+    /// The graph of functions `0..n` (fewer than `u32::MAX`) from `arcs`:
+    /// (callee, caller) of every arc between two distinct functions, in
+    /// the order the callers are to be tried. `spontaneous[f]`: `f` is
+    /// called from outside the executable's symbols (the arcs gprof drops,
+    /// shown as `<spontaneous>`).
+    pub(super) fn new(n: usize, arcs: &[(u32, Caller)], spontaneous: &[bool]) -> Self {
+        let callers = Table::grouped(n, arcs.iter().map(|&(f, c)| (f as usize, c)));
         let component = strongly_connected_components(&callers);
-        let ncomp = component.iter().map(|c| c + 1).max().unwrap_or(0);
-        let mut entering = vec![Vec::new(); ncomp];
-        for (f, list) in callers.iter().enumerate() {
-            for c in list {
-                if component[c.func] != component[f] && c.count > 0 {
-                    entering[component[f]].push((f, *c));
-                }
-            }
-        }
-        let mut root_entry = vec![usize::MAX; ncomp];
-        let mut members = vec![0usize; ncomp];
-        for (f, &comp) in component.iter().enumerate() {
-            members[comp] += 1;
-            let chosen = root_entry[comp];
-            if chosen == usize::MAX
-                || (spontaneous.get(f) == Some(&true) && spontaneous.get(chosen) != Some(&true))
-            {
-                root_entry[comp] = f;
-            }
-        }
-        let mut inner_callees = vec![Vec::new(); callers.len()];
-        for (f, list) in callers.iter().enumerate() {
-            for c in list {
-                if component[c.func] == component[f] {
-                    inner_callees[c.func].push((f, c.from_pc));
-                }
-            }
-        }
+        let ncomp = component.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+        let comp = |f: u32| component[f as usize];
+        let entering = callers
+            .pairs()
+            .filter(|&(f, c)| comp(c.func) != component[f] && c.count > 0)
+            .map(|(f, c)| {
+                let arc = Entering {
+                    entry: f as u32,
+                    caller: c.func,
+                    site: c.site,
+                    count: c.count,
+                };
+                (component[f] as usize, arc)
+            });
+        let entering = Table::grouped(ncomp, entering);
+        let inner = callers
+            .pairs()
+            .filter(|&(f, c)| comp(c.func) == component[f])
+            .map(|(f, c)| (c.func as usize, (f as u32, c.site)));
+        let inner_callees = Table::grouped(n, inner);
+        let (root_entry, members) = root_entries(&component, ncomp, spontaneous);
         CallGraph {
             callers,
             component,
@@ -125,14 +215,20 @@ impl CallGraph {
 
     /// Appends to `sites` the call sites (innermost first) of a shortest
     /// chain of calls inside one component from `entry` down to `target`.
-    /// One breadth-first search per entry member, over the component's own
-    /// arcs, serves every target (a cycle has few entries, many targets).
-    fn inner_path(&self, entry: usize, target: usize, sites: &mut Vec<u64>) {
-        if entry == target {
-            return;
+    #[inline]
+    fn inner_path(&self, entry: u32, target: u32, sites: &mut Vec<u32>) {
+        if entry != target {
+            self.cycle_path(entry, target, sites);
         }
-        let comp = self.component[target];
-        if self.members[comp] > SMALL_CYCLE {
+    }
+
+    /// [`CallGraph::inner_path`] between two members of a cycle. One
+    /// breadth-first search per entry member, over the component's own
+    /// arcs, serves every target (a cycle has few entries, many targets).
+    #[inline(never)]
+    fn cycle_path(&self, entry: u32, target: u32, sites: &mut Vec<u32>) {
+        let comp = self.component[target as usize];
+        if self.members[comp as usize] as usize > SMALL_CYCLE {
             return self.hub_path(comp, entry, target, sites);
         }
         let mut trees = self.inner_trees.borrow_mut();
@@ -151,10 +247,10 @@ impl CallGraph {
         let tree = &trees[&entry];
         let mut at = target;
         while at != entry {
-            let Some(&(caller, from_pc)) = tree.get(&at) else {
+            let Some(&(caller, site)) = tree.get(&at) else {
                 break;
             };
-            sites.push(from_pc);
+            sites.push(site);
             at = caller;
         }
     }
@@ -164,10 +260,10 @@ impl CallGraph {
     /// `target`. Two searches per cycle serve every (entry, target), so the
     /// work is linear in the cycle's arcs whatever the number of entries;
     /// the chain may pass a member twice (recursion), each call a real arc.
-    fn hub_path(&self, comp: usize, entry: usize, target: usize, sites: &mut Vec<u64>) {
+    fn hub_path(&self, comp: u32, entry: u32, target: u32, sites: &mut Vec<u32>) {
         let mut hubs = self.hub_trees.borrow_mut();
         let trees = hubs.entry(comp).or_insert_with(|| {
-            let hub = self.root_entry[comp];
+            let hub = self.root_entry[comp as usize];
             HubTrees {
                 hub,
                 down: self.search_down(hub),
@@ -176,10 +272,10 @@ impl CallGraph {
         });
         let mut at = target;
         while at != trees.hub {
-            let Some(&(caller, from_pc)) = trees.down.get(&at) else {
+            let Some(&(caller, site)) = trees.down.get(&at) else {
                 break;
             };
-            sites.push(from_pc);
+            sites.push(site);
             at = caller;
         }
         // Entry to hub, found outward from the entry: pushed, then turned
@@ -187,10 +283,10 @@ impl CallGraph {
         let start = sites.len();
         let mut at = entry;
         while at != trees.hub {
-            let Some(&(callee, from_pc)) = trees.up.get(&at) else {
+            let Some(&(callee, site)) = trees.up.get(&at) else {
                 break;
             };
-            sites.push(from_pc);
+            sites.push(site);
             at = callee;
         }
         sites[start..].reverse();
@@ -199,14 +295,15 @@ impl CallGraph {
     /// For every member of `hub`'s component that reaches it inside the
     /// component, its callee on a shortest chain of calls to the hub and the
     /// call site.
-    fn search_up(&self, hub: usize) -> InnerTree {
-        let comp = self.component[hub];
-        let mut via: HashMap<usize, (usize, u64)> = HashMap::default();
+    fn search_up(&self, hub: u32) -> InnerTree {
+        let comp = self.component[hub as usize];
+        let mut via = InnerTree::default();
         let mut queue = std::collections::VecDeque::from([hub]);
         while let Some(f) = queue.pop_front() {
-            for c in &self.callers[f] {
-                if self.component[c.func] == comp && c.func != hub && !via.contains_key(&c.func) {
-                    via.insert(c.func, (f, c.from_pc));
+            for c in self.callers.row(f as usize) {
+                let inside = self.component[c.func as usize] == comp && c.func != hub;
+                if inside && !via.contains_key(&c.func) {
+                    via.insert(c.func, (f, c.site));
                     queue.push_back(c.func);
                 }
             }
@@ -216,13 +313,13 @@ impl CallGraph {
 
     /// For every member of `entry`'s component reachable from it inside the
     /// component, its caller on a shortest chain of calls and the call site.
-    fn search_down(&self, entry: usize) -> InnerTree {
-        let mut via: HashMap<usize, (usize, u64)> = HashMap::default();
+    fn search_down(&self, entry: u32) -> InnerTree {
+        let mut via = InnerTree::default();
         let mut queue = std::collections::VecDeque::from([entry]);
         while let Some(f) = queue.pop_front() {
-            for &(callee, from_pc) in &self.inner_callees[f] {
+            for &(callee, site) in self.inner_callees.row(f as usize) {
                 if callee != entry && !via.contains_key(&callee) {
-                    via.insert(callee, (f, from_pc));
+                    via.insert(callee, (f, site));
                     queue.push_back(callee);
                 }
             }
@@ -231,39 +328,50 @@ impl CallGraph {
     }
 
     /// gprof's propagation (§4): every component's inclusive time (its
-    /// members' self time plus what its callees hand it) is handed to the
-    /// arcs entering it in proportion to their call counts. Returns the time
-    /// of each entering arc, per component, in integer nanoseconds that add
-    /// up exactly to the component's inclusive time; a component nobody
-    /// calls keeps its time: it is a root.
-    fn arc_times(&self, self_ns: &[i64]) -> Vec<Vec<i64>> {
-        let mut inclusive = vec![0i64; self.entering.len()];
+    /// members' self time, ≥ 0, plus what its callees hand it) is handed to
+    /// the arcs entering it in proportion to their call counts. Returns the
+    /// time of each entering arc (as `entering.items`), in integer
+    /// nanoseconds that add up exactly to the component's inclusive time; a
+    /// component nobody calls keeps its time: it is a root.
+    fn arc_times(&self, self_ns: &[i64]) -> Vec<i64> {
+        let ncomp = self.entering.rows();
+        let mut inclusive = vec![0i64; ncomp];
         for (f, &ns) in self_ns.iter().enumerate() {
-            let c = self.component[f];
+            let c = self.component[f] as usize;
             inclusive[c] = inclusive[c].saturating_add(ns);
         }
-        let mut times = vec![Vec::new(); self.entering.len()];
+        let mut times = vec![0i64; self.entering.items.len()];
+        let mut counts = Vec::new();
         // Callees before callers: components in decreasing number.
-        for comp in (0..self.entering.len()).rev() {
-            let counts: Vec<f64> = self.entering[comp]
-                .iter()
-                .map(|(_, c)| c.count as f64)
-                .collect();
-            let shares = apportion(inclusive[comp], &counts);
-            for ((_, caller), &share) in self.entering[comp].iter().zip(&shares) {
-                let parent = self.component[caller.func];
+        for comp in (0..ncomp).rev() {
+            let range = self.entering.range(comp);
+            let arcs = &self.entering.items[range.clone()];
+            let shares = &mut times[range];
+            match arcs {
+                [] => {}
+                // What `apportion` gives one arc of calls (entering arcs
+                // have some) for a time ≥ 0, without its allocations.
+                [_] => shares[0] = inclusive[comp],
+                _ => {
+                    counts.clear();
+                    counts.extend(arcs.iter().map(|a| a.count as f64));
+                    shares.copy_from_slice(&apportion(inclusive[comp], &counts));
+                }
+            }
+            for (arc, &share) in arcs.iter().zip(shares.iter()) {
+                let parent = self.component[arc.caller as usize] as usize;
                 debug_assert!(parent < comp, "a caller's component comes first");
                 inclusive[parent] = inclusive[parent].saturating_add(share);
             }
-            times[comp] = shares;
         }
         times
     }
 
-    /// Stacks for every function's self time, each from a root of the call
-    /// graph down to the function, such that every function outside a cycle
-    /// gets exactly gprof's inclusive time (self + children) and every arc
-    /// between components exactly the time gprof propagates along it.
+    /// Stacks for every function's self time (`self_ns[f]` ≥ 0 for each of
+    /// the graph's functions), each from a root of the call graph down to
+    /// the function, such that every function outside a cycle gets exactly
+    /// gprof's inclusive time (self + children) and every arc between
+    /// components exactly the time gprof propagates along it.
     ///
     /// The arc times form a flow from the roots down to the functions' self
     /// time, conserved at every component; it decomposes into paths
@@ -272,103 +380,134 @@ impl CallGraph {
     /// smallest amount left on the way. Each path empties an arc or a
     /// function's self time, so there are at most `arcs + functions` of them,
     /// however many paths the graph has (exponentially many in general).
-    pub(super) fn stacks(&self, self_ns: &[i64]) -> Vec<Vec<SynthPath>> {
+    pub(super) fn stacks(&self, self_ns: &[i64]) -> Stacks {
         let mut flow = self.arc_times(self_ns);
         // Arcs only lose flow, so each component's first arc with flow left
         // only moves forward: finding it costs O(arcs) over the whole run.
-        let mut first = vec![0usize; flow.len()];
-        let mut out = vec![Vec::new(); self_ns.len()];
-        // One growing buffer for every path: each path is then one
-        // allocation of its exact size, however deep.
-        let mut scratch = (Vec::new(), Vec::new());
+        let mut first = self.entering.starts[..self.entering.rows()].to_vec();
+        let mut out = Stacks {
+            starts: Vec::with_capacity(self_ns.len() + 1),
+            paths: Vec::new(),
+            sites: Vec::new(),
+        };
+        out.starts.push(0);
+        // The arcs of the path being climbed.
+        let mut used = Vec::new();
         for (f, &ns) in self_ns.iter().enumerate() {
             let mut left = ns;
             while left > 0 {
-                let path = self.climb(f, left, &mut flow, &mut first, &mut scratch);
-                left -= path.nanos;
-                out[f].push(path);
+                let start = out.sites.len();
+                let climb = Climb {
+                    flow: &mut flow,
+                    first: &mut first,
+                    used: &mut used,
+                };
+                let nanos = self.climb(f as u32, left, climb, &mut out.sites);
+                left -= nanos;
+                let end = out.sites.len();
+                out.paths.push(Path { start, end, nanos });
             }
+            out.starts.push(out.paths.len());
         }
         out
     }
 
     /// One path of [`CallGraph::stacks`]: from `func` up to a root through
-    /// arcs with flow left, carrying at most `left` nanoseconds.
-    fn climb(
-        &self,
-        func: usize,
-        left: i64,
-        flow: &mut [Vec<i64>],
-        first: &mut [usize],
-        (sites, used): &mut (Vec<u64>, Vec<(usize, usize)>),
-    ) -> SynthPath {
-        sites.clear();
+    /// arcs with flow left, carrying at most `left` nanoseconds; its call
+    /// sites appended to `sites`. Returns the nanoseconds it carries.
+    fn climb(&self, func: u32, left: i64, state: Climb<'_>, sites: &mut Vec<u32>) -> i64 {
+        let Climb { flow, first, used } = state;
         used.clear();
         let mut nanos = left;
         let mut at = func;
         loop {
-            let comp = self.component[at];
-            let arcs = &flow[comp];
+            let comp = self.component[at as usize] as usize;
+            let end = self.entering.starts[comp + 1];
             let mut i = first[comp];
-            while arcs.get(i) == Some(&0) {
+            while i < end && flow[i] == 0 {
                 i += 1;
             }
             first[comp] = i;
-            let Some(&carried) = arcs.get(i) else {
+            if i == end {
                 // A root. (Flow is conserved, so a component with callers
                 // always has an arc with flow left when a path reaches it.)
-                debug_assert!(self.entering[comp].is_empty(), "flow not conserved");
+                debug_assert!(self.entering.row(comp).is_empty(), "flow not conserved");
                 self.inner_path(self.root_entry[comp], at, sites);
                 break;
-            };
-            let (entry, caller) = self.entering[comp][i];
-            self.inner_path(entry, at, sites);
-            sites.push(caller.from_pc);
-            nanos = nanos.min(carried);
-            used.push((comp, i));
-            at = caller.func;
+            }
+            let arc = self.entering.items[i];
+            self.inner_path(arc.entry, at, sites);
+            sites.push(arc.site);
+            nanos = nanos.min(flow[i]);
+            used.push(i);
+            at = arc.caller;
         }
-        for &(comp, i) in used.iter() {
-            flow[comp][i] -= nanos;
+        for &i in used.iter() {
+            flow[i] -= nanos;
         }
-        SynthPath {
-            sites: sites.clone(),
-            nanos,
+        nanos
+    }
+}
+
+/// What [`CallGraph::climb`] updates: the flow left on each entering arc,
+/// each component's first arc with flow left, the arcs of the path.
+struct Climb<'s> {
+    flow: &'s mut [i64],
+    first: &'s mut [usize],
+    used: &'s mut Vec<usize>,
+}
+
+/// Where a stack starts inside each of the `ncomp` components (see
+/// [`CallGraph`]'s `root_entry`), and how many members each has.
+fn root_entries(component: &[u32], ncomp: usize, spontaneous: &[bool]) -> (Vec<u32>, Vec<u32>) {
+    let mut root_entry = vec![u32::MAX; ncomp];
+    let mut members = vec![0u32; ncomp];
+    for (f, &comp) in component.iter().enumerate() {
+        let comp = comp as usize;
+        members[comp] += 1;
+        let chosen = root_entry[comp];
+        let spont = |g: usize| spontaneous.get(g) == Some(&true);
+        if chosen == u32::MAX || (spont(f) && !spont(chosen as usize)) {
+            root_entry[comp] = f as u32;
         }
     }
+    (root_entry, members)
 }
 
 /// Tarjan's algorithm, iterative; the graph is given as caller lists (the
 /// components are the same whichever way the arcs point).
-pub(super) fn strongly_connected_components(callers: &[Vec<Caller>]) -> Vec<usize> {
-    let n = callers.len();
-    let mut index = vec![usize::MAX; n];
-    let mut low = vec![0usize; n];
+fn strongly_connected_components(callers: &Table<Caller>) -> Vec<u32> {
+    const UNSEEN: u32 = u32::MAX;
+    let n = callers.rows();
+    let mut index = vec![UNSEEN; n];
+    let mut low = vec![0u32; n];
     let mut on_stack = vec![false; n];
     let mut stack = Vec::new();
-    let mut component = vec![usize::MAX; n];
-    let (mut next_index, mut ncomp) = (0, 0);
+    let mut component = vec![UNSEEN; n];
+    let (mut next_index, mut ncomp) = (0u32, 0u32);
+    let mut work: Vec<(u32, usize)> = Vec::new();
     for root in 0..n {
-        if index[root] != usize::MAX {
+        if index[root] != UNSEEN {
             continue;
         }
         index[root] = next_index;
         low[root] = next_index;
         next_index += 1;
-        stack.push(root);
+        stack.push(root as u32);
         on_stack[root] = true;
-        let mut work = vec![(root, 0usize)];
+        work.push((root as u32, 0));
         while let Some(&mut (v, ref mut i)) = work.last_mut() {
-            if let Some(c) = callers[v].get(*i) {
+            let v = v as usize;
+            if let Some(c) = callers.row(v).get(*i) {
                 *i += 1;
-                let w = c.func;
-                if index[w] == usize::MAX {
+                let w = c.func as usize;
+                if index[w] == UNSEEN {
                     index[w] = next_index;
                     low[w] = next_index;
                     next_index += 1;
-                    stack.push(w);
+                    stack.push(w as u32);
                     on_stack[w] = true;
-                    work.push((w, 0));
+                    work.push((w as u32, 0));
                 } else if on_stack[w] {
                     low[v] = low[v].min(index[w]);
                 }
@@ -376,13 +515,13 @@ pub(super) fn strongly_connected_components(callers: &[Vec<Caller>]) -> Vec<usiz
             }
             work.pop();
             if let Some(&(u, _)) = work.last() {
-                low[u] = low[u].min(low[v]);
+                low[u as usize] = low[u as usize].min(low[v]);
             }
             if low[v] == index[v] {
                 while let Some(w) = stack.pop() {
-                    on_stack[w] = false;
-                    component[w] = ncomp;
-                    if w == v {
+                    on_stack[w as usize] = false;
+                    component[w as usize] = ncomp;
+                    if w as usize == v {
                         break;
                     }
                 }
@@ -397,25 +536,50 @@ pub(super) fn strongly_connected_components(callers: &[Vec<Caller>]) -> Vec<usiz
 mod tests {
     use super::*;
 
-    fn site(parent: usize, child: usize) -> u64 {
-        ((parent as u64) << 20) | child as u64
+    fn site(parent: usize, child: usize) -> u32 {
+        ((parent as u32) << 20) | child as u32
     }
 
     fn graph(arcs: &[(usize, usize, u64)], n: usize, spontaneous: &[usize]) -> CallGraph {
-        let mut callers = vec![Vec::new(); n];
-        for &(parent, child, count) in arcs {
-            callers[child].push(Caller {
-                func: parent,
-                from_pc: site(parent, child),
-                count,
-            });
-        }
+        let arcs: Vec<(u32, Caller)> = arcs
+            .iter()
+            .map(|&(parent, child, count)| {
+                let caller = Caller {
+                    func: parent as u32,
+                    site: site(parent, child),
+                    count,
+                };
+                (child as u32, caller)
+            })
+            .collect();
         let spont: Vec<bool> = (0..n).map(|f| spontaneous.contains(&f)).collect();
-        CallGraph::new(callers, &spont)
+        CallGraph::new(n, &arcs, &spont)
+    }
+
+    /// One synthesized stack, as the tests compare them.
+    #[derive(Debug, Clone, PartialEq)]
+    struct SynthPath {
+        sites: Vec<u32>,
+        nanos: i64,
+    }
+
+    /// The stacks of each function.
+    fn paths(stacks: &Stacks) -> Vec<Vec<SynthPath>> {
+        (0..stacks.starts.len() - 1)
+            .map(|f| {
+                let (first, paths) = stacks.of(f);
+                (first..first + paths.len())
+                    .map(|k| SynthPath {
+                        sites: stacks.sites(k).to_vec(),
+                        nanos: stacks.paths[k].nanos,
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// The functions of a synthesized stack of `leaf`, leaf first.
-    fn frames(leaf: usize, sites: &[u64]) -> Vec<usize> {
+    fn frames(leaf: usize, sites: &[u32]) -> Vec<usize> {
         let mut out = vec![leaf];
         out.extend(sites.iter().map(|s| (s >> 20) as usize));
         out
@@ -473,7 +637,7 @@ mod tests {
     fn self_time_is_handed_to_callers_in_proportion_to_calls() {
         // 0 → 2 (1 call), 1 → 2 (3 calls), 3 → 0, 3 → 1
         let g = graph(&[(0, 2, 1), (1, 2, 3), (3, 0, 1), (3, 1, 1)], 4, &[]);
-        let stacks = g.stacks(&[0, 0, 1000, 0]);
+        let stacks = paths(&g.stacks(&[0, 0, 1000, 0]));
         let mut paths = stacks[2].clone();
         paths.sort_by_key(|p| p.nanos);
         assert_eq!(
@@ -496,7 +660,7 @@ mod tests {
         // 0 ↔ 1 mutual recursion entered from 2 only; 3 → 2.
         let g = graph(&[(0, 1, 500), (1, 0, 499), (2, 0, 1), (3, 2, 1)], 4, &[]);
         assert_eq!(g.component[0], g.component[1]);
-        let stacks = g.stacks(&[300, 700, 0, 0]);
+        let stacks = paths(&g.stacks(&[300, 700, 0, 0]));
         assert_eq!(
             stacks[1],
             vec![SynthPath {
@@ -517,7 +681,7 @@ mod tests {
     fn a_cycle_nobody_calls_starts_at_the_member_called_from_outside() {
         // 0 ↔ 1, 1 → 2; 1 is `main`, called from libc (spontaneous).
         let g = graph(&[(0, 1, 5), (1, 0, 5), (1, 2, 1)], 3, &[1]);
-        let stacks = g.stacks(&[10, 0, 20]);
+        let stacks = paths(&g.stacks(&[10, 0, 20]));
         assert_eq!(stacks[0][0].sites, vec![site(1, 0)]);
         assert_eq!(stacks[2][0].sites, vec![site(1, 2)]);
     }
@@ -537,8 +701,8 @@ mod tests {
         }
         let self_ns: Vec<i64> = (0..=ring).map(|f| 1000 + 13 * f as i64).collect();
         let g = graph(&arcs, ring + 1, &[0]);
-        assert!(g.members[g.component[1]] > SMALL_CYCLE);
-        let stacks = g.stacks(&self_ns);
+        assert!(g.members[g.component[1] as usize] as usize > SMALL_CYCLE);
+        let stacks = paths(&g.stacks(&self_ns));
         for (leaf, paths) in stacks.iter().enumerate() {
             let total: i64 = paths.iter().map(|p| p.nanos).sum();
             assert_eq!(total, self_ns[leaf], "self time of {leaf} kept");
@@ -572,7 +736,7 @@ mod tests {
         }
         let self_ns: Vec<i64> = (0..n).map(|f| 1_000_000 + 7919 * f as i64).collect();
         let g = graph(&arcs, n, &[]);
-        let stacks = g.stacks(&self_ns);
+        let stacks = paths(&g.stacks(&self_ns));
 
         let count: usize = stacks.iter().map(Vec::len).sum();
         assert!(count <= arcs.len() + n, "{count} stacks");

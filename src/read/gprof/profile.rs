@@ -2,10 +2,10 @@
 //! types `cpu` and `calls`, flat or synthesized stacks.
 
 use super::bsd::DEFAULT_RATE;
-use super::callgraph::{CallGraph, Caller, SynthPath};
+use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
 use super::locate::{addresses, index_of, Locator, Resolved};
-use super::ticks::{assign_ticks, function_at, gprof_functions, Func, Tick};
+use super::ticks::{assign_ticks, gprof_functions, ArcEnds, Func, Tick};
 use crate::profile::{apportion, Mapping, MappingId, Profile, SymbolFlags};
 use crate::read::options::GprofStacks;
 use crate::symbolize::Binary;
@@ -32,15 +32,16 @@ pub(super) fn call_graph(
     symbolized: bool,
     addresses: &[u64],
 ) -> Arcs {
-    let mut callers: Vec<Vec<Caller>> = vec![Vec::new(); funcs.len()];
+    let ends = ArcEnds::new(addresses, funcs);
+    let mut arcs = Vec::new();
     let mut spontaneous = vec![false; funcs.len()];
     let mut dropped_calls = 0u64;
     let mut kept = Vec::with_capacity(data.arcs.len());
     for arc in &data.arcs {
-        let site = index_of(addresses, arc.from_pc);
+        let (site, parent) = ends.get(arc.from_pc, funcs);
+        let (callee, child) = ends.get(arc.self_pc, funcs);
         if symbolized {
-            let parent = function_at(funcs, arc.from_pc);
-            let Some(child) = function_at(funcs, arc.self_pc) else {
+            let Some(child) = child else {
                 dropped_calls = dropped_calls.saturating_add(arc.count);
                 continue;
             };
@@ -50,17 +51,18 @@ pub(super) fn call_graph(
                 continue;
             };
             if parent != child {
-                callers[child].push(Caller {
-                    func: parent,
-                    from_pc: site.into(),
+                let caller = Caller {
+                    func: parent as u32,
+                    site,
                     count: arc.count,
-                });
+                };
+                arcs.push((child as u32, caller));
             }
         }
-        kept.push((index_of(addresses, arc.self_pc), site, arc.count));
+        kept.push((callee, site, arc.count));
     }
     Arcs {
-        graph: CallGraph::new(callers, &spontaneous),
+        graph: CallGraph::new(funcs.len(), &arcs, &spontaneous),
         kept,
         dropped_calls,
     }
@@ -84,11 +86,11 @@ fn add_arcs(profile: &mut Profile, arcs: &Arcs, locator: &mut Locator<'_, '_>) {
 }
 
 /// One sample of synthesized stacks: a tick's address (an index into the
-/// profile's addresses) on a stack (`path` of `paths`, none for a tick
+/// profile's addresses) on a stack (a path of [`Stacks`], none for a tick
 /// outside every function) with its share of the tick.
 pub(super) struct Piece {
     leaf: u32,
-    path: Option<(u32, u32)>,
+    path: Option<u32>,
     samples: i64,
     nanos: i64,
 }
@@ -96,7 +98,7 @@ pub(super) struct Piece {
 /// Every function's ticks put on the stacks [`CallGraph::stacks`]
 /// synthesizes for it (§4), as pieces; call sites as address indexes.
 pub(super) struct Synthesized {
-    paths: Vec<Vec<SynthPath>>,
+    stacks: Stacks,
     pieces: Vec<Piece>,
 }
 
@@ -105,7 +107,7 @@ pub(super) struct Synthesized {
 /// exactly its time, each address keeps its ticks, and the pieces number at
 /// most ticks + stacks.
 pub(super) fn synthesize(ticks: &[Tick], graph: &CallGraph, addresses: &[u64]) -> Synthesized {
-    let mut per_func: Vec<Vec<Tick>> = vec![Vec::new(); graph.callers.len()];
+    let mut per_func: Vec<Vec<Tick>> = vec![Vec::new(); graph.component.len()];
     let mut pieces = Vec::new();
     for t in ticks {
         match t.func {
@@ -126,20 +128,19 @@ pub(super) fn synthesize(ticks: &[Tick], graph: &CallGraph, addresses: &[u64]) -
         })
         .collect();
     let stacks = graph.stacks(&self_ns);
-    for (f, (fticks, paths)) in per_func.iter().zip(&stacks).enumerate() {
-        split_ticks(f as u32, fticks, paths, addresses, &mut pieces);
+    for (f, fticks) in per_func.iter().enumerate() {
+        let (first, paths) = stacks.of(f);
+        split_ticks(first as u32, fticks, paths, addresses, &mut pieces);
     }
-    Synthesized {
-        paths: stacks,
-        pieces,
-    }
+    Synthesized { stacks, pieces }
 }
 
-/// The pieces of one function's ticks over its stacks `paths`.
+/// The pieces of one function's ticks over its stacks `paths`, numbered
+/// from `first`.
 fn split_ticks(
-    f: u32,
+    first: u32,
     fticks: &[Tick],
-    paths: &[SynthPath],
+    paths: &[Path],
     addresses: &[u64],
     out: &mut Vec<Piece>,
 ) {
@@ -171,7 +172,7 @@ fn split_ticks(
         for (&(k, nanos), samples) in pieces.iter().zip(samples) {
             out.push(Piece {
                 leaf,
-                path: (k < paths.len()).then_some((f, k as u32)),
+                path: (k < paths.len()).then_some(first + k as u32),
                 samples,
                 nanos,
             });
@@ -186,9 +187,9 @@ fn add_synthesized(profile: &mut Profile, synth: &Synthesized, locator: &mut Loc
     for piece in &synth.pieces {
         stack.clear();
         stack.push(locator.at(profile, piece.leaf));
-        if let Some((f, k)) = piece.path {
-            for &site in &synth.paths[f as usize][k as usize].sites {
-                stack.push(locator.at(profile, site as u32));
+        if let Some(k) = piece.path {
+            for &site in synth.stacks.sites(k as usize) {
+                stack.push(locator.at(profile, site));
             }
         }
         values[0] = piece.samples;

@@ -1,6 +1,8 @@
 //! Histogram ticks to functions (§3): each bin's ticks go to the function
 //! whose symbol range holds the bin, split where a bin straddles two.
 
+use rustc_hash::FxHashMap as HashMap;
+
 use super::data::GmonData;
 use crate::profile::apportion;
 use crate::symbolize::Binary;
@@ -38,6 +40,59 @@ pub(super) fn gprof_functions(binary: &Binary) -> Vec<Func<'_>> {
 pub(super) fn function_at(funcs: &[Func<'_>], addr: u64) -> Option<usize> {
     let i = funcs.partition_point(|f| f.start <= addr).checked_sub(1)?;
     (addr < funcs[i].end).then_some(i)
+}
+
+/// The sorted, distinct `addresses` of a profile as arc ends: each one's
+/// index and function found once (a hash lookup per arc end instead of two
+/// binary searches).
+pub(super) struct ArcEnds<'a> {
+    addresses: &'a [u64],
+    index: HashMap<u64, u32>,
+    /// The function of each address ([`function_at`]), `u32::MAX` for none.
+    func: Vec<u32>,
+}
+
+impl<'a> ArcEnds<'a> {
+    /// `funcs` sorted by start, as [`gprof_functions`] gives them.
+    pub(super) fn new(addresses: &'a [u64], funcs: &[Func<'_>]) -> Self {
+        let mut index = HashMap::default();
+        index.reserve(addresses.len());
+        let mut func = Vec::with_capacity(addresses.len());
+        // One merge walk: `next` is the first function starting above the
+        // address, so `next - 1` is `function_at`'s candidate.
+        let mut next = 0;
+        for (i, &address) in addresses.iter().enumerate() {
+            index.insert(address, i as u32);
+            while funcs.get(next).is_some_and(|f| f.start <= address) {
+                next += 1;
+            }
+            let f = next
+                .checked_sub(1)
+                .filter(|&f| address < funcs[f].end)
+                .map_or(u32::MAX, |f| f as u32);
+            func.push(f);
+        }
+        ArcEnds {
+            addresses,
+            index,
+            func,
+        }
+    }
+
+    /// The index of `address` among the addresses (where it would be if it
+    /// is not one of them) and its function.
+    pub(super) fn get(&self, address: u64, funcs: &[Func<'_>]) -> (u32, Option<usize>) {
+        match self.index.get(&address) {
+            Some(&i) => {
+                let f = self.func[i as usize];
+                (i, (f != u32::MAX).then_some(f as usize))
+            }
+            None => {
+                let i = self.addresses.partition_point(|&a| a < address);
+                (i as u32, function_at(funcs, address))
+            }
+        }
+    }
 }
 
 /// One piece of histogram time: ticks credited to a function at an address.

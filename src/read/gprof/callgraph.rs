@@ -14,11 +14,17 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::profile::apportion;
 
 /// How many nodes of [`CallGraph::search_down`] trees are kept at most
-/// (about 12 MB).
+/// (about 8 MB).
 const MAX_KEPT_TREE_NODES: usize = 1 << 20;
 
-/// Member → (its caller on a shortest chain from an entry member, call site).
-type InnerTree = HashMap<u32, (u32, u32)>;
+/// For each member of a component (by its [`CallGraph`] `position`): its
+/// caller on a shortest chain from an entry member and the call site, or
+/// [`UNREACHED`].
+type InnerTree = Vec<(u32, u32)>;
+
+/// What [`InnerTree`] holds for the search's start and members it does not
+/// reach.
+const UNREACHED: (u32, u32) = (u32::MAX, u32::MAX);
 
 /// Cycles of more members than this route every stack through one hub
 /// member ([`HubTrees`]) instead of searching from each entry member.
@@ -97,11 +103,6 @@ impl<T: Copy + Default> Table<T> {
     fn row(&self, r: usize) -> &[T] {
         &self.items[self.range(r)]
     }
-
-    /// Every `(row, item)`, rows in order.
-    fn pairs(&self) -> impl Iterator<Item = (usize, T)> + Clone + '_ {
-        (0..self.rows()).flat_map(move |r| self.row(r).iter().map(move |&item| (r, item)))
-    }
 }
 
 /// The synthesized stacks of every function's self time: each stack (a
@@ -166,6 +167,9 @@ pub(super) struct CallGraph {
     inner_tree_nodes: std::cell::Cell<usize>,
     /// Members of each component.
     pub(super) members: Vec<u32>,
+    /// The place of each function among its component's members (in
+    /// function order), which indexes [`InnerTree`]s.
+    position: Vec<u32>,
     /// The hub trees of each big cycle asked for so far.
     hub_trees: std::cell::RefCell<HashMap<u32, HubTrees>>,
 }
@@ -180,26 +184,27 @@ impl CallGraph {
         let callers = Table::grouped(n, arcs.iter().map(|&(f, c)| (f as usize, c)));
         let component = strongly_connected_components(&callers);
         let ncomp = component.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
-        let comp = |f: u32| component[f as usize];
-        let entering = callers
-            .pairs()
-            .filter(|&(f, c)| comp(c.func) != component[f] && c.count > 0)
-            .map(|(f, c)| {
-                let arc = Entering {
-                    entry: f as u32,
-                    caller: c.func,
-                    site: c.site,
-                    count: c.count,
-                };
-                (component[f] as usize, arc)
-            });
-        let entering = Table::grouped(ncomp, entering);
-        let inner = callers
-            .pairs()
-            .filter(|&(f, c)| comp(c.func) == component[f])
-            .map(|(f, c)| (c.func as usize, (f as u32, c.site)));
-        let inner_callees = Table::grouped(n, inner);
-        let (root_entry, members) = root_entries(&component, ncomp, spontaneous);
+        // Arcs entering each component from outside, and arcs inside one.
+        let (mut entering, mut inner) = (Vec::new(), Vec::new());
+        for f in 0..n {
+            let comp = component[f];
+            for c in callers.row(f) {
+                if component[c.func as usize] == comp {
+                    inner.push((c.func as usize, (f as u32, c.site)));
+                } else if c.count > 0 {
+                    let arc = Entering {
+                        entry: f as u32,
+                        caller: c.func,
+                        site: c.site,
+                        count: c.count,
+                    };
+                    entering.push((comp as usize, arc));
+                }
+            }
+        }
+        let entering = Table::grouped(ncomp, entering.into_iter());
+        let inner_callees = Table::grouped(n, inner.into_iter());
+        let (root_entry, members, position) = root_entries(&component, ncomp, spontaneous);
         CallGraph {
             callers,
             component,
@@ -209,6 +214,7 @@ impl CallGraph {
             inner_trees: Default::default(),
             inner_tree_nodes: Default::default(),
             members,
+            position,
             hub_trees: Default::default(),
         }
     }
@@ -247,9 +253,10 @@ impl CallGraph {
         let tree = &trees[&entry];
         let mut at = target;
         while at != entry {
-            let Some(&(caller, site)) = tree.get(&at) else {
+            let (caller, site) = tree[self.position[at as usize] as usize];
+            if caller == u32::MAX {
                 break;
-            };
+            }
             sites.push(site);
             at = caller;
         }
@@ -272,9 +279,10 @@ impl CallGraph {
         });
         let mut at = target;
         while at != trees.hub {
-            let Some(&(caller, site)) = trees.down.get(&at) else {
+            let (caller, site) = trees.down[self.position[at as usize] as usize];
+            if caller == u32::MAX {
                 break;
-            };
+            }
             sites.push(site);
             at = caller;
         }
@@ -283,9 +291,10 @@ impl CallGraph {
         let start = sites.len();
         let mut at = entry;
         while at != trees.hub {
-            let Some(&(callee, site)) = trees.up.get(&at) else {
+            let (callee, site) = trees.up[self.position[at as usize] as usize];
+            if callee == u32::MAX {
                 break;
-            };
+            }
             sites.push(site);
             at = callee;
         }
@@ -297,13 +306,14 @@ impl CallGraph {
     /// call site.
     fn search_up(&self, hub: u32) -> InnerTree {
         let comp = self.component[hub as usize];
-        let mut via = InnerTree::default();
+        let mut via = vec![UNREACHED; self.members[comp as usize] as usize];
         let mut queue = std::collections::VecDeque::from([hub]);
         while let Some(f) = queue.pop_front() {
             for c in self.callers.row(f as usize) {
                 let inside = self.component[c.func as usize] == comp && c.func != hub;
-                if inside && !via.contains_key(&c.func) {
-                    via.insert(c.func, (f, c.site));
+                let at = self.position[c.func as usize] as usize;
+                if inside && via[at] == UNREACHED {
+                    via[at] = (f, c.site);
                     queue.push_back(c.func);
                 }
             }
@@ -314,12 +324,14 @@ impl CallGraph {
     /// For every member of `entry`'s component reachable from it inside the
     /// component, its caller on a shortest chain of calls and the call site.
     fn search_down(&self, entry: u32) -> InnerTree {
-        let mut via = InnerTree::default();
+        let comp = self.component[entry as usize];
+        let mut via = vec![UNREACHED; self.members[comp as usize] as usize];
         let mut queue = std::collections::VecDeque::from([entry]);
         while let Some(f) = queue.pop_front() {
             for &(callee, site) in self.inner_callees.row(f as usize) {
-                if callee != entry && !via.contains_key(&callee) {
-                    via.insert(callee, (f, site));
+                let at = self.position[callee as usize] as usize;
+                if callee != entry && via[at] == UNREACHED {
+                    via[at] = (f, site);
                     queue.push_back(callee);
                 }
             }
@@ -458,12 +470,19 @@ struct Climb<'s> {
 }
 
 /// Where a stack starts inside each of the `ncomp` components (see
-/// [`CallGraph`]'s `root_entry`), and how many members each has.
-fn root_entries(component: &[u32], ncomp: usize, spontaneous: &[bool]) -> (Vec<u32>, Vec<u32>) {
+/// [`CallGraph`]'s `root_entry`), how many members each has, and the
+/// place of each function among its component's members.
+fn root_entries(
+    component: &[u32],
+    ncomp: usize,
+    spontaneous: &[bool],
+) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
     let mut root_entry = vec![u32::MAX; ncomp];
     let mut members = vec![0u32; ncomp];
+    let mut position = Vec::with_capacity(component.len());
     for (f, &comp) in component.iter().enumerate() {
         let comp = comp as usize;
+        position.push(members[comp]);
         members[comp] += 1;
         let chosen = root_entry[comp];
         let spont = |g: usize| spontaneous.get(g) == Some(&true);
@@ -471,7 +490,7 @@ fn root_entries(component: &[u32], ncomp: usize, spontaneous: &[bool]) -> (Vec<u
             root_entry[comp] = f as u32;
         }
     }
-    (root_entry, members)
+    (root_entry, members, position)
 }
 
 /// Tarjan's algorithm, iterative; the graph is given as caller lists (the

@@ -393,28 +393,18 @@ impl CallGraph {
     /// function's self time, so there are at most `arcs + functions` of them,
     /// however many paths the graph has (exponentially many in general).
     pub(super) fn stacks(&self, self_ns: &[i64]) -> Stacks {
-        let mut flow = self.arc_times(self_ns);
-        // Arcs only lose flow, so each component's first arc with flow left
-        // only moves forward: finding it costs O(arcs) over the whole run.
-        let mut first = self.entering.starts[..self.entering.rows()].to_vec();
+        let mut climb = Climb::new(self, self.arc_times(self_ns));
         let mut out = Stacks {
             starts: Vec::with_capacity(self_ns.len() + 1),
             paths: Vec::new(),
             sites: Vec::new(),
         };
         out.starts.push(0);
-        // The arcs of the path being climbed.
-        let mut used = Vec::new();
         for (f, &ns) in self_ns.iter().enumerate() {
             let mut left = ns;
             while left > 0 {
                 let start = out.sites.len();
-                let climb = Climb {
-                    flow: &mut flow,
-                    first: &mut first,
-                    used: &mut used,
-                };
-                let nanos = self.climb(f as u32, left, climb, &mut out.sites);
+                let nanos = self.climb(f as u32, left, &mut climb, &mut out.sites);
                 left -= nanos;
                 let end = out.sites.len();
                 out.paths.push(Path { start, end, nanos });
@@ -427,19 +417,18 @@ impl CallGraph {
     /// One path of [`CallGraph::stacks`]: from `func` up to a root through
     /// arcs with flow left, carrying at most `left` nanoseconds; its call
     /// sites appended to `sites`. Returns the nanoseconds it carries.
-    fn climb(&self, func: u32, left: i64, state: Climb<'_>, sites: &mut Vec<u32>) -> i64 {
-        let Climb { flow, first, used } = state;
+    fn climb(&self, func: u32, left: i64, state: &mut Climb, sites: &mut Vec<u32>) -> i64 {
+        let Climb { arcs, cursor, used } = state;
         used.clear();
         let mut nanos = left;
         let mut at = func;
+        let mut comp = self.component[at as usize] as usize;
         loop {
-            let comp = self.component[at as usize] as usize;
-            let end = self.entering.starts[comp + 1];
-            let mut i = first[comp];
-            while i < end && flow[i] == 0 {
+            let (mut i, end) = cursor[comp];
+            while i < end && arcs[i].flow == 0 {
                 i += 1;
             }
-            first[comp] = i;
+            cursor[comp].0 = i;
             if i == end {
                 // A root. (Flow is conserved, so a component with callers
                 // always has an arc with flow left when a path reaches it.)
@@ -447,26 +436,68 @@ impl CallGraph {
                 self.inner_path(self.root_entry[comp], at, sites);
                 break;
             }
-            let arc = self.entering.items[i];
+            let arc = arcs[i];
             self.inner_path(arc.entry, at, sites);
             sites.push(arc.site);
-            nanos = nanos.min(flow[i]);
+            nanos = nanos.min(arc.flow);
             used.push(i);
             at = arc.caller;
+            comp = arc.caller_comp as usize;
         }
         for &i in used.iter() {
-            flow[i] -= nanos;
+            arcs[i].flow -= nanos;
         }
         nanos
     }
 }
 
-/// What [`CallGraph::climb`] updates: the flow left on each entering arc,
-/// each component's first arc with flow left, the arcs of the path.
-struct Climb<'s> {
-    flow: &'s mut [i64],
-    first: &'s mut [usize],
-    used: &'s mut Vec<usize>,
+/// What [`CallGraph::climb`] reads and updates, laid out for it: a climb
+/// step reads one cursor and one arc.
+struct Climb {
+    /// The entering arcs (as `entering.items`) with the flow left on each.
+    arcs: Vec<FlowArc>,
+    /// Per component: its first entering arc with flow left (arcs only lose
+    /// flow, so it only moves forward: O(arcs) over the whole run), and the
+    /// end of its entering arcs.
+    cursor: Vec<(usize, usize)>,
+    /// The arcs of the path being climbed.
+    used: Vec<usize>,
+}
+
+/// An entering arc during [`CallGraph::stacks`].
+#[derive(Clone, Copy)]
+struct FlowArc {
+    flow: i64,
+    entry: u32,
+    caller: u32,
+    caller_comp: u32,
+    site: u32,
+}
+
+impl Climb {
+    fn new(graph: &CallGraph, flow: Vec<i64>) -> Self {
+        let arcs = graph
+            .entering
+            .items
+            .iter()
+            .zip(flow)
+            .map(|(a, flow)| FlowArc {
+                flow,
+                entry: a.entry,
+                caller: a.caller,
+                caller_comp: graph.component[a.caller as usize],
+                site: a.site,
+            })
+            .collect();
+        let cursor = (0..graph.entering.rows())
+            .map(|c| (graph.entering.starts[c], graph.entering.starts[c + 1]))
+            .collect();
+        Climb {
+            arcs,
+            cursor,
+            used: Vec::new(),
+        }
+    }
 }
 
 /// Where a stack starts inside each of the `ncomp` components (see

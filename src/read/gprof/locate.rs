@@ -45,7 +45,8 @@ impl<'a> Resolved<'a> {
     /// read in address order) in `binary`.
     pub(super) fn new(binary: Option<&'a Binary>, funcs: &[Func<'a>], addresses: &[u64]) -> Self {
         let mut starts = Vec::with_capacity(addresses.len() + 1);
-        let mut frames = Vec::new();
+        // Mostly one frame per address.
+        let mut frames = Vec::with_capacity(if binary.is_some() { addresses.len() } else { 0 });
         starts.push(0);
         for &address in addresses {
             if let Some(binary) = binary {

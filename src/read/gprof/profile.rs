@@ -234,6 +234,12 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
             (resolved, plan)
         })
     };
+    let pieces = plan
+        .synthesized
+        .as_ref()
+        .map_or(ticks.len(), |s| s.pieces.len());
+    let samples = plan.arcs.kept.len() + pieces + data.basic_blocks.len();
+    profile.reserve(addresses.len(), samples);
     let mut locator = Locator::new(&addresses, &resolved, mapping);
     add_arcs(&mut profile, &plan.arcs, &mut locator);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));

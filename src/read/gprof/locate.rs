@@ -6,13 +6,14 @@
 //! the samples are added. Memory: the frames of each distinct address.
 
 use std::borrow::Cow;
+use std::path::Path;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use super::data::GmonData;
 use super::ticks::{function_at, Func, Tick};
 use crate::profile::{FunctionId, Line, Location, LocationId, MappingId, Profile, SymbolFlags};
-use crate::symbolize::{Binary, RawFrame};
+use crate::symbolize::{Binary, DwarfReader, RawFrame, SymbolView};
 
 /// Every address the profile may name, sorted and distinct.
 pub(super) fn addresses(data: &GmonData, ticks: &[Tick]) -> Vec<u64> {
@@ -40,6 +41,14 @@ pub(super) struct Resolved<'a> {
     frames: Vec<RawFrame<'a>>,
 }
 
+/// The frame gprof gives an address in the padding between functions: the
+/// symbol before it, or `[unknown]` outside every symbol (§3).
+fn padding_frame<'a>(funcs: &[Func<'a>], address: u64) -> RawFrame<'a> {
+    let (name, system) = function_at(funcs, address)
+        .map_or(("[unknown]", ""), |i| (funcs[i].name, funcs[i].system_name));
+    (Cow::Borrowed(name), Cow::Borrowed(system), "", 0)
+}
+
 impl<'a> Resolved<'a> {
     /// Looks up every address of `addresses` (sorted: the line tables are
     /// read in address order) in `binary`.
@@ -52,11 +61,7 @@ impl<'a> Resolved<'a> {
             if let Some(binary) = binary {
                 let found = binary.frames_at(address);
                 if found.is_empty() && !funcs.is_empty() {
-                    // Padding between functions: gprof credits it to the
-                    // symbol before it; outside every symbol it is `[unknown]`.
-                    let (name, system) = function_at(funcs, address)
-                        .map_or(("[unknown]", ""), |i| (funcs[i].name, funcs[i].system_name));
-                    frames.push((Cow::Borrowed(name), Cow::Borrowed(system), "", 0));
+                    frames.push(padding_frame(funcs, address));
                 } else {
                     frames.extend(found);
                 }
@@ -66,9 +71,124 @@ impl<'a> Resolved<'a> {
         Resolved { starts, frames }
     }
 
+    /// These frames followed by those of `part` (the addresses after these),
+    /// its files named by `files`.
+    fn append(mut self, part: PartFrames<'a>, files: &'a [String]) -> Self {
+        let base = self.frames.len();
+        self.starts.extend(part.ends.iter().map(|&end| base + end));
+        let frames = part.frames.into_iter();
+        self.frames.extend(frames.map(|(name, system, file, line)| {
+            let file = files.get(file as usize).map_or("", String::as_str);
+            (name, system, file, line)
+        }));
+        self
+    }
+
     fn frames(&self, index: usize) -> &[RawFrame<'a>] {
         &self.frames[self.starts[index]..self.starts[index + 1]]
     }
+}
+
+/// Looks every address up, as [`Resolved::new`], while `beside` runs on
+/// another thread. With DWARF, the last addresses are looked up on a third
+/// thread with a reader of its own (their line tables parsed there); their
+/// file names are kept in `files`, which the frames borrow.
+pub(super) fn resolve_beside<'a, T: Send>(
+    binary: Option<&'a Binary>,
+    funcs: &[Func<'a>],
+    addresses: &[u64],
+    beside: impl FnOnce() -> T + Send,
+    files: &'a mut Vec<String>,
+) -> (Resolved<'a>, T) {
+    // The third thread also opens its reader: it takes fewer addresses.
+    let at = addresses.len() * 11 / 20;
+    let (first, rest) = addresses.split_at(at);
+    let path = binary.and_then(Binary::dwarf_path);
+    let view = binary.map(Binary::symbol_view);
+    let (first, part, beside) = std::thread::scope(|scope| {
+        let beside = scope.spawn(beside);
+        let part = view
+            .zip(path)
+            .map(|(view, path)| scope.spawn(move || resolve_part(view, path, funcs, rest)));
+        let resolved = Resolved::new(
+            binary,
+            funcs,
+            if part.is_some() { first } else { addresses },
+        );
+        (resolved, part.map(join), join(beside))
+    });
+    let resolved = match part {
+        // Looked up here when the second reader did not open.
+        Some(None) => Resolved::new(binary, funcs, addresses),
+        Some(Some(part)) => {
+            *files = part.files;
+            first.append(part.frames, files)
+        }
+        None => first,
+    };
+    (resolved, beside)
+}
+
+/// What a thread returned, its panic passed on.
+fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// Frames looked up on another thread ([`resolve_part`]): names borrowed
+/// from the symbol table or owned, files as indexes into [`Part::files`].
+struct PartFrames<'a> {
+    /// The end of each address's frames in `frames`.
+    ends: Vec<usize>,
+    frames: Vec<(Cow<'a, str>, Cow<'a, str>, u32, i64)>,
+}
+
+/// What [`resolve_part`] found: frames and the file names they use.
+struct Part<'a> {
+    frames: PartFrames<'a>,
+    files: Vec<String>,
+}
+
+/// The frames of `addresses` through a DWARF reader of this thread's own
+/// (`None` if it does not open): the frames of [`Resolved::new`].
+fn resolve_part<'a>(
+    view: SymbolView<'a>,
+    path: &Path,
+    funcs: &[Func<'a>],
+    addresses: &[u64],
+) -> Option<Part<'a>> {
+    let reader = DwarfReader::open(path)?;
+    let mut frames = Vec::with_capacity(addresses.len());
+    let mut ends = Vec::with_capacity(addresses.len());
+    let mut files = Vec::new();
+    let mut file_ids: HashMap<(usize, usize), u32> = HashMap::default();
+    let mut file = |name: &str| {
+        let key = (name.as_ptr() as usize, name.len());
+        *file_ids.entry(key).or_insert_with(|| {
+            files.push(name.to_owned());
+            files.len() as u32 - 1
+        })
+    };
+    for &address in addresses {
+        if let Some((sym, name, line)) = view.single_frame_at(&reader, address) {
+            let (n, s) = (sym.name.as_str(), sym.system_name.as_str());
+            frames.push((Cow::Borrowed(n), Cow::Borrowed(s), file(name), line));
+        } else {
+            let found = view.frames_at(Some(&reader), address);
+            if found.is_empty() && !funcs.is_empty() {
+                let (name, system, _, _) = padding_frame(funcs, address);
+                frames.push((name, system, file(""), 0));
+            }
+            for (name, system, f, line) in found {
+                let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+                frames.push((own(name), own(system), file(f), line));
+            }
+        }
+        ends.push(frames.len());
+    }
+    let frames = PartFrames { ends, frames };
+    Some(Part { frames, files })
 }
 
 /// A function's names and file, by where their bytes are: equal keys are

@@ -4,7 +4,7 @@
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, SynthPath};
 use super::data::GmonData;
-use super::locate::{addresses, index_of, Locator, Resolved};
+use super::locate::{addresses, index_of, resolve_beside, Locator, Resolved};
 use super::ticks::{assign_ticks, function_at, gprof_functions, Func, Tick};
 use crate::profile::{apportion, Mapping, MappingId, Profile, SymbolFlags};
 use crate::read::options::GprofStacks;
@@ -220,19 +220,14 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         let synthesized = synthesized.then(|| synthesize(&ticks, &arcs.graph, &addresses));
         Plan { arcs, synthesized }
     };
-    let resolve = || Resolved::new(binary, &funcs, &addresses);
-    // The addresses are looked up on this thread while the call graph and
-    // the stacks are built on another (for small profiles a thread would
-    // cost more than it saves).
+    // The addresses are looked up on this thread (and a third) while the
+    // call graph and the stacks are built on another (for small profiles a
+    // thread would cost more than it saves).
+    let mut files = Vec::new();
     let (resolved, plan) = if addresses.len() < PARALLEL_ADDRESSES {
-        (resolve(), plan())
+        (Resolved::new(binary, &funcs, &addresses), plan())
     } else {
-        std::thread::scope(|scope| {
-            let plan = scope.spawn(plan);
-            let resolved = resolve();
-            let plan = plan.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (resolved, plan)
-        })
+        resolve_beside(binary, &funcs, &addresses, plan, &mut files)
     };
     let pieces = plan
         .synthesized

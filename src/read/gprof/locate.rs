@@ -24,9 +24,40 @@ pub(super) fn addresses(data: &GmonData, ticks: &[Tick]) -> Vec<u64> {
         .chain(ticks.iter().map(|t| t.address))
         .chain(data.basic_blocks.keys().copied())
         .collect();
-    out.sort_unstable();
+    radix_sort(&mut out);
     out.dedup();
     out
+}
+
+/// Sorts `values` by bytes, least significant first (LSD radix sort),
+/// skipping the bytes every value shares (the high bytes of addresses in
+/// one executable): a few linear passes instead of a comparison sort.
+fn radix_sort(values: &mut Vec<u64>) {
+    let (Some(&first), true) = (values.first(), values.len() > 64) else {
+        values.sort_unstable();
+        return;
+    };
+    let differing = values.iter().fold(0u64, |acc, &v| acc | (v ^ first));
+    let mut other = vec![0u64; values.len()];
+    for shift in (0..64).step_by(8) {
+        if (differing >> shift) & 0xff == 0 {
+            continue;
+        }
+        let mut counts = [0usize; 256];
+        for &v in values.iter() {
+            counts[((v >> shift) & 0xff) as usize] += 1;
+        }
+        let mut start = 0;
+        for count in counts.iter_mut() {
+            (*count, start) = (start, start + *count);
+        }
+        for &v in values.iter() {
+            let slot = &mut counts[((v >> shift) & 0xff) as usize];
+            other[*slot] = v;
+            *slot += 1;
+        }
+        std::mem::swap(values, &mut other);
+    }
 }
 
 /// The index of `address` in the sorted `addresses` (where it is).
@@ -269,5 +300,33 @@ impl<'r, 'a> Locator<'r, 'a> {
             .functions
             .entry([a, b, c, d, e, f])
             .or_insert_with(|| profile.add_function(name, system, file, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::radix_sort;
+
+    #[test]
+    fn radix_sort_sorts_like_sort_unstable() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (len, mask) in [
+            (0, u64::MAX),
+            (10, u64::MAX),
+            (1000, u64::MAX),
+            (5000, 0xf_ffff),
+        ] {
+            let mut values: Vec<u64> = (0..len).map(|_| 0x40_0000 + (next() & mask)).collect();
+            let mut expected = values.clone();
+            expected.sort_unstable();
+            radix_sort(&mut values);
+            assert_eq!(values, expected);
+        }
     }
 }

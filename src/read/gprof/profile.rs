@@ -67,18 +67,18 @@ pub(super) fn call_graph(
 }
 
 /// Adds a `calls` sample (callee under caller) per arc kept.
-fn add_arcs(profile: &mut Profile, arcs: &Arcs, locator: &mut Locator<'_, '_>) {
+fn add_arcs(profile: &mut Profile, plan: &Plan, locator: &mut Locator<'_, '_>) {
     let mut calls = vec![0i64; profile.sample_types().len()];
-    for &(callee, caller, count) in &arcs.kept {
+    for &(callee, caller, count) in &plan.kept {
         let callee = locator.at(profile, callee);
         let caller = locator.at(profile, caller);
         calls[2] = count as i64;
         profile.add_sample(&[callee, caller], &calls, &[]);
     }
-    if arcs.dropped_calls > 0 {
+    if plan.dropped_calls > 0 {
         profile.add_comment(format!(
             "{} calls from or to addresses outside the executable's symbols are not counted, as gprof does (e.g. main called from libc)",
-            arcs.dropped_calls
+            plan.dropped_calls
         ));
     }
 }
@@ -201,8 +201,11 @@ fn add_synthesized(profile: &mut Profile, synth: &Synthesized, locator: &mut Loc
 const PARALLEL_ADDRESSES: usize = 1 << 12;
 
 /// What the second thread makes while the first looks addresses up.
+/// The arcs kept and the calls dropped ([`Arcs`]); the call graph itself is
+/// dropped on the thread that made it.
 struct Plan {
-    arcs: Arcs,
+    kept: Vec<(u32, u32, u64)>,
+    dropped_calls: u64,
     synthesized: Option<Synthesized>,
 }
 
@@ -216,9 +219,17 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
     let plan = || {
-        let arcs = call_graph(data, &funcs, symbolized, &addresses);
-        let synthesized = synthesized.then(|| synthesize(&ticks, &arcs.graph, &addresses));
-        Plan { arcs, synthesized }
+        let Arcs {
+            graph,
+            kept,
+            dropped_calls,
+        } = call_graph(data, &funcs, symbolized, &addresses);
+        let synthesized = synthesized.then(|| synthesize(&ticks, &graph, &addresses));
+        Plan {
+            kept,
+            dropped_calls,
+            synthesized,
+        }
     };
     // The addresses are looked up on this thread (and a third) while the
     // call graph and the stacks are built on another (for small profiles a
@@ -233,10 +244,10 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         .synthesized
         .as_ref()
         .map_or(ticks.len(), |s| s.pieces.len());
-    let samples = plan.arcs.kept.len() + pieces + data.basic_blocks.len();
+    let samples = plan.kept.len() + pieces + data.basic_blocks.len();
     profile.reserve(addresses.len(), samples);
     let mut locator = Locator::new(&addresses, &resolved, mapping);
-    add_arcs(&mut profile, &plan.arcs, &mut locator);
+    add_arcs(&mut profile, &plan, &mut locator);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
     if let Some(synth) = &plan.synthesized {
         add_synthesized(&mut profile, synth, &mut locator);

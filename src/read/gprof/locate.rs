@@ -250,7 +250,11 @@ impl<'r, 'a> Locator<'r, 'a> {
             resolved,
             mapping,
             ids: vec![u32::MAX; addresses.len()],
-            functions: HashMap::default(),
+            // At most one function per frame; about one per two here.
+            functions: HashMap::with_capacity_and_hasher(
+                resolved.frames.len() / 2,
+                Default::default(),
+            ),
             found: SymbolFlags::default(),
         }
     }
@@ -261,11 +265,18 @@ impl<'r, 'a> Locator<'r, 'a> {
     }
 
     /// The location of the `index`-th address.
+    #[inline]
     pub(super) fn at(&mut self, profile: &mut Profile, index: u32) -> LocationId {
         let index = index as usize;
-        if self.ids[index] != u32::MAX {
-            return LocationId::from_index(self.ids[index] as usize);
+        match self.ids[index] {
+            u32::MAX => self.add(profile, index),
+            id => LocationId::from_index(id as usize),
         }
+    }
+
+    /// Adds the location of the `index`-th address, at its first use.
+    #[inline(never)]
+    fn add(&mut self, profile: &mut Profile, index: usize) -> LocationId {
         let frames = self.resolved.frames(index);
         self.found.inline_frames |= frames.len() > 1;
         let mut lines = Vec::with_capacity(frames.len());

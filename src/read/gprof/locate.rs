@@ -2,8 +2,11 @@
 //! tick addresses, basic blocks) is known before any sample is added, so
 //! each distinct address is looked up once, in address order
 //! ([`Resolved::new`], while another thread builds the call graph and the
-//! stacks); [`Locator`] then numbers the locations in order of first use, as
-//! the samples are added. Memory: the frames of each distinct address.
+//! stacks; for many addresses [`resolve_beside`] gives the last ones to a
+//! third thread with a DWARF reader of its own); [`Locator`] then numbers
+//! the locations in order of first use, as the samples are added. Memory:
+//! the frames of each distinct address, and the line tables of the units
+//! they fall in (parsed by one reader or the other, not both).
 
 use std::borrow::Cow;
 use std::path::Path;

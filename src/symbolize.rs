@@ -495,6 +495,11 @@ impl Binary {
         }
     }
 
+    /// The reader of the binary's DWARF, when it was loaded.
+    pub fn dwarf_reader(&self) -> Option<&DwarfReader> {
+        self.dwarf.as_ref()
+    }
+
     /// The file whose DWARF [`Binary::frames_at`] reads, when it was loaded:
     /// what [`DwarfReader::open`] opens again for another thread.
     pub fn dwarf_path(&self) -> Option<&Path> {

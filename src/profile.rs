@@ -8,6 +8,7 @@
 
 use std::hash::{Hash, Hasher};
 
+use hashbrown::HashTable;
 use rustc_hash::{FxHashMap as HashMap, FxHasher};
 
 use crate::error::{Error, Result};
@@ -61,30 +62,45 @@ table_id!(
 #[derive(Debug, Clone)]
 pub struct StringTable {
     strings: Vec<String>,
-    index: HashMap<String, StrId>,
+    /// Ids by the hash of their string: each string is stored once.
+    index: HashTable<StrId>,
 }
 
 impl Default for StringTable {
     fn default() -> Self {
         let mut table = StringTable {
             strings: Vec::new(),
-            index: HashMap::default(),
+            index: HashTable::new(),
         };
         table.intern("");
         table
     }
 }
 
+fn str_hash(s: &str) -> u64 {
+    let mut hasher = FxHasher::default();
+    s.hash(&mut hasher);
+    hasher.finish()
+}
+
 impl StringTable {
     /// The id of `s`, adding it when new.
     pub fn intern(&mut self, s: &str) -> StrId {
-        if let Some(&id) = self.index.get(s) {
-            return id;
+        let strings = &self.strings;
+        let entry = self.index.entry(
+            str_hash(s),
+            |id| strings[id.index()] == s,
+            |id| str_hash(&strings[id.index()]),
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let id = StrId::from_index(self.strings.len());
+                e.insert(id);
+                self.strings.push(s.to_owned());
+                id
+            }
         }
-        let id = StrId::from_index(self.strings.len());
-        self.strings.push(s.to_owned());
-        self.index.insert(s.to_owned(), id);
-        id
     }
 
     /// The string with id `id` (`""` when out of range).
@@ -288,9 +304,9 @@ pub struct Profile {
     samples: Vec<Sample>,
     function_index: HashMap<Function, FunctionId>,
     location_index: HashMap<Location, LocationId>,
-    /// Samples by the hash of their (stack, labels): collisions are resolved
-    /// by comparing, so a repeated stack costs no allocation.
-    sample_index: HashMap<u64, Vec<u32>>,
+    /// Samples as (hash of their stack and labels, index): collisions are
+    /// resolved by comparing, so a repeated stack costs no allocation.
+    sample_index: HashTable<(u64, u32)>,
 }
 
 impl Profile {
@@ -603,20 +619,25 @@ impl Profile {
         let mut hasher = FxHasher::default();
         stack.hash(&mut hasher);
         labels.hash(&mut hasher);
-        let bucket = self.sample_index.entry(hasher.finish()).or_default();
-        for &i in bucket.iter() {
-            let sample = &mut self.samples[i as usize];
-            if sample.stack == stack && sample.labels == labels {
-                for (acc, v) in sample.values.iter_mut().zip(values) {
-                    *acc = acc.saturating_add(*v);
-                }
-                return;
+        let hash = hasher.finish();
+        let samples = &mut self.samples;
+        let found = self.sample_index.find(hash, |&(h, i)| {
+            let sample = &samples[i as usize];
+            h == hash && sample.stack == stack && sample.labels == labels
+        });
+        if let Some(&(_, i)) = found {
+            let sample = &mut samples[i as usize];
+            for (acc, v) in sample.values.iter_mut().zip(values) {
+                *acc = acc.saturating_add(*v);
             }
+            return;
         }
-        bucket.push(self.samples.len() as u32);
+        let index = samples.len() as u32;
+        self.sample_index
+            .insert_unique(hash, (hash, index), |&(h, _)| h);
         let mut own = values.to_vec();
         own.resize(self.sample_types.len(), 0);
-        self.samples.push(Sample {
+        samples.push(Sample {
             stack: stack.to_vec(),
             values: own,
             labels: labels.to_vec(),
@@ -737,7 +758,7 @@ impl Profile {
         self.locations = Vec::new();
         self.samples = Vec::new();
         self.location_index = HashMap::default();
-        self.sample_index = HashMap::default();
+        self.sample_index = HashTable::new();
     }
 
     /// Moves the locations and samples out into a profile of their own (with

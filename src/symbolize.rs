@@ -111,7 +111,7 @@ pub struct Binary {
     /// Link-time address of each named section, in file order.
     sections: Vec<(String, u64)>,
     symbols: Vec<FunctionSymbol>,
-    dwarf: Option<addr2line::Loader>,
+    dwarf: Option<DwarfReader>,
     /// The DWARF declares no inlined subroutine and no split unit, so an
     /// address has at most one frame: its function and the line table's
     /// file and line ([`no_inlined_frames`]).
@@ -444,7 +444,7 @@ impl Binary {
         let (symbols, dwarf) = std::thread::scope(|scope| {
             let loader = debug_file
                 .as_deref()
-                .map(|f| scope.spawn(move || addr2line::Loader::new(f).ok()));
+                .map(|f| scope.spawn(move || DwarfReader::open(f)));
             let mut symbols = text_symbols(&file);
             if symbols.is_empty() {
                 symbols = debug_file_symbols(path, debug_file.as_deref());
@@ -483,17 +483,27 @@ impl Binary {
     /// The symbol whose range holds `address`: `[its value, its value + size)`,
     /// or up to the next symbol when its size is 0.
     pub fn symbol_at(&self, address: u64) -> Option<&FunctionSymbol> {
-        let i = self
-            .symbols
-            .partition_point(|s| s.address <= address)
-            .checked_sub(1)?;
-        let sym = &self.symbols[i];
-        let end = if sym.size > 0 {
-            sym.address + sym.size
-        } else {
-            self.symbols.get(i + 1).map_or(u64::MAX, |n| n.address)
-        };
-        (address < end).then_some(sym)
+        self.symbol_view().symbol_at(address)
+    }
+
+    /// The symbol table and how frames are made from it, shareable between
+    /// threads (the DWARF reader is not): see [`SymbolView::frames_at`].
+    pub fn symbol_view(&self) -> SymbolView<'_> {
+        SymbolView {
+            symbols: &self.symbols,
+            single_frames: self.single_frames,
+        }
+    }
+
+    /// The reader of the binary's DWARF, when it was loaded.
+    pub fn dwarf_reader(&self) -> Option<&DwarfReader> {
+        self.dwarf.as_ref()
+    }
+
+    /// The file whose DWARF [`Binary::frames_at`] reads, when it was loaded:
+    /// what [`DwarfReader::open`] opens again for another thread.
+    pub fn dwarf_path(&self) -> Option<&Path> {
+        self.dwarf.as_ref().and(self.debug_file.as_deref())
     }
 
     /// The link-time address of the first section called `name` (`.text`).
@@ -558,25 +568,90 @@ impl Binary {
     /// (names demangled from DWARF are owned): what
     /// [`Binary::for_each_frame`] visits.
     pub fn frames_at(&self, svma: u64) -> SmallVec<[RawFrame<'_>; 4]> {
-        let mut frames: SmallVec<[RawFrame<'_>; 4]> = SmallVec::new();
-        let symbol = self.symbol_at(svma);
+        self.symbol_view().frames_at(self.dwarf.as_ref(), svma)
+    }
+}
+
+/// A second reader of a binary's DWARF ([`Binary::dwarf_path`]), so that
+/// another thread can look addresses up: addr2line's reader is not shared
+/// between threads. Opening it parses the unit headers again; each reader
+/// parses the line tables of the units it is asked about.
+pub struct DwarfReader(addr2line::Loader);
+
+impl DwarfReader {
+    /// Opens the DWARF of `path` (a [`Binary::dwarf_path`]); `None` when it
+    /// no longer opens.
+    pub fn open(path: &Path) -> Option<DwarfReader> {
+        addr2line::Loader::new(path).ok().map(DwarfReader)
+    }
+}
+
+/// A binary's symbols, as [`Binary::symbol_view`] lends them.
+#[derive(Debug, Clone, Copy)]
+pub struct SymbolView<'a> {
+    symbols: &'a [FunctionSymbol],
+    single_frames: bool,
+}
+
+impl<'a> SymbolView<'a> {
+    /// See [`Binary::symbol_at`].
+    pub fn symbol_at(self, address: u64) -> Option<&'a FunctionSymbol> {
+        let symbols = self.symbols;
+        let i = symbols
+            .partition_point(|s| s.address <= address)
+            .checked_sub(1)?;
+        let sym = &symbols[i];
+        let end = if sym.size > 0 {
+            sym.address + sym.size
+        } else {
+            symbols.get(i + 1).map_or(u64::MAX, |n| n.address)
+        };
+        (address < end).then_some(sym)
+    }
+
+    /// When the DWARF has no inlined frames, the one frame at `svma`: its
+    /// symbol, and the line table's file (borrowed from `dwarf`) and line
+    /// (`""` and 0 when unknown). `None` when the full lookup of
+    /// [`SymbolView::frames_at`] is needed.
+    pub fn single_frame_at<'d>(
+        self,
+        dwarf: &'d DwarfReader,
+        svma: u64,
+    ) -> Option<(&'a FunctionSymbol, &'d str, i64)> {
         // No unit's [low, high) range holds the last address, and addr2line
         // computes `probe + 1` (an overflow) before it knows.
-        let dwarf = self.dwarf.as_ref().filter(|_| svma != u64::MAX);
-        if let (Some(sym), Some(loader), true) = (symbol, dwarf, self.single_frames) {
+        if !self.single_frames || svma == u64::MAX {
+            return None;
+        }
+        let sym = self.symbol_at(svma)?;
+        let location = dwarf.0.find_location(svma).ok()?;
+        let (file, line) = location.map_or(("", 0), |l| {
+            (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
+        });
+        Some((sym, file, line))
+    }
+
+    /// The frames at `svma`, innermost first, names from the symbols (the
+    /// outermost) or `dwarf`: see [`Binary::frames_at`].
+    pub fn frames_at<'d>(
+        self,
+        dwarf: Option<&'d DwarfReader>,
+        svma: u64,
+    ) -> SmallVec<[RawFrame<'d>; 4]>
+    where
+        'a: 'd,
+    {
+        let mut frames: SmallVec<[RawFrame<'d>; 4]> = SmallVec::new();
+        if let Some((sym, file, line)) = dwarf.and_then(|d| self.single_frame_at(d, svma)) {
             // One frame: the symbol's name (as below) with the line table's
             // file and line, without parsing the unit's functions.
-            if let Ok(location) = loader.find_location(svma) {
-                let (file, line) = location.map_or(("", 0), |l| {
-                    (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
-                });
-                let (name, raw) = (sym.name.as_str(), sym.system_name.as_str());
-                frames.push((Cow::Borrowed(name), Cow::Borrowed(raw), file, line));
-                return frames;
-            }
+            let (name, raw) = (sym.name.as_str(), sym.system_name.as_str());
+            frames.push((Cow::Borrowed(name), Cow::Borrowed(raw), file, line));
+            return frames;
         }
-        if let Some(loader) = dwarf {
-            dwarf_frames(loader, svma, &mut frames);
+        let symbol = self.symbol_at(svma);
+        if let Some(loader) = dwarf.filter(|_| svma != u64::MAX) {
+            dwarf_frames(&loader.0, svma, &mut frames);
         }
         // The outermost frame is the symbol's function: name it as the symbol
         // table does, which is what the linker and gprof know it as (DWARF

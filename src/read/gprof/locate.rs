@@ -2,17 +2,21 @@
 //! tick addresses, basic blocks) is known before any sample is added, so
 //! each distinct address is looked up once, in address order
 //! ([`Resolved::new`], while another thread builds the call graph and the
-//! stacks); [`Locator`] then numbers the locations in order of first use, as
-//! the samples are added. Memory: the frames of each distinct address.
+//! stacks; for many addresses [`resolve_beside`] gives the last 40 % to a
+//! third thread with a DWARF reader of its own); [`Locator`] then numbers
+//! the locations in order of first use, as the samples are added. Memory:
+//! the frames of each distinct address, and the line tables of the units
+//! they fall in (parsed by one reader or the other, not both).
 
 use std::borrow::Cow;
+use std::path::Path;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use super::data::GmonData;
 use super::ticks::{function_at, Func, Tick};
 use crate::profile::{FunctionId, Line, Location, LocationId, MappingId, Profile, SymbolFlags};
-use crate::symbolize::{Binary, RawFrame};
+use crate::symbolize::{Binary, DwarfReader, RawFrame, SymbolView};
 
 /// Every address the profile may name, sorted and distinct.
 pub(super) fn addresses(data: &GmonData, ticks: &[Tick]) -> Vec<u64> {
@@ -23,9 +27,40 @@ pub(super) fn addresses(data: &GmonData, ticks: &[Tick]) -> Vec<u64> {
         .chain(ticks.iter().map(|t| t.address))
         .chain(data.basic_blocks.keys().copied())
         .collect();
-    out.sort_unstable();
+    radix_sort(&mut out);
     out.dedup();
     out
+}
+
+/// Sorts `values` by bytes, least significant first (LSD radix sort),
+/// skipping the bytes every value shares (the high bytes of addresses in
+/// one executable): a few linear passes instead of a comparison sort.
+fn radix_sort(values: &mut Vec<u64>) {
+    let (Some(&first), true) = (values.first(), values.len() > 64) else {
+        values.sort_unstable();
+        return;
+    };
+    let differing = values.iter().fold(0u64, |acc, &v| acc | (v ^ first));
+    let mut other = vec![0u64; values.len()];
+    for shift in (0..64).step_by(8) {
+        if (differing >> shift) & 0xff == 0 {
+            continue;
+        }
+        let mut counts = [0usize; 256];
+        for &v in values.iter() {
+            counts[((v >> shift) & 0xff) as usize] += 1;
+        }
+        let mut start = 0;
+        for count in counts.iter_mut() {
+            (*count, start) = (start, start + *count);
+        }
+        for &v in values.iter() {
+            let slot = &mut counts[((v >> shift) & 0xff) as usize];
+            other[*slot] = v;
+            *slot += 1;
+        }
+        std::mem::swap(values, &mut other);
+    }
 }
 
 /// The index of `address` in the sorted `addresses` (where it is).
@@ -40,22 +75,36 @@ pub(super) struct Resolved<'a> {
     frames: Vec<RawFrame<'a>>,
 }
 
+/// The frame gprof gives an address in the padding between functions: the
+/// symbol before it, or `[unknown]` outside every symbol (§3).
+fn padding_frame<'a>(funcs: &[Func<'a>], address: u64) -> RawFrame<'a> {
+    let (name, system) = function_at(funcs, address)
+        .map_or(("[unknown]", ""), |i| (funcs[i].name, funcs[i].system_name));
+    (Cow::Borrowed(name), Cow::Borrowed(system), "", 0)
+}
+
 impl<'a> Resolved<'a> {
     /// Looks up every address of `addresses` (sorted: the line tables are
     /// read in address order) in `binary`.
     pub(super) fn new(binary: Option<&'a Binary>, funcs: &[Func<'a>], addresses: &[u64]) -> Self {
         let mut starts = Vec::with_capacity(addresses.len() + 1);
-        let mut frames = Vec::new();
+        // Mostly one frame per address.
+        let mut frames = Vec::with_capacity(if binary.is_some() { addresses.len() } else { 0 });
         starts.push(0);
+        let single = binary.map(|b| (b.symbol_view(), b.dwarf_reader()));
         for &address in addresses {
             if let Some(binary) = binary {
+                // The one frame of an address, without a frame list.
+                let one = single.and_then(|(view, dwarf)| view.single_frame_at(dwarf?, address));
+                if let Some((sym, file, line)) = one {
+                    let (name, system) = (sym.name.as_str(), sym.system_name.as_str());
+                    frames.push((Cow::Borrowed(name), Cow::Borrowed(system), file, line));
+                    starts.push(frames.len());
+                    continue;
+                }
                 let found = binary.frames_at(address);
                 if found.is_empty() && !funcs.is_empty() {
-                    // Padding between functions: gprof credits it to the
-                    // symbol before it; outside every symbol it is `[unknown]`.
-                    let (name, system) = function_at(funcs, address)
-                        .map_or(("[unknown]", ""), |i| (funcs[i].name, funcs[i].system_name));
-                    frames.push((Cow::Borrowed(name), Cow::Borrowed(system), "", 0));
+                    frames.push(padding_frame(funcs, address));
                 } else {
                     frames.extend(found);
                 }
@@ -65,9 +114,124 @@ impl<'a> Resolved<'a> {
         Resolved { starts, frames }
     }
 
+    /// These frames followed by those of `part` (the addresses after these),
+    /// its files named by `files`.
+    fn append(mut self, part: PartFrames<'a>, files: &'a [String]) -> Self {
+        let base = self.frames.len();
+        self.starts.extend(part.ends.iter().map(|&end| base + end));
+        let frames = part.frames.into_iter();
+        self.frames.extend(frames.map(|(name, system, file, line)| {
+            let file = files.get(file as usize).map_or("", String::as_str);
+            (name, system, file, line)
+        }));
+        self
+    }
+
     fn frames(&self, index: usize) -> &[RawFrame<'a>] {
         &self.frames[self.starts[index]..self.starts[index + 1]]
     }
+}
+
+/// Looks every address up, as [`Resolved::new`], while `beside` runs on
+/// another thread. With DWARF, the last addresses are looked up on a third
+/// thread with a reader of its own (their line tables parsed there); their
+/// file names are kept in `files`, which the frames borrow.
+pub(super) fn resolve_beside<'a, T: Send>(
+    binary: Option<&'a Binary>,
+    funcs: &[Func<'a>],
+    addresses: &[u64],
+    beside: impl FnOnce() -> T + Send,
+    files: &'a mut Vec<String>,
+) -> (Resolved<'a>, T) {
+    // The third thread also opens its reader: it takes fewer addresses.
+    let at = addresses.len() * 3 / 5;
+    let (first, rest) = addresses.split_at(at);
+    let path = binary.and_then(Binary::dwarf_path);
+    let view = binary.map(Binary::symbol_view);
+    let (first, part, beside) = std::thread::scope(|scope| {
+        let beside = scope.spawn(beside);
+        let part = view
+            .zip(path)
+            .map(|(view, path)| scope.spawn(move || resolve_part(view, path, funcs, rest)));
+        let resolved = Resolved::new(
+            binary,
+            funcs,
+            if part.is_some() { first } else { addresses },
+        );
+        (resolved, part.map(join), join(beside))
+    });
+    let resolved = match part {
+        // Looked up here when the second reader did not open.
+        Some(None) => Resolved::new(binary, funcs, addresses),
+        Some(Some(part)) => {
+            *files = part.files;
+            first.append(part.frames, files)
+        }
+        None => first,
+    };
+    (resolved, beside)
+}
+
+/// What a thread returned, its panic passed on.
+fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// Frames looked up on another thread ([`resolve_part`]): names borrowed
+/// from the symbol table or owned, files as indexes into [`Part::files`].
+struct PartFrames<'a> {
+    /// The end of each address's frames in `frames`.
+    ends: Vec<usize>,
+    frames: Vec<(Cow<'a, str>, Cow<'a, str>, u32, i64)>,
+}
+
+/// What [`resolve_part`] found: frames and the file names they use.
+struct Part<'a> {
+    frames: PartFrames<'a>,
+    files: Vec<String>,
+}
+
+/// The frames of `addresses` through a DWARF reader of this thread's own
+/// (`None` if it does not open): the frames of [`Resolved::new`].
+fn resolve_part<'a>(
+    view: SymbolView<'a>,
+    path: &Path,
+    funcs: &[Func<'a>],
+    addresses: &[u64],
+) -> Option<Part<'a>> {
+    let reader = DwarfReader::open(path)?;
+    let mut frames = Vec::with_capacity(addresses.len());
+    let mut ends = Vec::with_capacity(addresses.len());
+    let mut files = Vec::new();
+    let mut file_ids: HashMap<(usize, usize), u32> = HashMap::default();
+    let mut file = |name: &str| {
+        let key = (name.as_ptr() as usize, name.len());
+        *file_ids.entry(key).or_insert_with(|| {
+            files.push(name.to_owned());
+            files.len() as u32 - 1
+        })
+    };
+    for &address in addresses {
+        if let Some((sym, name, line)) = view.single_frame_at(&reader, address) {
+            let (n, s) = (sym.name.as_str(), sym.system_name.as_str());
+            frames.push((Cow::Borrowed(n), Cow::Borrowed(s), file(name), line));
+        } else {
+            let found = view.frames_at(Some(&reader), address);
+            if found.is_empty() && !funcs.is_empty() {
+                let (name, system, _, _) = padding_frame(funcs, address);
+                frames.push((name, system, file(""), 0));
+            }
+            for (name, system, f, line) in found {
+                let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+                frames.push((own(name), own(system), file(f), line));
+            }
+        }
+        ends.push(frames.len());
+    }
+    let frames = PartFrames { ends, frames };
+    Some(Part { frames, files })
 }
 
 /// A function's names and file, by where their bytes are: equal keys are
@@ -98,7 +262,11 @@ impl<'r, 'a> Locator<'r, 'a> {
             resolved,
             mapping,
             ids: vec![u32::MAX; addresses.len()],
-            functions: HashMap::default(),
+            // At most one function per frame; about one per two here.
+            functions: HashMap::with_capacity_and_hasher(
+                resolved.frames.len() / 2,
+                Default::default(),
+            ),
             found: SymbolFlags::default(),
         }
     }
@@ -109,11 +277,18 @@ impl<'r, 'a> Locator<'r, 'a> {
     }
 
     /// The location of the `index`-th address.
+    #[inline]
     pub(super) fn at(&mut self, profile: &mut Profile, index: u32) -> LocationId {
         let index = index as usize;
-        if self.ids[index] != u32::MAX {
-            return LocationId::from_index(self.ids[index] as usize);
+        match self.ids[index] {
+            u32::MAX => self.add(profile, index),
+            id => LocationId::from_index(id as usize),
         }
+    }
+
+    /// Adds the location of the `index`-th address, at its first use.
+    #[inline(never)]
+    fn add(&mut self, profile: &mut Profile, index: usize) -> LocationId {
         let frames = self.resolved.frames(index);
         self.found.inline_frames |= frames.len() > 1;
         let mut lines = Vec::with_capacity(frames.len());
@@ -148,5 +323,33 @@ impl<'r, 'a> Locator<'r, 'a> {
             .functions
             .entry([a, b, c, d, e, f])
             .or_insert_with(|| profile.add_function(name, system, file, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::radix_sort;
+
+    #[test]
+    fn radix_sort_sorts_like_sort_unstable() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (len, mask) in [
+            (0, u64::MAX),
+            (10, u64::MAX),
+            (1000, u64::MAX),
+            (5000, 0xf_ffff),
+        ] {
+            let mut values: Vec<u64> = (0..len).map(|_| 0x40_0000 + (next() & mask)).collect();
+            let mut expected = values.clone();
+            expected.sort_unstable();
+            radix_sort(&mut values);
+            assert_eq!(values, expected);
+        }
     }
 }

@@ -4,7 +4,7 @@
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
-use super::locate::{addresses, index_of, Locator, Resolved};
+use super::locate::{addresses, index_of, resolve_beside, Locator, Resolved};
 use super::ticks::{assign_ticks, gprof_functions, ArcEnds, Func, Tick};
 use crate::profile::{apportion, Mapping, MappingId, Profile, SymbolFlags};
 use crate::read::options::GprofStacks;
@@ -69,18 +69,18 @@ pub(super) fn call_graph(
 }
 
 /// Adds a `calls` sample (callee under caller) per arc kept.
-fn add_arcs(profile: &mut Profile, arcs: &Arcs, locator: &mut Locator<'_, '_>) {
+fn add_arcs(profile: &mut Profile, plan: &Plan, locator: &mut Locator<'_, '_>) {
     let mut calls = vec![0i64; profile.sample_types().len()];
-    for &(callee, caller, count) in &arcs.kept {
+    for &(callee, caller, count) in &plan.kept {
         let callee = locator.at(profile, callee);
         let caller = locator.at(profile, caller);
         calls[2] = count as i64;
         profile.add_sample(&[callee, caller], &calls, &[]);
     }
-    if arcs.dropped_calls > 0 {
+    if plan.dropped_calls > 0 {
         profile.add_comment(format!(
             "{} calls from or to addresses outside the executable's symbols are not counted, as gprof does (e.g. main called from libc)",
-            arcs.dropped_calls
+            plan.dropped_calls
         ));
     }
 }
@@ -202,8 +202,11 @@ fn add_synthesized(profile: &mut Profile, synth: &Synthesized, locator: &mut Loc
 const PARALLEL_ADDRESSES: usize = 1 << 12;
 
 /// What the second thread makes while the first looks addresses up.
+/// The arcs kept and the calls dropped ([`Arcs`]); the call graph itself is
+/// dropped on the thread that made it.
 struct Plan {
-    arcs: Arcs,
+    kept: Vec<(u32, u32, u64)>,
+    dropped_calls: u64,
     synthesized: Option<Synthesized>,
 }
 
@@ -217,26 +220,35 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
     let plan = || {
-        let arcs = call_graph(data, &funcs, symbolized, &addresses);
-        let synthesized = synthesized.then(|| synthesize(&ticks, &arcs.graph, &addresses));
-        Plan { arcs, synthesized }
+        let Arcs {
+            graph,
+            kept,
+            dropped_calls,
+        } = call_graph(data, &funcs, symbolized, &addresses);
+        let synthesized = synthesized.then(|| synthesize(&ticks, &graph, &addresses));
+        Plan {
+            kept,
+            dropped_calls,
+            synthesized,
+        }
     };
-    let resolve = || Resolved::new(binary, &funcs, &addresses);
-    // The addresses are looked up on this thread while the call graph and
-    // the stacks are built on another (for small profiles a thread would
-    // cost more than it saves).
+    // The addresses are looked up on this thread (and a third) while the
+    // call graph and the stacks are built on another (for small profiles a
+    // thread would cost more than it saves).
+    let mut files = Vec::new();
     let (resolved, plan) = if addresses.len() < PARALLEL_ADDRESSES {
-        (resolve(), plan())
+        (Resolved::new(binary, &funcs, &addresses), plan())
     } else {
-        std::thread::scope(|scope| {
-            let plan = scope.spawn(plan);
-            let resolved = resolve();
-            let plan = plan.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (resolved, plan)
-        })
+        resolve_beside(binary, &funcs, &addresses, plan, &mut files)
     };
+    let pieces = plan
+        .synthesized
+        .as_ref()
+        .map_or(ticks.len(), |s| s.pieces.len());
+    let samples = plan.kept.len() + pieces + data.basic_blocks.len();
+    profile.reserve(addresses.len(), samples);
     let mut locator = Locator::new(&addresses, &resolved, mapping);
-    add_arcs(&mut profile, &plan.arcs, &mut locator);
+    add_arcs(&mut profile, &plan, &mut locator);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
     if let Some(synth) = &plan.synthesized {
         add_synthesized(&mut profile, synth, &mut locator);

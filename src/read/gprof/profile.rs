@@ -198,6 +198,32 @@ fn add_synthesized(profile: &mut Profile, synth: &Synthesized, locator: &mut Loc
     }
 }
 
+/// Adds one sample per tick, its function alone on the stack.
+fn add_flat(profile: &mut Profile, ticks: &[Tick], locator: &mut Locator<'_, '_>) {
+    let mut values = vec![0i64; profile.sample_types().len()];
+    for t in ticks {
+        let leaf = locator.location(profile, t.address);
+        values[0] = t.samples;
+        values[1] = t.nanos;
+        profile.add_sample(&[leaf], &values, &[]);
+    }
+}
+
+/// Adds a `bb_executions` sample (type `bt`) per basic-block count.
+fn add_basic_blocks(
+    profile: &mut Profile,
+    data: &GmonData,
+    bt: usize,
+    locator: &mut Locator<'_, '_>,
+) {
+    let mut values = vec![0i64; profile.sample_types().len()];
+    for (&addr, &count) in &data.basic_blocks {
+        let loc = locator.location(profile, addr);
+        values[bt] = count as i64;
+        profile.add_sample(&[loc], &values, &[]);
+    }
+}
+
 /// Profiles naming fewer addresses are built on one thread.
 const PARALLEL_ADDRESSES: usize = 1 << 12;
 
@@ -250,24 +276,12 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let mut locator = Locator::new(&addresses, &resolved, mapping);
     add_arcs(&mut profile, &plan, &mut locator);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
-    if let Some(synth) = &plan.synthesized {
-        add_synthesized(&mut profile, synth, &mut locator);
-    } else {
-        let mut values = vec![0i64; profile.sample_types().len()];
-        for t in &ticks {
-            let leaf = locator.location(&mut profile, t.address);
-            values[0] = t.samples;
-            values[1] = t.nanos;
-            profile.add_sample(&[leaf], &values, &[]);
-        }
+    match &plan.synthesized {
+        Some(synth) => add_synthesized(&mut profile, synth, &mut locator),
+        None => add_flat(&mut profile, &ticks, &mut locator),
     }
     if let Some(bt) = bb_type {
-        let mut values = vec![0i64; profile.sample_types().len()];
-        for (&addr, &count) in &data.basic_blocks {
-            let loc = locator.location(&mut profile, addr);
-            values[bt] = count as i64;
-            profile.add_sample(&[loc], &values, &[]);
-        }
+        add_basic_blocks(&mut profile, data, bt, &mut locator);
     }
     let flags = SymbolFlags {
         functions: !funcs.is_empty(),

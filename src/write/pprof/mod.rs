@@ -337,10 +337,14 @@ fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
 
 /// One gzip member of `piece`, at Go's BestSpeed level.
 fn gzip_member(piece: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut enc = flate2::write::GzEncoder::new(
-        Vec::with_capacity(piece.len() / 4),
-        flate2::Compression::fast(),
-    );
+    gzip_member_into(piece, Vec::with_capacity(piece.len() / 4))
+}
+
+/// [`gzip_member`] written into `out` (emptied first), whose capacity is
+/// reused.
+fn gzip_member_into(piece: &[u8], mut out: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    out.clear();
+    let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
     enc.write_all(piece)?;
     enc.finish()
 }

@@ -65,9 +65,10 @@ struct Streaming {
     pending: Vec<u8>,
     /// Members being compressed, oldest first.
     jobs: VecDeque<Job>,
-    /// Buffers written out, kept for the next members: encoded bytes and
-    /// compressed ones (at most a few of each: one per job in flight). A
-    /// fresh buffer of megabytes costs a page fault per page.
+    /// Buffers written out, kept for the next members: encoded bytes,
+    /// compressed ones and compressors (at most one of each per job in
+    /// flight). A fresh buffer of megabytes costs a page fault per page; a
+    /// fresh compressor, its tables.
     spare: Buffers,
     encoder: Encoder,
     /// Scratch for one sample's location ids, values and labels.
@@ -371,36 +372,54 @@ impl Streaming {
             }
         }
         let member = self.spare.compressed.pop().unwrap_or_default();
+        let mut deflate = self
+            .spare
+            .deflate
+            .pop()
+            .unwrap_or_else(super::member_deflate);
         self.jobs.push_back(std::thread::spawn(move || {
-            let member = super::gzip_member_into(&bytes, member)?;
-            Ok((member, bytes))
+            let member = super::gzip_member_into(&bytes, member, &mut deflate)?;
+            Ok(Done {
+                member,
+                encoded: bytes,
+                deflate,
+            })
         }));
         Ok(())
     }
 }
 
-/// A member being compressed: the member, and the encoded bytes it came
-/// from (to be reused).
-type Job = JoinHandle<std::io::Result<(Vec<u8>, Vec<u8>)>>;
+/// A member being compressed.
+type Job = JoinHandle<std::io::Result<Done>>;
 
-/// Buffers to reuse ([`Streaming::spare`]).
+/// A member compressed, with what made it (to be reused).
+struct Done {
+    member: Vec<u8>,
+    /// The encoded bytes it came from.
+    encoded: Vec<u8>,
+    deflate: flate2::Compress,
+}
+
+/// Buffers and compressors to reuse ([`Streaming::spare`]).
 #[derive(Default)]
 struct Buffers {
     encoded: Vec<Vec<u8>>,
     compressed: Vec<Vec<u8>>,
+    deflate: Vec<flate2::Compress>,
 }
 
 impl Buffers {
     /// Waits for a member's compression, writes it, and keeps its buffers.
     fn write_member(&mut self, job: Job, out: &mut dyn Write) -> Result<()> {
-        let (member, mut encoded) = job
+        let mut done = job
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
             .map_err(io_error)?;
-        out.write_all(&member).map_err(io_error)?;
-        encoded.clear();
-        self.encoded.push(encoded);
-        self.compressed.push(member);
+        out.write_all(&done.member).map_err(io_error)?;
+        done.encoded.clear();
+        self.encoded.push(done.encoded);
+        self.compressed.push(done.member);
+        self.deflate.push(done.deflate);
         Ok(())
     }
 }

@@ -241,7 +241,8 @@ impl Streaming {
             .mappings
             .get(part.mapping.index())
             .map_or(0, |m| m.index() as u64 + 1);
-        wire::bare_locations(&mut self.pending, base + 1, mapping, &part.addresses);
+        self.encoder
+            .bare_locations(&mut self.pending, base + 1, mapping, &part.addresses);
         self.locations += part.addresses.len() as u64;
         if part.addresses.is_empty() {
             return Ok(());
@@ -257,7 +258,7 @@ impl Streaming {
             // Only the values of rows there are addresses for.
             let rows = part.addresses.len().saturating_mul(width);
             let values = part.values.get(..rows).unwrap_or(&part.values);
-            wire::one_frame_samples(
+            self.encoder.one_frame_samples(
                 &mut self.pending,
                 base + 1,
                 values,

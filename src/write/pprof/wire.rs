@@ -113,6 +113,9 @@ pub fn sample_encoded(out: &mut Vec<u8>, location_ids: &[u64], values: &[i64], l
 #[derive(Debug, Default)]
 pub struct Encoder {
     inner: Vec<u8>,
+    /// Where a batch of messages is written before it is copied out; its
+    /// bytes stay initialized from batch to batch (no clearing per batch).
+    batch: Vec<u8>,
 }
 
 impl Encoder {
@@ -159,9 +162,10 @@ impl Encoder {
     }
 }
 
-/// Messages written in place at the end of `out` (room made for the
-/// largest they could be, then trimmed): bare locations and one-frame
-/// samples, with no capacity check per byte and no copy.
+/// Messages written into a slice with room for the largest they could be
+/// (the end of the output, then trimmed; or, a batch at a time, the
+/// encoder's batch buffer, then copied out): bare locations and one-frame
+/// samples, with no capacity check per byte.
 struct Small<'o> {
     bytes: &'o mut [u8],
     len: usize,
@@ -271,29 +275,14 @@ fn sample_room(width: usize, labels: usize) -> usize {
     16 + 10 * width + labels
 }
 
-/// Rows [`bare_locations`] and [`one_frame_samples`] write at a time: the
-/// room made for them stays in cache.
+/// Rows [`Encoder::bare_locations`] and [`Encoder::one_frame_samples`]
+/// write at a time: the batch stays in cache.
 const BATCH_ROWS: usize = 1024;
 
 /// [`Encoder::location`] of a location with no lines: the same bytes.
 #[cfg(test)]
 fn bare_location(out: &mut Vec<u8>, id: u64, mapping_id: u64, address: u64) {
     Small::append_room(out, LOCATION_BYTES, |m| m.location(id, mapping_id, address));
-}
-
-/// [`bare_location`] of each of `addresses` in turn, with ids from
-/// `first_id` on, in mapping `mapping_id`: the same bytes.
-pub fn bare_locations(out: &mut Vec<u8>, first_id: u64, mapping_id: u64, addresses: &[u64]) {
-    let mut id = first_id;
-    for batch in addresses.chunks(BATCH_ROWS) {
-        let room = batch.len() * LOCATION_BYTES;
-        Small::append_room(out, room, |m| {
-            for &address in batch {
-                m.location(id, mapping_id, address);
-                id = id.wrapping_add(1);
-            }
-        });
-    }
 }
 
 /// [`Encoder::sample`] of a sample whose stack is the one location
@@ -307,42 +296,81 @@ pub fn one_frame_sample(out: &mut Vec<u8>, location_id: u64, values: &[i64], lab
     Small::append_room(out, room, |m| m.sample(location_id, values, labels));
 }
 
-/// [`one_frame_sample`] of each row of `width` values in `values` whose
-/// values are not all zero, the row `i` with location id `first_id + i`,
-/// all with the same encoded `labels`: the same bytes.
-pub fn one_frame_samples(
-    out: &mut Vec<u8>,
-    first_id: u64,
-    values: &[i64],
-    width: usize,
-    labels: &[u8],
-) {
-    // Rows of no values are all zero: none is written.
-    if width == 0 {
-        return;
-    }
-    if width > SMALL_VALUES || labels.len() > SMALL_LABELS {
-        for (i, row) in values.chunks_exact(width).enumerate() {
-            if row.iter().any(|v| *v != 0) {
-                sample_encoded(out, &[first_id.wrapping_add(i as u64)], row, labels);
-            }
+impl Encoder {
+    /// Writes at most `room` bytes with `f` into the batch buffer, then
+    /// appends them to `out`.
+    fn batch(&mut self, out: &mut Vec<u8>, room: usize, f: impl FnOnce(&mut Small<'_>)) {
+        if self.batch.len() < room {
+            self.batch.resize(room, 0);
         }
-        return;
+        let mut m = Small {
+            bytes: &mut self.batch[..room],
+            len: 0,
+        };
+        f(&mut m);
+        let len = m.len;
+        out.extend_from_slice(&self.batch[..len]);
     }
-    let room = sample_room(width, labels.len());
-    let mut id = first_id;
-    let whole_rows = values
-        .get(..values.len() / width * width)
-        .unwrap_or_default();
-    for batch in whole_rows.chunks(BATCH_ROWS * width) {
-        Small::append_room(out, batch.len() / width * room, |m| {
-            for row in batch.chunks_exact(width) {
-                if row.iter().any(|v| *v != 0) {
-                    m.sample(id, row, labels);
+
+    /// A bare location ([`Encoder::location`] with no lines) for each of
+    /// `addresses` in turn, with ids from `first_id` on, in mapping
+    /// `mapping_id`: the same bytes.
+    pub fn bare_locations(
+        &mut self,
+        out: &mut Vec<u8>,
+        first_id: u64,
+        mapping_id: u64,
+        addresses: &[u64],
+    ) {
+        let mut id = first_id;
+        for batch in addresses.chunks(BATCH_ROWS) {
+            self.batch(out, batch.len() * LOCATION_BYTES, |m| {
+                for &address in batch {
+                    m.location(id, mapping_id, address);
+                    id = id.wrapping_add(1);
                 }
-                id = id.wrapping_add(1);
+            });
+        }
+    }
+
+    /// [`one_frame_sample`] of each row of `width` values in `values` whose
+    /// values are not all zero, the row `i` with location id `first_id + i`,
+    /// all with the same encoded `labels`: the same bytes.
+    pub fn one_frame_samples(
+        &mut self,
+        out: &mut Vec<u8>,
+        first_id: u64,
+        values: &[i64],
+        width: usize,
+        labels: &[u8],
+    ) {
+        // Rows of no values are all zero: none is written.
+        if width == 0 {
+            return;
+        }
+        if width > SMALL_VALUES || labels.len() > SMALL_LABELS {
+            for (i, row) in values.chunks_exact(width).enumerate() {
+                if row.iter().any(|v| *v != 0) {
+                    sample_encoded(out, &[first_id.wrapping_add(i as u64)], row, labels);
+                }
             }
-        });
+            return;
+        }
+        let room = sample_room(width, labels.len());
+        let mut id = first_id;
+        let whole_rows = values
+            .get(..values.len() / width * width)
+            .unwrap_or_default();
+        for batch in whole_rows.chunks(BATCH_ROWS * width) {
+            self.batch(out, batch.len() / width * room, |m| {
+                for row in batch.chunks_exact(width) {
+                    if row.iter().any(|v| *v != 0) {
+                        m.sample(id, row, labels);
+                    }
+                    id = id.wrapping_add(1);
+                }
+            });
+        }
     }
 }
 
@@ -485,7 +513,8 @@ mod tests {
             .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 64))
             .collect();
         let (mut batch, mut single) = (Vec::new(), Vec::new());
-        bare_locations(&mut batch, 120, 200, &addresses);
+        let mut enc = Encoder::default();
+        enc.bare_locations(&mut batch, 120, 200, &addresses);
         for (i, &a) in addresses.iter().enumerate() {
             bare_location(&mut single, 120 + i as u64, 200, a);
         }
@@ -500,7 +529,7 @@ mod tests {
                     })
                     .collect();
                 let (mut batch, mut single) = (Vec::new(), Vec::new());
-                one_frame_samples(&mut batch, 1 << 30, &values, width, lb);
+                enc.one_frame_samples(&mut batch, 1 << 30, &values, width, lb);
                 if width > 0 {
                     for (i, row) in values.chunks_exact(width).enumerate() {
                         if row.iter().any(|v| *v != 0) {

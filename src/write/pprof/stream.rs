@@ -70,6 +70,9 @@ struct Streaming {
     /// flight). A fresh buffer of megabytes costs a page fault per page; a
     /// fresh compressor, its tables.
     spare: Buffers,
+    /// Members compressed at once: the cores (asked once: the answer reads
+    /// cgroup files).
+    cores: usize,
     encoder: Encoder,
     /// Scratch for one sample's location ids, values and labels.
     ids: Vec<u64>,
@@ -140,6 +143,7 @@ impl<W: Write> Stream<W> {
             pending: Vec::with_capacity(2 * MEMBER_BYTES),
             jobs: VecDeque::new(),
             spare: Buffers::default(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             encoder: Encoder::default(),
             ids: Vec::new(),
             values: Vec::new(),
@@ -366,8 +370,7 @@ impl Streaming {
             self.spare.encoded.push(bytes);
             return Ok(());
         }
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        while self.jobs.len() >= cores {
+        while self.jobs.len() >= self.cores {
             if let Some(job) = self.jobs.pop_front() {
                 self.spare.write_member(job, out)?;
             }

@@ -337,12 +337,54 @@ fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
 
 /// One gzip member of `piece`, at Go's BestSpeed level.
 fn gzip_member(piece: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut enc = flate2::write::GzEncoder::new(
-        Vec::with_capacity(piece.len() / 4),
-        flate2::Compression::fast(),
-    );
-    enc.write_all(piece)?;
-    enc.finish()
+    let mut deflate = member_deflate();
+    gzip_member_into(piece, Vec::with_capacity(piece.len() / 4), &mut deflate)
+}
+
+/// A compressor for [`gzip_member_into`], to be kept from member to member
+/// (its tables are allocated and cleared once, not per member).
+fn member_deflate() -> flate2::Compress {
+    flate2::Compress::new(flate2::Compression::fast(), false)
+}
+
+/// The header `flate2::write::GzEncoder` writes at the fastest level: no
+/// name or time, XFL 4 (fastest), OS 255 (unknown).
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff];
+
+/// [`gzip_member`] written into `out` (emptied first, its capacity reused)
+/// with `deflate` (reset first): the bytes `flate2::write::GzEncoder`
+/// writes, as it makes them — all the input with no flush, then an empty
+/// finish (which opens the last block: one call finishing with the input
+/// would make other blocks).
+fn gzip_member_into(
+    piece: &[u8],
+    mut out: Vec<u8>,
+    deflate: &mut flate2::Compress,
+) -> std::io::Result<Vec<u8>> {
+    use flate2::{FlushCompress, Status};
+    deflate.reset();
+    out.clear();
+    out.extend_from_slice(&GZIP_HEADER);
+    let mut input = piece;
+    while !input.is_empty() {
+        out.reserve(input.len() / 2 + 64);
+        let before = deflate.total_in();
+        deflate.compress_vec(input, &mut out, FlushCompress::None)?;
+        let used = usize::try_from(deflate.total_in() - before).unwrap_or(input.len());
+        input = input.get(used..).unwrap_or_default();
+    }
+    loop {
+        out.reserve(1 << 12);
+        if deflate.compress_vec(&[], &mut out, FlushCompress::Finish)? == Status::StreamEnd {
+            break;
+        }
+    }
+    let mut crc = flate2::Crc::new();
+    crc.update(piece);
+    out.extend_from_slice(&crc.sum().to_le_bytes());
+    // ISIZE: the length modulo 2^32 (RFC 1952).
+    out.extend_from_slice(&(piece.len() as u32).to_le_bytes());
+    Ok(out)
 }
 
 /// Decodes pprof bytes (gzip-compressed or not, in one or more gzip
@@ -383,6 +425,32 @@ mod gzip_tests {
         assert!(back == bytes, "the members decode to the input");
         let small = gzip_members(&bytes[..1000]).unwrap();
         assert_eq!(small.len(), 1, "small outputs stay one member");
+    }
+
+    #[test]
+    fn members_are_the_bytes_gz_encoder_writes() {
+        // Compressible and not, in one: encoded varints and noise.
+        let bytes: Vec<u8> = (0..3 * GZIP_MEMBER_MIN as u32 + 17)
+            .map(|i| match i % 7 {
+                0..=3 => (i / 64) as u8,
+                _ => (i.wrapping_mul(2_654_435_761) >> 24) as u8,
+            })
+            .collect();
+        let mut deflate = member_deflate();
+        let mut out = Vec::new();
+        for piece in [
+            &bytes[..],
+            &bytes[..0],
+            &bytes[..1],
+            &bytes[5..70_000],
+            &bytes[..],
+        ] {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(piece).unwrap();
+            let expect = enc.finish().unwrap();
+            out = gzip_member_into(piece, out, &mut deflate).unwrap();
+            assert!(out == expect, "member of {} bytes", piece.len());
+        }
     }
 }
 

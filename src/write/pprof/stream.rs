@@ -64,7 +64,15 @@ struct Streaming {
     /// Encoded bytes not yet handed to compression.
     pending: Vec<u8>,
     /// Members being compressed, oldest first.
-    jobs: VecDeque<JoinHandle<std::io::Result<Vec<u8>>>>,
+    jobs: VecDeque<Job>,
+    /// Buffers written out, kept for the next members: encoded bytes,
+    /// compressed ones and compressors (at most one of each per job in
+    /// flight). A fresh buffer of megabytes costs a page fault per page; a
+    /// fresh compressor, its tables.
+    spare: Buffers,
+    /// Members compressed at once: the cores (asked once: the answer reads
+    /// cgroup files).
+    cores: usize,
     encoder: Encoder,
     /// Scratch for one sample's location ids, values and labels.
     ids: Vec<u64>,
@@ -109,7 +117,7 @@ impl<W: Write> Stream<W> {
                 s.pending.extend_from_slice(&tables);
                 s.ship(self.gzip, &mut self.out, 0)?;
                 while let Some(job) = s.jobs.pop_front() {
-                    write_member(job, &mut self.out)?;
+                    s.spare.write_member(job, &mut self.out)?;
                 }
             }
         }
@@ -134,6 +142,8 @@ impl<W: Write> Stream<W> {
             locations: 0,
             pending: Vec::with_capacity(2 * MEMBER_BYTES),
             jobs: VecDeque::new(),
+            spare: Buffers::default(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             encoder: Encoder::default(),
             ids: Vec::new(),
             values: Vec::new(),
@@ -235,9 +245,8 @@ impl Streaming {
             .mappings
             .get(part.mapping.index())
             .map_or(0, |m| m.index() as u64 + 1);
-        for (i, &address) in part.addresses.iter().enumerate() {
-            wire::bare_location(&mut self.pending, base + i as u64 + 1, mapping, address);
-        }
+        self.encoder
+            .bare_locations(&mut self.pending, base + 1, mapping, &part.addresses);
         self.locations += part.addresses.len() as u64;
         if part.addresses.is_empty() {
             return Ok(());
@@ -249,15 +258,24 @@ impl Streaming {
         self.labels = labels;
         let width = self.global.sample_types().len();
         let same = part.width() == width && map.types.iter().enumerate().all(|(i, &t)| i == t);
+        if same {
+            // Only the values of rows there are addresses for.
+            let rows = part.addresses.len().saturating_mul(width);
+            let values = part.values.get(..rows).unwrap_or(&part.values);
+            self.encoder.one_frame_samples(
+                &mut self.pending,
+                base + 1,
+                values,
+                width,
+                &self.label_bytes,
+            );
+            return Ok(());
+        }
         for (i, (_, values)) in part.rows().enumerate() {
             if values.iter().all(|v| *v == 0) {
                 continue;
             }
             let id = base + i as u64 + 1;
-            if same {
-                wire::one_frame_sample(&mut self.pending, id, values, &self.label_bytes);
-                continue;
-            }
             self.values.clear();
             self.values.resize(width, 0);
             for (t, v) in values.iter().enumerate() {
@@ -343,29 +361,71 @@ impl Streaming {
         if self.pending.len() < min.max(1) {
             return Ok(());
         }
-        let bytes = std::mem::replace(&mut self.pending, Vec::with_capacity(2 * MEMBER_BYTES));
+        let next = self.spare.encoded.pop().unwrap_or_default();
+        let mut bytes = std::mem::replace(&mut self.pending, next);
+        self.pending.reserve(2 * MEMBER_BYTES);
         if !gzip {
-            return out.write_all(&bytes).map_err(io_error);
+            out.write_all(&bytes).map_err(io_error)?;
+            bytes.clear();
+            self.spare.encoded.push(bytes);
+            return Ok(());
         }
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        while self.jobs.len() >= cores {
+        while self.jobs.len() >= self.cores {
             if let Some(job) = self.jobs.pop_front() {
-                write_member(job, out)?;
+                self.spare.write_member(job, out)?;
             }
         }
-        self.jobs
-            .push_back(std::thread::spawn(move || super::gzip_member(&bytes)));
+        let member = self.spare.compressed.pop().unwrap_or_default();
+        let mut deflate = self
+            .spare
+            .deflate
+            .pop()
+            .unwrap_or_else(super::member_deflate);
+        self.jobs.push_back(std::thread::spawn(move || {
+            let member = super::gzip_member_into(&bytes, member, &mut deflate)?;
+            Ok(Done {
+                member,
+                encoded: bytes,
+                deflate,
+            })
+        }));
         Ok(())
     }
 }
 
-/// Waits for a member's compression and writes it.
-fn write_member(job: JoinHandle<std::io::Result<Vec<u8>>>, out: &mut dyn Write) -> Result<()> {
-    let member = job
-        .join()
-        .unwrap_or_else(|p| std::panic::resume_unwind(p))
-        .map_err(io_error)?;
-    out.write_all(&member).map_err(io_error)
+/// A member being compressed.
+type Job = JoinHandle<std::io::Result<Done>>;
+
+/// A member compressed, with what made it (to be reused).
+struct Done {
+    member: Vec<u8>,
+    /// The encoded bytes it came from.
+    encoded: Vec<u8>,
+    deflate: flate2::Compress,
+}
+
+/// Buffers and compressors to reuse ([`Streaming::spare`]).
+#[derive(Default)]
+struct Buffers {
+    encoded: Vec<Vec<u8>>,
+    compressed: Vec<Vec<u8>>,
+    deflate: Vec<flate2::Compress>,
+}
+
+impl Buffers {
+    /// Waits for a member's compression, writes it, and keeps its buffers.
+    fn write_member(&mut self, job: Job, out: &mut dyn Write) -> Result<()> {
+        let mut done = job
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            .map_err(io_error)?;
+        out.write_all(&done.member).map_err(io_error)?;
+        done.encoded.clear();
+        self.encoded.push(done.encoded);
+        self.compressed.push(done.member);
+        self.deflate.push(done.deflate);
+        Ok(())
+    }
 }
 
 fn io_error(e: std::io::Error) -> Error {

@@ -113,6 +113,9 @@ pub fn sample_encoded(out: &mut Vec<u8>, location_ids: &[u64], values: &[i64], l
 #[derive(Debug, Default)]
 pub struct Encoder {
     inner: Vec<u8>,
+    /// Where a batch of messages is written before it is copied out; its
+    /// bytes stay initialized from batch to batch (no clearing per batch).
+    batch: Vec<u8>,
 }
 
 impl Encoder {
@@ -159,19 +162,20 @@ impl Encoder {
     }
 }
 
-/// A message of at most `N` bytes written in place at the end of `out`
-/// (made room for once, then trimmed): a bare location or a one-frame
-/// sample, with no capacity check per byte and no copy.
+/// Messages written into a slice with room for the largest they could be
+/// (the end of the output, then trimmed; or, a batch at a time, the
+/// encoder's batch buffer, then copied out): bare locations and one-frame
+/// samples, with no capacity check per byte.
 struct Small<'o> {
     bytes: &'o mut [u8],
     len: usize,
 }
 
 impl Small<'_> {
-    /// Writes a message of at most `N` bytes with `f` at the end of `out`.
-    fn append<const N: usize>(out: &mut Vec<u8>, f: impl FnOnce(&mut Small<'_>)) {
+    /// Writes at most `room` bytes with `f` at the end of `out`.
+    fn append_room(out: &mut Vec<u8>, room: usize, f: impl FnOnce(&mut Small<'_>)) {
         let start = out.len();
-        out.resize(start + N, 0);
+        out.resize(start + room, 0);
         let mut m = Small {
             bytes: &mut out[start..],
             len: 0,
@@ -181,11 +185,13 @@ impl Small<'_> {
         out.truncate(end);
     }
 
+    #[inline(always)]
     fn byte(&mut self, b: u8) {
         self.bytes[self.len] = b;
         self.len += 1;
     }
 
+    #[inline(always)]
     fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.bytes[self.len] = (v as u8) | 0x80;
@@ -197,75 +203,174 @@ impl Small<'_> {
     }
 
     /// A varint field (key of one byte), left out when 0.
+    #[inline(always)]
     fn field(&mut self, key: u8, v: u64) {
         if v != 0 {
-            self.bytes[self.len] = key;
-            self.len += 1;
+            self.byte(key);
             self.varint(v);
         }
+    }
+
+    /// A bare location (at most [`LOCATION_BYTES`]).
+    #[inline(always)]
+    fn location(&mut self, id: u64, mapping_id: u64, address: u64) {
+        // The body is at most 33 bytes: its length is one byte, set last.
+        let at = self.len;
+        self.byte((PROFILE_LOCATION << 3 | LEN) as u8);
+        self.byte(0);
+        self.field((1 << 3 | VARINT) as u8, id);
+        self.field((2 << 3 | VARINT) as u8, mapping_id);
+        self.field((3 << 3 | VARINT) as u8, address);
+        self.bytes[at + 1] = (self.len - at - 2) as u8;
+    }
+
+    /// A one-frame sample of at most [`SMALL_VALUES`] values and
+    /// [`SMALL_LABELS`] bytes of labels (at most [`sample_room`] bytes).
+    #[inline(always)]
+    fn sample(&mut self, location_id: u64, values: &[i64], labels: &[u8]) {
+        // The body is below 128 bytes: every length is one byte, set once
+        // known.
+        let at = self.len;
+        self.byte((PROFILE_SAMPLE << 3 | LEN) as u8);
+        self.byte(0);
+        self.byte((1 << 3 | LEN) as u8);
+        self.byte(0);
+        self.varint(location_id);
+        self.bytes[at + 3] = (self.len - at - 4) as u8;
+        let values_at = self.len;
+        self.byte((2 << 3 | LEN) as u8);
+        self.byte(0);
+        for &v in values {
+            self.varint(v as u64);
+        }
+        match self.len - values_at - 2 {
+            0 => self.len = values_at,
+            n => self.bytes[values_at + 1] = n as u8,
+        }
+        if !labels.is_empty() {
+            let end = self.len + labels.len();
+            self.bytes[self.len..end].copy_from_slice(labels);
+            self.len = end;
+        }
+        self.bytes[at + 1] = (self.len - at - 2) as u8;
     }
 }
 
 /// The largest bare location: key, length, and three fields of up to 11 bytes.
-const LOCATION_BYTES: usize = 48;
-
-/// The largest one-frame sample built on the stack: key and length (11
-/// bytes), key, length and id (12), key and length of the values (2), 10
-/// bytes a value.
-const SAMPLE_BYTES: usize = 25 + 10 * SMALL_VALUES;
+const LOCATION_BYTES: usize = 2 + 3 * 11;
 
 /// Values a one-frame sample may have for [`one_frame_sample`] to build it
-/// on the stack (more go the general way).
+/// in place (more go the general way).
 const SMALL_VALUES: usize = 10;
 
 /// Bytes of labels a one-frame sample may have for [`one_frame_sample`]
-/// to build it on the stack: with [`SMALL_VALUES`] values, its body stays
+/// to build it in place: with [`SMALL_VALUES`] values, its body stays
 /// below 128 bytes (2 + 10 bytes of id, 2 + 100 of values, 13 of labels).
 const SMALL_LABELS: usize = 13;
 
+/// The largest one-frame sample of `width` values and `labels` bytes of
+/// labels: key and length (2: the body is below 128 bytes), key, length
+/// and id (12), key and length of the values (2), 10 bytes a value.
+fn sample_room(width: usize, labels: usize) -> usize {
+    16 + 10 * width + labels
+}
+
+/// Rows [`Encoder::bare_locations`] and [`Encoder::one_frame_samples`]
+/// write at a time: the batch stays in cache.
+const BATCH_ROWS: usize = 1024;
+
 /// [`Encoder::location`] of a location with no lines: the same bytes.
-pub fn bare_location(out: &mut Vec<u8>, id: u64, mapping_id: u64, address: u64) {
-    Small::append::<LOCATION_BYTES>(out, |m| {
-        // The body is at most 33 bytes: its length is one byte, set last.
-        m.byte((PROFILE_LOCATION << 3 | LEN) as u8);
-        m.byte(0);
-        m.field((1 << 3 | VARINT) as u8, id);
-        m.field((2 << 3 | VARINT) as u8, mapping_id);
-        m.field((3 << 3 | VARINT) as u8, address);
-        m.bytes[1] = (m.len - 2) as u8;
-    });
+#[cfg(test)]
+fn bare_location(out: &mut Vec<u8>, id: u64, mapping_id: u64, address: u64) {
+    Small::append_room(out, LOCATION_BYTES, |m| m.location(id, mapping_id, address));
 }
 
 /// [`Encoder::sample`] of a sample whose stack is the one location
 /// `location_id` (not 0), with labels already encoded ([`encode_labels`]:
 /// the same for many samples): the same bytes.
 pub fn one_frame_sample(out: &mut Vec<u8>, location_id: u64, values: &[i64], labels: &[u8]) {
-    // Up to SMALL_VALUES values and SMALL_LABELS bytes of labels, the body
-    // is below 128 bytes: every length is one byte, set once known.
     if values.len() > SMALL_VALUES || labels.len() > SMALL_LABELS {
         return sample_encoded(out, &[location_id], values, labels);
     }
-    Small::append::<SAMPLE_BYTES>(out, |m| {
-        m.byte((PROFILE_SAMPLE << 3 | LEN) as u8);
-        m.byte(0);
-        m.byte((1 << 3 | LEN) as u8);
-        m.byte(0);
-        m.varint(location_id);
-        m.bytes[3] = (m.len - 4) as u8;
-        let at = m.len;
-        m.byte((2 << 3 | LEN) as u8);
-        m.byte(0);
-        for &v in values {
-            m.varint(v as u64);
+    let room = sample_room(values.len(), labels.len());
+    Small::append_room(out, room, |m| m.sample(location_id, values, labels));
+}
+
+impl Encoder {
+    /// Writes at most `room` bytes with `f` into the batch buffer, then
+    /// appends them to `out`.
+    fn batch(&mut self, out: &mut Vec<u8>, room: usize, f: impl FnOnce(&mut Small<'_>)) {
+        if self.batch.len() < room {
+            self.batch.resize(room, 0);
         }
-        match m.len - at - 2 {
-            0 => m.len = at,
-            n => m.bytes[at + 1] = n as u8,
+        let mut m = Small {
+            bytes: &mut self.batch[..room],
+            len: 0,
+        };
+        f(&mut m);
+        let len = m.len;
+        out.extend_from_slice(&self.batch[..len]);
+    }
+
+    /// A bare location ([`Encoder::location`] with no lines) for each of
+    /// `addresses` in turn, with ids from `first_id` on, in mapping
+    /// `mapping_id`: the same bytes.
+    pub fn bare_locations(
+        &mut self,
+        out: &mut Vec<u8>,
+        first_id: u64,
+        mapping_id: u64,
+        addresses: &[u64],
+    ) {
+        let mut id = first_id;
+        for batch in addresses.chunks(BATCH_ROWS) {
+            self.batch(out, batch.len() * LOCATION_BYTES, |m| {
+                for &address in batch {
+                    m.location(id, mapping_id, address);
+                    id = id.wrapping_add(1);
+                }
+            });
         }
-        m.bytes[1] = (m.len - 2 + labels.len()) as u8;
-    });
-    if !labels.is_empty() {
-        out.extend_from_slice(labels);
+    }
+
+    /// [`one_frame_sample`] of each row of `width` values in `values` whose
+    /// values are not all zero, the row `i` with location id `first_id + i`,
+    /// all with the same encoded `labels`: the same bytes.
+    pub fn one_frame_samples(
+        &mut self,
+        out: &mut Vec<u8>,
+        first_id: u64,
+        values: &[i64],
+        width: usize,
+        labels: &[u8],
+    ) {
+        // Rows of no values are all zero: none is written.
+        if width == 0 {
+            return;
+        }
+        if width > SMALL_VALUES || labels.len() > SMALL_LABELS {
+            for (i, row) in values.chunks_exact(width).enumerate() {
+                if row.iter().any(|v| *v != 0) {
+                    sample_encoded(out, &[first_id.wrapping_add(i as u64)], row, labels);
+                }
+            }
+            return;
+        }
+        let room = sample_room(width, labels.len());
+        let mut id = first_id;
+        let whole_rows = values
+            .get(..values.len() / width * width)
+            .unwrap_or_default();
+        for batch in whole_rows.chunks(BATCH_ROWS * width) {
+            self.batch(out, batch.len() / width * room, |m| {
+                for row in batch.chunks_exact(width) {
+                    if row.iter().any(|v| *v != 0) {
+                        m.sample(id, row, labels);
+                    }
+                    id = id.wrapping_add(1);
+                }
+            });
+        }
     }
 }
 
@@ -391,6 +496,48 @@ mod tests {
                         assert_eq!(fast, general, "sample {id} {v:?} {with_labels}");
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn batches_encode_as_one_message_at_a_time() {
+        let labels = [Label {
+            key: 3,
+            str: 4,
+            ..Label::default()
+        }];
+        let mut label_bytes = Vec::new();
+        encode_labels(&mut label_bytes, &labels);
+        let addresses: Vec<u64> = (0..3000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 64))
+            .collect();
+        let (mut batch, mut single) = (Vec::new(), Vec::new());
+        let mut enc = Encoder::default();
+        enc.bare_locations(&mut batch, 120, 200, &addresses);
+        for (i, &a) in addresses.iter().enumerate() {
+            bare_location(&mut single, 120 + i as u64, 200, a);
+        }
+        assert_eq!(batch, single);
+        for width in [0, 1, 2, 3, 10, 11] {
+            for lb in [&[][..], &label_bytes[..], &[7u8; 14][..]] {
+                let values: Vec<i64> = (0..2500 * width + width / 2)
+                    .map(|i| match i % 5 {
+                        0 | 1 => 0,
+                        2 => -(i as i64),
+                        _ => (addresses[i % 3000] >> (i % 3)) as i64,
+                    })
+                    .collect();
+                let (mut batch, mut single) = (Vec::new(), Vec::new());
+                enc.one_frame_samples(&mut batch, 1 << 30, &values, width, lb);
+                if width > 0 {
+                    for (i, row) in values.chunks_exact(width).enumerate() {
+                        if row.iter().any(|v| *v != 0) {
+                            one_frame_sample(&mut single, (1 << 30) + i as u64, row, lb);
+                        }
+                    }
+                }
+                assert!(batch == single, "width {width}, {} label bytes", lb.len());
             }
         }
     }

@@ -10,6 +10,7 @@ use std::hash::{Hash, Hasher};
 
 use hashbrown::HashTable;
 use rustc_hash::{FxHashMap as HashMap, FxHasher};
+use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 
@@ -222,6 +223,16 @@ pub struct Line {
     pub line: i64,
 }
 
+/// The lines of a [`Location`]: one inline (the common case, no inlined
+/// frames), so a location costs no allocation of its own.
+pub type Lines = SmallVec<[Line; 1]>;
+
+/// A sample's stack, leaf first: short stacks stored inline.
+pub type Stack = SmallVec<[LocationId; 4]>;
+
+/// A sample's values, one per sample type: up to four stored inline.
+pub type Values = SmallVec<[i64; 4]>;
+
 /// A program location: an address in a mapping, and the source lines it
 /// stands for (several = inlined frames, innermost first). A location with no
 /// lines is unsymbolized.
@@ -235,16 +246,16 @@ pub struct Location {
     /// `address - 1` so that it lands inside the call instruction.
     pub is_return_address: bool,
     /// Source frames, innermost first; empty when unsymbolized.
-    pub lines: Vec<Line>,
+    pub lines: Lines,
 }
 
 /// Aggregated measurements for one stack and one set of labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sample {
     /// Leaf first.
-    pub stack: Vec<LocationId>,
+    pub stack: Stack,
     /// One value per [`Profile::sample_types`] entry.
-    pub values: Vec<i64>,
+    pub values: Values,
     /// Sorted by key, so that equal label sets compare equal.
     pub labels: Vec<Label>,
 }
@@ -535,8 +546,8 @@ impl Profile {
         debug_assert_eq!(values.len(), self.sample_types.len());
         debug_assert!(labels.is_sorted());
         self.samples.push(Sample {
-            stack: stack.to_vec(),
-            values: values.to_vec(),
+            stack: Stack::from_slice(stack),
+            values: Values::from_slice(values),
             labels: labels.to_vec(),
         });
     }
@@ -552,7 +563,7 @@ impl Profile {
             mapping,
             address,
             is_return_address,
-            lines: Vec::new(),
+            lines: Lines::new(),
         })
     }
 
@@ -566,7 +577,7 @@ impl Profile {
         if self.location_index.get(location) == Some(&id) {
             self.location_index.remove(location);
         }
-        location.lines = lines;
+        location.lines = Lines::from_vec(lines);
         self.location_index.entry(location.clone()).or_insert(id);
     }
 
@@ -623,7 +634,7 @@ impl Profile {
         let samples = &mut self.samples;
         let found = self.sample_index.find(hash, |&(h, i)| {
             let sample = &samples[i as usize];
-            h == hash && sample.stack == stack && sample.labels == labels
+            h == hash && sample.stack[..] == *stack && sample.labels == labels
         });
         if let Some(&(_, i)) = found {
             let sample = &mut samples[i as usize];
@@ -635,10 +646,10 @@ impl Profile {
         let index = samples.len() as u32;
         self.sample_index
             .insert_unique(hash, (hash, index), |&(h, _)| h);
-        let mut own = values.to_vec();
+        let mut own = Values::from_slice(values);
         own.resize(self.sample_types.len(), 0);
         samples.push(Sample {
-            stack: stack.to_vec(),
+            stack: Stack::from_slice(stack),
             values: own,
             labels: labels.to_vec(),
         });
@@ -935,7 +946,7 @@ impl AddressPart {
                 mapping: Some(self.mapping),
                 address,
                 is_return_address: false,
-                lines: Vec::new(),
+                lines: Lines::new(),
             });
             part.add_distinct_sample(&[location], values, &self.labels);
         }
@@ -1258,7 +1269,7 @@ mod tests {
         p.add_sample(&[l], &[3], &[label]);
         p.add_sample(&[l], &[5], &[]);
         assert_eq!(p.samples.len(), 2);
-        assert_eq!(p.samples[0].values, vec![5]);
+        assert_eq!(p.samples[0].values[..], [5]);
         assert_eq!(p.total(0), 10);
     }
 
@@ -1273,7 +1284,7 @@ mod tests {
         a.merge(&b).unwrap();
         assert_eq!(a.sample_types.len(), 2);
         assert_eq!(a.samples.len(), 1);
-        assert_eq!(a.samples[0].values, vec![5, 7]);
+        assert_eq!(a.samples[0].values[..], [5, 7]);
     }
 
     #[test]

@@ -446,7 +446,7 @@ mod tests {
             mapping: None,
             address: addr,
             is_return_address: false,
-            lines: vec![Line { function: f, line }],
+            lines: vec![Line { function: f, line }].into(),
         })
     }
 

@@ -25,7 +25,7 @@ fn hand_built() -> Profile {
             mapping: Some(m),
             address,
             is_return_address: address != 0x1210,
-            lines,
+            lines: lines.into(),
         })
     };
     let l_main = at(

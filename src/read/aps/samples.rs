@@ -45,7 +45,7 @@ impl Locations {
                     mapping,
                     address: u64::from(address),
                     is_return_address,
-                    lines: Vec::new(),
+                    lines: Default::default(),
                 })
             })
     }

@@ -15,7 +15,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::data::GmonData;
 use super::ticks::{function_at, Func, Tick};
-use crate::profile::{FunctionId, Line, Location, LocationId, MappingId, Profile, SymbolFlags};
+use crate::profile::{
+    FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, SymbolFlags,
+};
 use crate::symbolize::{Binary, DwarfReader, RawFrame, SymbolView};
 
 /// Every address the profile may name, sorted and distinct.
@@ -291,7 +293,7 @@ impl<'r, 'a> Locator<'r, 'a> {
     fn add(&mut self, profile: &mut Profile, index: usize) -> LocationId {
         let frames = self.resolved.frames(index);
         self.found.inline_frames |= frames.len() > 1;
-        let mut lines = Vec::with_capacity(frames.len());
+        let mut lines = Lines::with_capacity(frames.len());
         for frame in frames {
             self.found.filenames |= !frame.2.is_empty();
             self.found.line_numbers |= frame.3 > 0;

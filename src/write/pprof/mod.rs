@@ -24,7 +24,7 @@ fn is_written(sample: &Sample) -> bool {
 fn pb_sample(s: &Sample) -> pb::Sample {
     pb::Sample {
         location_id: s.stack.iter().map(|&l| l.index() as u64 + 1).collect(),
-        value: s.values.clone(),
+        value: s.values.to_vec(),
         label: s.labels.iter().map(pb_label).collect(),
     }
 }
@@ -474,7 +474,7 @@ mod encode_tests {
                 mapping: Some(m),
                 address: 0x1000 + a * 977,
                 is_return_address: false,
-                lines: vec![crate::profile::Line {
+                lines: smallvec::smallvec![crate::profile::Line {
                     function: f,
                     line: a as i64,
                 }],

@@ -109,6 +109,14 @@ impl StringTable {
         self.strings.get(id.index()).map_or("", String::as_str)
     }
 
+    /// Makes room for `additional` more strings without growing the index.
+    fn reserve(&mut self, additional: usize) {
+        let strings = &self.strings;
+        self.index
+            .reserve(additional, |id| str_hash(&strings[id.index()]));
+        self.strings.reserve(additional);
+    }
+
     /// Every string, by id.
     pub fn as_slice(&self) -> &[String] {
         &self.strings
@@ -526,6 +534,17 @@ impl Profile {
     pub fn reserve(&mut self, locations: usize, samples: usize) {
         self.locations.reserve(locations);
         self.samples.reserve(samples);
+    }
+
+    /// Makes room for `samples` more samples through [`Profile::add_sample`]
+    /// (their index, which [`Profile::reserve`] leaves alone since distinct
+    /// samples need none) and `functions` more functions with two strings
+    /// each, so that the hash tables are not rebuilt as they grow.
+    pub fn reserve_interned(&mut self, samples: usize, functions: usize) {
+        self.sample_index.reserve(samples, |&(h, _)| h);
+        self.functions.reserve(functions);
+        self.function_index.reserve(functions);
+        self.strings.reserve(functions.saturating_mul(2));
     }
 
     /// Adds a location without looking for an equal one: for readers that

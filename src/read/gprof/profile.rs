@@ -273,6 +273,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
         .map_or(ticks.len(), |s| s.pieces.len());
     let samples = plan.kept.len() + pieces + data.basic_blocks.len();
     profile.reserve(addresses.len(), samples);
+    profile.reserve_interned(samples, funcs.len());
     let mut locator = Locator::new(&addresses, &resolved, mapping);
     add_arcs(&mut profile, &plan, &mut locator);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));

@@ -11,6 +11,7 @@ use crate::profile::{LabelValue, Profile, Sample};
 
 pub mod pb;
 mod stream;
+mod whole;
 mod wire;
 
 pub use stream::{Stream, SPILL_VALUES};
@@ -75,10 +76,7 @@ fn to_proto_tables(profile: &Profile, locations: bool) -> pb::Profile {
         comment.push(string_table.len() as i64);
         string_table.push(text);
     }
-    let vt = |t: &crate::profile::ValueType| pb::ValueType {
-        r#type: t.kind.index() as i64,
-        unit: t.unit.index() as i64,
-    };
+    let vt = pb_value_type;
     let sample_type: Vec<pb::ValueType> = profile.sample_types().iter().map(vt).collect();
     let default_sample_type = profile
         .default_sample_type
@@ -111,6 +109,14 @@ fn to_proto_tables(profile: &Profile, locations: bool) -> pb::Profile {
         comment,
         default_sample_type,
         doc_url: 0,
+    }
+}
+
+/// A sample type or the period type.
+fn pb_value_type(t: &crate::profile::ValueType) -> pb::ValueType {
+    pb::ValueType {
+        r#type: t.kind.index() as i64,
+        unit: t.unit.index() as i64,
     }
 }
 
@@ -160,8 +166,14 @@ fn pb_function((i, f): (usize, &crate::profile::Function)) -> pb::Function {
 /// Writes the profile as pprof protobuf, gzip-compressed when `gzip` (at
 /// the fastest level, as Go's runtime/pprof does).
 pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
-    let bytes = encode(profile);
     let io = |e| Error::io(std::path::Path::new("<output>"), e);
+    if gzip && whole::in_members(profile) {
+        for member in whole::gzip_members(profile).map_err(io)? {
+            out.write_all(&member).map_err(io)?;
+        }
+        return Ok(());
+    }
+    let bytes = encode(profile);
     if gzip {
         for member in gzip_members(&bytes).map_err(io)? {
             out.write_all(&member).map_err(io)?;
@@ -235,38 +247,63 @@ fn encode_tables(profile: &Profile) -> [Vec<u8>; 3] {
 /// Every location as field 4, encoded straight from the IR.
 fn encode_locations(profile: &Profile) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 * profile.locations().len());
+    encode_locations_into(profile, &mut out);
+    out
+}
+
+/// [`encode_locations`] appended to `out`.
+fn encode_locations_into(profile: &Profile, out: &mut Vec<u8>) {
+    encode_some_locations_of(profile.locations(), 0, out);
+}
+
+/// [`encode_locations_into`] for the locations from index `start` on (a
+/// window of them: `locations` is any subslice starting there).
+fn encode_some_locations_of(
+    locations: &[crate::profile::Location],
+    start: usize,
+    out: &mut Vec<u8>,
+) {
     let mut encoder = wire::Encoder::default();
     let mut lines = Vec::new();
-    for (i, l) in profile.locations().iter().enumerate() {
+    for (i, l) in (start..).zip(locations) {
         lines.clear();
         lines.extend(l.lines.iter().map(|line| wire::Line {
             function_id: line.function.index() as u64 + 1,
             line: line.line,
         }));
         let mapping_id = l.mapping.map_or(0, |m| m.index() as u64 + 1);
-        encoder.location(&mut out, i as u64 + 1, mapping_id, l.address, &lines);
+        encoder.location(out, i as u64 + 1, mapping_id, l.address, &lines);
     }
-    out
 }
 
 /// Every written sample as field 2, encoded straight from the IR.
 fn encode_samples(profile: &Profile) -> Vec<u8> {
     // Room for every sample at about 3 bytes per frame and 4 per value, so
     // the buffer is seldom copied while it grows.
-    let guess: usize = profile
+    let mut out = Vec::with_capacity(samples_len_guess(profile));
+    let mut scratch = Vec::new();
+    for sample in profile.samples().iter().filter(|s| is_written(s)) {
+        put_sample(sample, &mut out, &mut scratch);
+    }
+    out
+}
+
+/// About the length of the samples' encoding: 3 bytes per frame and 4 per
+/// value.
+fn samples_len_guess(profile: &Profile) -> usize {
+    profile
         .samples()
         .iter()
         .map(|s| 8 + 3 * s.stack.len() + 4 * s.values.len())
-        .sum();
-    let mut out = Vec::with_capacity(guess);
-    let mut scratch = Vec::new();
-    for sample in profile.samples().iter().filter(|s| is_written(s)) {
-        encode_sample(sample, &mut scratch);
-        put_varint(&mut out, 2 << 3 | 2);
-        put_varint(&mut out, scratch.len() as u64);
-        out.extend_from_slice(&scratch);
-    }
-    out
+        .sum()
+}
+
+/// `sample` as field 2, appended to `out` (`scratch` holds its body).
+fn put_sample(sample: &Sample, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    encode_sample(sample, scratch);
+    put_varint(out, 2 << 3 | 2);
+    put_varint(out, scratch.len() as u64);
+    out.extend_from_slice(scratch);
 }
 
 /// `sample` as prost encodes a `pb::Sample`: packed `location_id` (1),

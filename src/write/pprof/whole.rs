@@ -1,0 +1,219 @@
+//! A large whole profile encoded and gzip-compressed on two threads at
+//! once, as concatenated gzip members (which gzip, Go's `compress/gzip`, so
+//! `go tool pprof`, and flate2's `MultiGzDecoder` read as one stream).
+//!
+//! This thread encodes `sample_type` and the samples (fields 1 and 2), the
+//! other the rest of the message (mappings, locations, then fields 5 to
+//! 15), each in pieces of about [`PIECE`] bytes handed on as they are done.
+//! Each thread then compresses the pieces still waiting, so the first to
+//! finish encoding starts compressing and both cores work until the end. The members, in message order, decompress to
+//! exactly [`super::encode`]'s bytes.
+//!
+//! Memory: the encoded message and its compressed members (O(output)), as
+//! [`super::write`] otherwise keeps.
+
+use std::io;
+use std::sync::{mpsc, Mutex};
+
+use prost::Message;
+
+use super::{gzip_member_into, member_deflate, pb, Profile};
+
+/// Encoded sample bytes per gzip member. Each member starts compressing
+/// with an empty window; at this size that costs well under 1 % of the
+/// output, and a 3 MB profile still makes pieces enough to share.
+const PIECE: usize = 1 << 19;
+
+/// Profiles whose encoding is guessed at this many bytes or more are
+/// written by [`gzip_members`]; smaller ones keep [`super::gzip_members`]'s
+/// bytes (one member below 2 MiB encoded: the fixtures' outputs, and
+/// `compare_outputs.sh`'s DCPI database, 1.7 MB encoded, guessed 2.4 MB).
+/// The guess overstates: 3.7 MB for the gprof-20000 benchmark's 3.5 MB.
+const MIN_BYTES: usize = 3 << 20;
+
+/// A piece of the encoded message and its place: which thread's part of
+/// the message (0 before 1), then its number in it. Pieces are compressed
+/// in any order and written in this order.
+type Piece = ((u8, usize), Vec<u8>);
+
+/// Locations encoded between checks of the piece's size.
+const LOCATIONS_AT_ONCE: usize = 1 << 12;
+
+/// Whether `profile` is large enough, and there is a second core, for
+/// [`gzip_members`].
+pub(super) fn in_members(profile: &Profile) -> bool {
+    if !super::worth_a_thread(profile) {
+        return false;
+    }
+    let guess = super::samples_len_guess(profile) + 16 * profile.locations().len();
+    guess >= MIN_BYTES && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+}
+
+/// The gzip members of `profile`'s pprof message (at Go's BestSpeed
+/// level), in order, made on two threads.
+pub(super) fn gzip_members(profile: &Profile) -> io::Result<Vec<Vec<u8>>> {
+    let (pieces, waiting) = mpsc::channel::<Piece>();
+    let waiting = Mutex::new(waiting);
+    let waiting = &waiting;
+    let mut members = std::thread::scope(|scope| -> io::Result<Vec<Piece>> {
+        let theirs = pieces.clone();
+        let rest = scope.spawn(move || -> io::Result<Vec<Piece>> {
+            // The sender is dropped before compressing, even on an error:
+            // then no thread waits for pieces that will not come.
+            encode_rest_in_pieces(profile, theirs)?;
+            let mut members = Vec::new();
+            compress_waiting(waiting, &mut member_deflate(), &mut members)?;
+            Ok(members)
+        });
+        encode_samples_in_pieces(profile, pieces);
+        let mut members = Vec::new();
+        let mine = compress_waiting(waiting, &mut member_deflate(), &mut members);
+        let theirs = rest.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        mine?;
+        members.extend(theirs?);
+        Ok(members)
+    })?;
+    members.sort_unstable_by_key(|(i, _)| *i);
+    Ok(members.into_iter().map(|(_, m)| m).collect())
+}
+
+/// Compresses the pieces sent to `waiting` until none is left and no more
+/// will come, into `members`.
+fn compress_waiting(
+    waiting: &Mutex<mpsc::Receiver<Piece>>,
+    deflate: &mut flate2::Compress,
+    members: &mut Vec<Piece>,
+) -> io::Result<()> {
+    loop {
+        // A poisoned lock means the other thread panicked: its panic is
+        // resumed when it is joined.
+        let next = match waiting.lock() {
+            Ok(receiver) => receiver.recv(),
+            Err(_) => return Ok(()),
+        };
+        let Ok((i, piece)) = next else {
+            return Ok(());
+        };
+        let member = gzip_member_into(&piece, Vec::with_capacity(piece.len() / 2), deflate)?;
+        members.push((i, member));
+    }
+}
+
+/// Encodes field 1 (`sample_type`) and every written sample (field 2), and
+/// sends them in pieces of about [`PIECE`] bytes, numbered from 0.
+fn encode_samples_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>) {
+    let head = pb::Profile {
+        sample_type: profile
+            .sample_types()
+            .iter()
+            .map(super::pb_value_type)
+            .collect(),
+        ..Default::default()
+    };
+    let mut out = head.encode_to_vec();
+    out.reserve(PIECE + PIECE / 8);
+    let mut scratch = Vec::new();
+    let mut i = 0;
+    for sample in profile.samples().iter().filter(|s| super::is_written(s)) {
+        super::put_sample(sample, &mut out, &mut scratch);
+        send_full(&pieces, (0, &mut i), &mut out);
+    }
+    if !out.is_empty() {
+        // The receiver lives until both threads are done.
+        let _ = pieces.send(((0, i), out));
+    }
+}
+
+/// Sends `out` as piece `place` (and counts it) once it holds [`PIECE`]
+/// bytes, leaving an empty buffer.
+fn send_full(pieces: &mpsc::Sender<Piece>, place: (u8, &mut usize), out: &mut Vec<u8>) {
+    if out.len() < PIECE {
+        return;
+    }
+    let next = Vec::with_capacity(PIECE + PIECE / 8);
+    let _ = pieces.send(((place.0, *place.1), std::mem::replace(out, next)));
+    *place.1 += 1;
+}
+
+/// Encodes the message after the samples: mappings (field 3), locations
+/// (field 4), then fields 5 to 15, and sends it in pieces of about
+/// [`PIECE`] bytes, numbered from 0.
+fn encode_rest_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>) -> io::Result<()> {
+    let mut tables = super::to_proto_tables(profile, false);
+    // `sample_type` goes before the samples ([`encode_samples_in_pieces`]).
+    tables.sample_type.clear();
+    let mappings = pb::Profile {
+        mapping: std::mem::take(&mut tables.mapping),
+        ..Default::default()
+    };
+    let mut out = Vec::with_capacity(PIECE + PIECE / 8);
+    mappings.encode(&mut out).map_err(io::Error::other)?;
+    let mut i = 0;
+    let locations = profile.locations();
+    for (k, window) in locations.chunks(LOCATIONS_AT_ONCE).enumerate() {
+        super::encode_some_locations_of(window, k * LOCATIONS_AT_ONCE, &mut out);
+        send_full(&pieces, (1, &mut i), &mut out);
+    }
+    tables.encode(&mut out).map_err(io::Error::other)?;
+    let _ = pieces.send(((1, i), out));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Line, Location, Mapping, StrId};
+
+    /// A profile of `n` samples of 8 frames each over `n` locations.
+    fn profile(n: u64) -> Profile {
+        let mut p = Profile::new(&[("samples", "count"), ("cpu", "nanoseconds")]);
+        p.add_comment("a comment");
+        let name = p.intern("a.out");
+        let m = p.add_mapping(Mapping::new(0x1000, 0x9000_0000, 0, name, StrId::EMPTY));
+        let f = p.add_function("main", "main", "main.c", 3);
+        let ids: Vec<_> = (0..n)
+            .map(|a| {
+                p.add_location(Location {
+                    mapping: Some(m),
+                    address: 0x1000 + a * 977,
+                    is_return_address: false,
+                    lines: vec![Line {
+                        function: f,
+                        line: a as i64,
+                    }],
+                })
+            })
+            .collect();
+        let pid = [p.label_num("pid", 42, "")];
+        for i in 0..n as usize {
+            let stack: Vec<_> = (0..8).map(|k| ids[(i * 7 + k * 131) % ids.len()]).collect();
+            let values = [i as i64 % 5, (i as i64) << 20];
+            p.add_sample(&stack, &values, if i % 3 == 0 { &pid[..] } else { &[] });
+        }
+        p
+    }
+
+    #[test]
+    fn members_decompress_to_the_encoded_message() {
+        let p = profile(80_000);
+        assert!(in_members(&p) || std::thread::available_parallelism().map_or(1, |n| n.get()) == 1);
+        let members = gzip_members(&p).unwrap();
+        assert!(members.len() > 2, "{} members", members.len());
+        let joined = members.concat();
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::MultiGzDecoder::new(&joined[..]),
+            &mut back,
+        )
+        .unwrap();
+        assert!(
+            back == super::super::encode(&p),
+            "the members decode to the message"
+        );
+    }
+
+    #[test]
+    fn small_profiles_stay_one_member() {
+        assert!(!in_members(&profile(1_000)));
+    }
+}

@@ -177,7 +177,7 @@ mod tests {
                     mapping: Some(m),
                     address: 0x1000 + a * 977,
                     is_return_address: false,
-                    lines: vec![Line {
+                    lines: smallvec::smallvec![Line {
                         function: f,
                         line: a as i64,
                     }],

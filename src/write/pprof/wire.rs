@@ -449,8 +449,8 @@ mod tests {
         assert_eq!(one, expect.encode_to_vec());
     }
 
-    #[test]
-    fn bare_locations_and_one_frame_samples_encode_as_the_general_encoder_does() {
+    /// One string label, and its bytes as the encoder writes them.
+    fn one_label() -> ([Label; 1], Vec<u8>) {
         let labels = [Label {
             key: 3,
             str: 4,
@@ -458,6 +458,12 @@ mod tests {
         }];
         let mut label_bytes = Vec::new();
         encode_labels(&mut label_bytes, &labels);
+        (labels, label_bytes)
+    }
+
+    #[test]
+    fn bare_locations_and_one_frame_samples_encode_as_the_general_encoder_does() {
+        let (labels, label_bytes) = one_label();
         let mut enc = Encoder::default();
         let big = [
             0,
@@ -502,13 +508,7 @@ mod tests {
 
     #[test]
     fn batches_encode_as_one_message_at_a_time() {
-        let labels = [Label {
-            key: 3,
-            str: 4,
-            ..Label::default()
-        }];
-        let mut label_bytes = Vec::new();
-        encode_labels(&mut label_bytes, &labels);
+        let (_, label_bytes) = one_label();
         let addresses: Vec<u64> = (0..3000u64)
             .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 64))
             .collect();

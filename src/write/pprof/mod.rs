@@ -247,17 +247,12 @@ fn encode_tables(profile: &Profile) -> [Vec<u8>; 3] {
 /// Every location as field 4, encoded straight from the IR.
 fn encode_locations(profile: &Profile) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 * profile.locations().len());
-    encode_locations_into(profile, &mut out);
+    encode_some_locations_of(profile.locations(), 0, &mut out);
     out
 }
 
-/// [`encode_locations`] appended to `out`.
-fn encode_locations_into(profile: &Profile, out: &mut Vec<u8>) {
-    encode_some_locations_of(profile.locations(), 0, out);
-}
-
-/// [`encode_locations_into`] for the locations from index `start` on (a
-/// window of them: `locations` is any subslice starting there).
+/// The locations from index `start` on (a window of them: `locations` is
+/// any subslice starting there) as field 4, appended to `out`.
 fn encode_some_locations_of(
     locations: &[crate::profile::Location],
     start: usize,
@@ -343,7 +338,6 @@ fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     buf.push(v as u8);
 }
 
-/// Decodes pprof bytes (gzip-compressed or not): for tests and `info`.
 /// Encoded profiles up to this size are one gzip member (so small outputs
 /// stay byte for byte what one compressor writes); larger ones are cut into
 /// pieces of at least this size compressed on all cores, as concatenated

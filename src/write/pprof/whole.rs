@@ -58,9 +58,9 @@ pub(super) fn gzip_members(profile: &Profile) -> io::Result<Vec<Vec<u8>>> {
     let mut members = std::thread::scope(|scope| -> io::Result<Vec<Piece>> {
         let theirs = pieces.clone();
         let rest = scope.spawn(move || -> io::Result<Vec<Piece>> {
-            // The sender is dropped before compressing, even on an error:
-            // then no thread waits for pieces that will not come.
-            encode_rest_in_pieces(profile, theirs)?;
+            // The sender is dropped before compressing: then no thread
+            // waits for pieces that will not come.
+            encode_rest_in_pieces(profile, theirs);
             let mut members = Vec::new();
             compress_waiting(waiting, &mut member_deflate(), &mut members)?;
             Ok(members)
@@ -138,25 +138,19 @@ fn send_full(pieces: &mpsc::Sender<Piece>, place: (u8, &mut usize), out: &mut Ve
 /// Encodes the message after the samples: mappings (field 3), locations
 /// (field 4), then fields 5 to 15, and sends it in pieces of about
 /// [`PIECE`] bytes, numbered from 0.
-fn encode_rest_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>) -> io::Result<()> {
-    let mut tables = super::to_proto_tables(profile, false);
+fn encode_rest_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>) {
     // `sample_type` goes before the samples ([`encode_samples_in_pieces`]).
-    tables.sample_type.clear();
-    let mappings = pb::Profile {
-        mapping: std::mem::take(&mut tables.mapping),
-        ..Default::default()
-    };
+    let [_, mappings, tail] = super::encode_tables(profile);
     let mut out = Vec::with_capacity(PIECE + PIECE / 8);
-    mappings.encode(&mut out).map_err(io::Error::other)?;
+    out.extend_from_slice(&mappings);
     let mut i = 0;
     let locations = profile.locations();
     for (k, window) in locations.chunks(LOCATIONS_AT_ONCE).enumerate() {
         super::encode_some_locations_of(window, k * LOCATIONS_AT_ONCE, &mut out);
         send_full(&pieces, (1, &mut i), &mut out);
     }
-    tables.encode(&mut out).map_err(io::Error::other)?;
+    out.extend_from_slice(&tail);
     let _ = pieces.send(((1, i), out));
-    Ok(())
 }
 
 #[cfg(test)]

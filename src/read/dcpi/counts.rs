@@ -164,21 +164,13 @@ impl CountSink for RowSink<'_> {
         // are zero, and only the set bits are visited.
         let blocks = raw.chunks_exact(4 * BLOCK);
         let rest = blocks.remainder();
-        for block in blocks {
-            let counts = block_counts(block);
-            let mut mask = counts
-                .iter()
-                .enumerate()
-                .fold(0u32, |m, (i, &c)| m | (u32::from(c != 0) << i));
+        for block in blocks.filter_map(|b| <&[u8; 4 * BLOCK]>::try_from(b).ok()) {
+            let mut mask = nonzero_mask(block);
             while mask != 0 {
-                let i = mask.trailing_zeros();
+                let i = mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                let count = counts[i as usize & (BLOCK - 1)];
-                self.take(
-                    &mut totals,
-                    at.wrapping_add(u64::from(i) * self.insn),
-                    count,
-                );
+                let count = count_at(block, i);
+                self.take(&mut totals, at.wrapping_add(i as u64 * self.insn), count);
             }
             at = at.wrapping_add(BLOCK as u64 * self.insn);
         }
@@ -198,14 +190,27 @@ impl CountSink for RowSink<'_> {
 /// Counts [`RowSink`] looks at together.
 const BLOCK: usize = 8;
 
-/// The [`BLOCK`] little-endian counts of `block` (4 × [`BLOCK`] bytes).
+/// Bit `i` set when count `i` of `block` is not zero. Computed from the
+/// block's words in registers: an array of the counts on the stack, read
+/// back unaligned, had stalled on store forwarding.
 #[inline]
-fn block_counts(block: &[u8]) -> [u32; BLOCK] {
-    let mut counts = [0u32; BLOCK];
-    for (c, b) in counts.iter_mut().zip(block.chunks_exact(4)) {
-        *c = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    }
-    counts
+fn nonzero_mask(block: &[u8; 4 * BLOCK]) -> u32 {
+    (0..BLOCK).fold(0, |mask, i| {
+        let word = [
+            block[4 * i],
+            block[4 * i + 1],
+            block[4 * i + 2],
+            block[4 * i + 3],
+        ];
+        mask | (u32::from(u32::from_ne_bytes(word) != 0) << i)
+    })
+}
+
+/// Count `i` of `block` (`i` < [`BLOCK`]), little-endian.
+#[inline]
+fn count_at(block: &[u8; 4 * BLOCK], i: usize) -> u32 {
+    let at = 4 * (i % BLOCK);
+    u32::from_le_bytes([block[at], block[at + 1], block[at + 2], block[at + 3]])
 }
 
 impl CountSink for Counts {

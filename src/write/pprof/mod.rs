@@ -167,19 +167,20 @@ fn pb_function((i, f): (usize, &crate::profile::Function)) -> pb::Function {
 /// the fastest level, as Go's runtime/pprof does).
 pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     let io = |e| Error::io(std::path::Path::new("<output>"), e);
-    if gzip && whole::in_members(profile) {
-        for member in whole::gzip_members(profile).map_err(io)? {
-            out.write_all(&member).map_err(io)?;
-        }
-        return Ok(());
+    if !gzip {
+        return out.write_all(&encode(profile)).map_err(io);
     }
-    let bytes = encode(profile);
-    if gzip {
-        for member in gzip_members(&bytes).map_err(io)? {
-            out.write_all(&member).map_err(io)?;
-        }
+    // Large profiles: encoded and compressed on both threads, in members;
+    // middle-sized ones: compressed on one thread as the other encodes.
+    let members = if whole::in_members(profile) {
+        whole::gzip_members(profile)
+    } else if whole::piped(profile) {
+        whole::gzip_piped(profile)
     } else {
-        out.write_all(&bytes).map_err(io)?;
+        gzip_members(&encode(profile))
+    };
+    for member in members.map_err(io)? {
+        out.write_all(&member).map_err(io)?;
     }
     Ok(())
 }
@@ -348,8 +349,7 @@ const GZIP_MEMBER_MIN: usize = 1 << 20;
 /// The gzip members of `bytes`, compressed at Go's BestSpeed level.
 fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
     let compress = gzip_member;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let pieces = (bytes.len() / GZIP_MEMBER_MIN).clamp(1, cores);
+    let pieces = gzip_member_count(bytes.len());
     if pieces == 1 {
         return Ok(vec![compress(bytes)?]);
     }
@@ -364,6 +364,12 @@ fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     })
+}
+
+/// How many members [`gzip_members`] makes of `len` encoded bytes.
+fn gzip_member_count(len: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (len / GZIP_MEMBER_MIN).clamp(1, cores)
 }
 
 /// One gzip member of `piece`, at Go's BestSpeed level.
@@ -383,39 +389,75 @@ fn member_deflate() -> flate2::Compress {
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff];
 
 /// [`gzip_member`] written into `out` (emptied first, its capacity reused)
-/// with `deflate` (reset first): the bytes `flate2::write::GzEncoder`
-/// writes, as it makes them — all the input with no flush, then an empty
-/// finish (which opens the last block: one call finishing with the input
-/// would make other blocks).
+/// with `deflate` (reset first).
 fn gzip_member_into(
     piece: &[u8],
-    mut out: Vec<u8>,
+    out: Vec<u8>,
     deflate: &mut flate2::Compress,
 ) -> std::io::Result<Vec<u8>> {
-    use flate2::{FlushCompress, Status};
-    deflate.reset();
-    out.clear();
-    out.extend_from_slice(&GZIP_HEADER);
-    let mut input = piece;
-    while !input.is_empty() {
-        out.reserve(input.len() / 2 + 64);
-        let before = deflate.total_in();
-        deflate.compress_vec(input, &mut out, FlushCompress::None)?;
-        let used = usize::try_from(deflate.total_in() - before).unwrap_or(input.len());
-        input = input.get(used..).unwrap_or_default();
-    }
-    loop {
-        out.reserve(1 << 12);
-        if deflate.compress_vec(&[], &mut out, FlushCompress::Finish)? == Status::StreamEnd {
-            break;
+    let mut member = Member::start(out, deflate);
+    member.add(piece)?;
+    member.finish()
+}
+
+/// A gzip member being written, its input given in any number of pieces:
+/// the bytes `flate2::write::GzEncoder` writes for the pieces joined, as it
+/// makes them — all the input with no flush, then an empty finish (which
+/// opens the last block: one call finishing with the input would make
+/// other blocks). Deflate without flushes does not depend on how its input
+/// is cut.
+struct Member<'d> {
+    out: Vec<u8>,
+    deflate: &'d mut flate2::Compress,
+    crc: flate2::Crc,
+}
+
+impl<'d> Member<'d> {
+    /// A member into `out` (emptied first, its capacity reused) with
+    /// `deflate` (reset first).
+    fn start(mut out: Vec<u8>, deflate: &'d mut flate2::Compress) -> Self {
+        deflate.reset();
+        out.clear();
+        out.extend_from_slice(&GZIP_HEADER);
+        Member {
+            out,
+            deflate,
+            crc: flate2::Crc::new(),
         }
     }
-    let mut crc = flate2::Crc::new();
-    crc.update(piece);
-    out.extend_from_slice(&crc.sum().to_le_bytes());
-    // ISIZE: the length modulo 2^32 (RFC 1952).
-    out.extend_from_slice(&(piece.len() as u32).to_le_bytes());
-    Ok(out)
+
+    /// Compresses the next piece of the input.
+    fn add(&mut self, piece: &[u8]) -> std::io::Result<()> {
+        self.crc.update(piece);
+        let mut input = piece;
+        while !input.is_empty() {
+            self.out.reserve(input.len() / 2 + 64);
+            let before = self.deflate.total_in();
+            self.deflate
+                .compress_vec(input, &mut self.out, flate2::FlushCompress::None)?;
+            let used = usize::try_from(self.deflate.total_in() - before).unwrap_or(input.len());
+            input = input.get(used..).unwrap_or_default();
+        }
+        Ok(())
+    }
+
+    /// Ends the deflate stream; the member's bytes.
+    fn finish(mut self) -> std::io::Result<Vec<u8>> {
+        use flate2::{FlushCompress, Status};
+        loop {
+            self.out.reserve(1 << 12);
+            let status = self
+                .deflate
+                .compress_vec(&[], &mut self.out, FlushCompress::Finish)?;
+            if status == Status::StreamEnd {
+                break;
+            }
+        }
+        self.out.extend_from_slice(&self.crc.sum().to_le_bytes());
+        // ISIZE: the length modulo 2^32 (RFC 1952).
+        self.out.extend_from_slice(&self.crc.amount().to_le_bytes());
+        Ok(self.out)
+    }
 }
 
 /// Decodes pprof bytes (gzip-compressed or not, in one or more gzip

@@ -6,8 +6,13 @@
 //! other the rest of the message (mappings, locations, then fields 5 to
 //! 15), each in pieces of about [`PIECE`] bytes handed on as they are done.
 //! Each thread then compresses the pieces still waiting, so the first to
-//! finish encoding starts compressing and both cores work until the end. The members, in message order, decompress to
-//! exactly [`super::encode`]'s bytes.
+//! finish encoding starts compressing and both cores work until the end.
+//! The members, in message order, decompress to exactly
+//! [`super::encode`]'s bytes.
+//!
+//! A middle-sized profile ([`piped`]) keeps the one member
+//! [`super::gzip_members`] makes of it: this thread encodes the whole
+//! message in small pieces while another compresses them in order.
 //!
 //! Memory: the encoded message and its compressed members (O(output)), as
 //! [`super::write`] otherwise keeps.
@@ -17,7 +22,7 @@ use std::sync::{mpsc, Mutex};
 
 use prost::Message;
 
-use super::{gzip_member_into, member_deflate, pb, Profile};
+use super::{gzip_member_into, member_deflate, pb, Member, Profile};
 
 /// Encoded sample bytes per gzip member. Each member starts compressing
 /// with an empty window; at this size that costs well under 1 % of the
@@ -60,12 +65,12 @@ pub(super) fn gzip_members(profile: &Profile) -> io::Result<Vec<Vec<u8>>> {
         let rest = scope.spawn(move || -> io::Result<Vec<Piece>> {
             // The sender is dropped before compressing: then no thread
             // waits for pieces that will not come.
-            encode_rest_in_pieces(profile, theirs);
+            encode_rest_in_pieces(profile, theirs, PIECE);
             let mut members = Vec::new();
             compress_waiting(waiting, &mut member_deflate(), &mut members)?;
             Ok(members)
         });
-        encode_samples_in_pieces(profile, pieces);
+        encode_samples_in_pieces(profile, pieces, PIECE);
         let mut members = Vec::new();
         let mine = compress_waiting(waiting, &mut member_deflate(), &mut members);
         let theirs = rest.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -75,6 +80,53 @@ pub(super) fn gzip_members(profile: &Profile) -> io::Result<Vec<Vec<u8>>> {
     })?;
     members.sort_unstable_by_key(|(i, _)| *i);
     Ok(members.into_iter().map(|(_, m)| m).collect())
+}
+
+/// Pieces of [`gzip_piped`]: small, so that compressing starts early.
+const SMALL_PIECE: usize = 1 << 16;
+
+/// Whether `profile` is worth [`gzip_piped`]: rows enough to pay for a
+/// thread, a second core, and an encoding guessed below two megabytes (so
+/// that [`super::gzip_members`] would make one member of it).
+pub(super) fn piped(profile: &Profile) -> bool {
+    super::worth_a_thread(profile)
+        && super::samples_len_guess(profile) + 16 * profile.locations().len() < 2 << 20
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+}
+
+/// `super::gzip_members(&super::encode(profile))`, the same bytes: the
+/// message is encoded on this thread in pieces that another thread
+/// compresses as they come, into one member. When the message turns out
+/// to be longer than one member holds, its pieces are compressed again
+/// the usual way.
+pub(super) fn gzip_piped(profile: &Profile) -> io::Result<Vec<Vec<u8>>> {
+    let (pieces, waiting) = mpsc::channel::<Piece>();
+    let (member, encoded) = std::thread::scope(|scope| {
+        let compressor = scope.spawn(move || compress_in_order(waiting));
+        encode_samples_in_pieces(profile, pieces.clone(), SMALL_PIECE);
+        encode_rest_in_pieces(profile, pieces, SMALL_PIECE);
+        compressor
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })?;
+    let len = encoded.iter().map(Vec::len).sum();
+    if super::gzip_member_count(len) == 1 {
+        return Ok(vec![member]);
+    }
+    super::gzip_members(&encoded.concat())
+}
+
+/// One gzip member of the pieces sent to `waiting`, in the order sent
+/// (by one thread), and the pieces.
+fn compress_in_order(waiting: mpsc::Receiver<Piece>) -> io::Result<(Vec<u8>, Vec<Vec<u8>>)> {
+    let mut deflate = member_deflate();
+    let mut member = Member::start(Vec::new(), &mut deflate);
+    let mut pieces = Vec::new();
+    for (_, piece) in waiting {
+        member.add(&piece)?;
+        pieces.push(piece);
+    }
+    Ok((member.finish()?, pieces))
 }
 
 /// Compresses the pieces sent to `waiting` until none is left and no more
@@ -100,8 +152,8 @@ fn compress_waiting(
 }
 
 /// Encodes field 1 (`sample_type`) and every written sample (field 2), and
-/// sends them in pieces of about [`PIECE`] bytes, numbered from 0.
-fn encode_samples_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>) {
+/// sends them in pieces of about `size` bytes, numbered from 0.
+fn encode_samples_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>, size: usize) {
     let head = pb::Profile {
         sample_type: profile
             .sample_types()
@@ -111,12 +163,12 @@ fn encode_samples_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>) {
         ..Default::default()
     };
     let mut out = head.encode_to_vec();
-    out.reserve(PIECE + PIECE / 8);
+    out.reserve(size + size / 8);
     let mut scratch = Vec::new();
     let mut i = 0;
     for sample in profile.samples().iter().filter(|s| super::is_written(s)) {
         super::put_sample(sample, &mut out, &mut scratch);
-        send_full(&pieces, (0, &mut i), &mut out);
+        send_full(&pieces, (0, &mut i), &mut out, size);
     }
     if !out.is_empty() {
         // The receiver lives until both threads are done.
@@ -124,30 +176,35 @@ fn encode_samples_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>) {
     }
 }
 
-/// Sends `out` as piece `place` (and counts it) once it holds [`PIECE`]
+/// Sends `out` as piece `place` (and counts it) once it holds `size`
 /// bytes, leaving an empty buffer.
-fn send_full(pieces: &mpsc::Sender<Piece>, place: (u8, &mut usize), out: &mut Vec<u8>) {
-    if out.len() < PIECE {
+fn send_full(
+    pieces: &mpsc::Sender<Piece>,
+    place: (u8, &mut usize),
+    out: &mut Vec<u8>,
+    size: usize,
+) {
+    if out.len() < size {
         return;
     }
-    let next = Vec::with_capacity(PIECE + PIECE / 8);
+    let next = Vec::with_capacity(size + size / 8);
     let _ = pieces.send(((place.0, *place.1), std::mem::replace(out, next)));
     *place.1 += 1;
 }
 
 /// Encodes the message after the samples: mappings (field 3), locations
 /// (field 4), then fields 5 to 15, and sends it in pieces of about
-/// [`PIECE`] bytes, numbered from 0.
-fn encode_rest_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>) {
+/// `size` bytes, numbered from 0.
+fn encode_rest_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>, size: usize) {
     // `sample_type` goes before the samples ([`encode_samples_in_pieces`]).
     let [_, mappings, tail] = super::encode_tables(profile);
-    let mut out = Vec::with_capacity(PIECE + PIECE / 8);
+    let mut out = Vec::with_capacity(size + size / 8);
     out.extend_from_slice(&mappings);
     let mut i = 0;
     let locations = profile.locations();
     for (k, window) in locations.chunks(LOCATIONS_AT_ONCE).enumerate() {
         super::encode_some_locations_of(window, k * LOCATIONS_AT_ONCE, &mut out);
-        send_full(&pieces, (1, &mut i), &mut out);
+        send_full(&pieces, (1, &mut i), &mut out, size);
     }
     out.extend_from_slice(&tail);
     let _ = pieces.send(((1, i), out));
@@ -204,6 +261,22 @@ mod tests {
             back == super::super::encode(&p),
             "the members decode to the message"
         );
+    }
+
+    #[test]
+    fn piped_is_what_encoding_then_compressing_gives() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // One member of many pieces; then a message past one member, whose
+        // pieces are compressed again as members.
+        for n in [6_000, 80_000] {
+            let p = profile(n);
+            let encoded = super::super::encode(&p);
+            assert!(encoded.len() > 4 * SMALL_PIECE, "{} bytes", encoded.len());
+            assert!(n > 6_000 || piped(&p) || cores == 1);
+            let expected = super::super::gzip_members(&encoded).unwrap();
+            assert!(n == 6_000 || expected.len() > 1 || cores == 1);
+            assert!(gzip_piped(&p).unwrap() == expected, "{n} samples");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! `/usr/lib/debug`), as gdb does.
 
 pub mod images;
+pub mod lines;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -495,6 +496,18 @@ impl Binary {
         }
     }
 
+    /// The file and line of each of the sorted `addresses`, found in one
+    /// pass over the line tables ([`lines::sorted_lines`]): what
+    /// [`SymbolView::single_frame_at`] would find, for the addresses
+    /// [`SymbolView::single_frame_with`] takes. `None` when the DWARF has
+    /// inlined frames or was not loaded.
+    pub fn sorted_lines(&self, addresses: &[u64]) -> Option<lines::SortedLines> {
+        if !self.single_frames {
+            return None;
+        }
+        lines::sorted_lines(self.dwarf_path()?, addresses)
+    }
+
     /// The reader of the binary's DWARF, when it was loaded.
     pub fn dwarf_reader(&self) -> Option<&DwarfReader> {
         self.dwarf.as_ref()
@@ -629,6 +642,19 @@ impl<'a> SymbolView<'a> {
             (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
         });
         Some((sym, file, line))
+    }
+
+    /// [`SymbolView::single_frame_at`] with the file and line already found
+    /// ([`Binary::sorted_lines`]).
+    pub fn single_frame_with<'d>(
+        self,
+        svma: u64,
+        (file, line): (&'d str, i64),
+    ) -> Option<(&'a FunctionSymbol, &'d str, i64)> {
+        if !self.single_frames || svma == u64::MAX {
+            return None;
+        }
+        Some((self.symbol_at(svma)?, file, line))
     }
 
     /// The frames at `svma`, innermost first, names from the symbols (the

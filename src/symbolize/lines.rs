@@ -643,9 +643,10 @@ struct Decoder<'d> {
     mask: u64,
     version: u16,
     min_length: u64,
-    line_base: i8,
     line_range: u8,
     opcode_base: u8,
+    /// The line and address advances of each special opcode.
+    special: Box<[(i64, u64); 256]>,
 }
 
 /// The state machine's registers that rows carry here.
@@ -698,6 +699,15 @@ impl<'d> Decoder<'d> {
             return None;
         }
         let program = header.raw_program_buf();
+        let min_length = u64::from(encoding.minimum_instruction_length);
+        let mut special = Box::new([(0i64, 0u64); 256]);
+        for (opcode, advance) in special.iter_mut().enumerate() {
+            // gimli's `exec_special_opcode` (opcodes below the base unused).
+            let adjusted = (opcode as u8).wrapping_sub(header.opcode_base());
+            let line = i64::from(encoding.line_base) + i64::from(adjusted % encoding.line_range);
+            let ops = u64::from(adjusted / encoding.line_range);
+            *advance = (line, min_length.wrapping_mul(ops));
+        }
         Some(Decoder {
             bytes: program.slice(),
             pos: 0,
@@ -705,10 +715,10 @@ impl<'d> Decoder<'d> {
             address_size,
             mask: u64::MAX >> (64 - 8 * u32::from(address_size)),
             version: header.version(),
-            min_length: u64::from(encoding.minimum_instruction_length),
-            line_base: encoding.line_base,
+            min_length,
             line_range: encoding.line_range,
             opcode_base: header.opcode_base(),
+            special,
         })
     }
 
@@ -720,11 +730,10 @@ impl<'d> Decoder<'d> {
             if opcode == 0 {
                 self.extended(&mut regs, table)?;
             } else if opcode >= self.opcode_base {
-                let adjusted = opcode - self.opcode_base;
-                let line_advance = adjusted % self.line_range;
-                regs.advance_line(i64::from(self.line_base) + i64::from(line_advance));
-                self.advance_ops(&mut regs, u64::from(adjusted / self.line_range))?;
+                let (line, address) = self.special[usize::from(opcode)];
+                regs.advance_line(line);
                 if !regs.tombstone {
+                    regs.address = self.add(regs.address, address)?;
                     table.row(regs.row())?;
                 }
             } else {
@@ -750,6 +759,7 @@ impl<'d> Decoder<'d> {
     }
 
     /// A standard opcode (below the opcode base).
+    #[inline]
     fn standard(&mut self, opcode: u8, regs: &mut Registers, table: &mut Table<'_>) -> Option<()> {
         match opcode {
             // DW_LNS_copy
@@ -876,6 +886,12 @@ impl<'d> Decoder<'d> {
 /// ten bytes long (gimli's overflow checks are not followed).
 #[inline]
 fn uleb(bytes: &[u8], pos: &mut usize) -> Option<u64> {
+    // Mostly one byte.
+    let &first = bytes.get(*pos)?;
+    if first < 0x80 {
+        *pos += 1;
+        return Some(u64::from(first));
+    }
     let mut value = 0u64;
     let mut shift = 0;
     loop {

@@ -112,7 +112,9 @@ pub struct Binary {
     /// Link-time address of each named section, in file order.
     sections: Vec<(String, u64)>,
     symbols: Vec<FunctionSymbol>,
-    dwarf: Option<DwarfReader>,
+    /// addr2line's reader of `debug_file`, once opened ([`Binary::dwarf_reader`]):
+    /// `None` inside when it does not open.
+    dwarf: std::cell::OnceCell<Option<DwarfReader>>,
     /// The DWARF declares no inlined subroutine and no split unit, so an
     /// address has at most one frame: its function and the line table's
     /// file and line ([`no_inlined_frames`]).
@@ -405,6 +407,10 @@ impl Binary {
     /// path, size and modification time) is reused: an archive run converts
     /// many profiles of one program, and opening it (symbols, DWARF index) is
     /// most of the cost of a small conversion.
+    ///
+    /// For callers that look addresses up with [`Binary::sorted_lines`]
+    /// (gprof): when the DWARF has no inlined frames, addr2line's reader is
+    /// opened only when an address needs it ([`Binary::open_with`]).
     pub fn open_cached(path: &Path) -> Result<std::rc::Rc<Binary>> {
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         let (mtime, len) = (meta.modified().ok(), meta.len());
@@ -417,7 +423,7 @@ impl Binary {
         if let Some(b) = hit {
             return Ok(b);
         }
-        let binary = std::rc::Rc::new(Binary::open(path)?);
+        let binary = std::rc::Rc::new(Binary::open_with(path, true)?);
         OPENED.with(|c| {
             let mut c = c.borrow_mut();
             if c.len() >= CACHED_BINARIES {
@@ -431,6 +437,14 @@ impl Binary {
     /// Opens an executable, its symbol table, and its DWARF (in the file or a
     /// separate debug file).
     pub fn open(path: &Path) -> Result<Binary> {
+        Binary::open_with(path, false)
+    }
+
+    /// [`Binary::open`]; with `lazy_single`, addr2line's reader of DWARF
+    /// without inlined frames is left unopened until
+    /// [`Binary::dwarf_reader`] needs it (the file and line of such frames
+    /// come from [`Binary::sorted_lines`], which does not use it).
+    pub fn open_with(path: &Path, lazy_single: bool) -> Result<Binary> {
         let data = map_object(path)?;
         let file = object::File::parse(&*data).map_err(|e| {
             Error::unsupported(path, format!("not an executable profconv can read: {e}"))
@@ -442,15 +456,22 @@ impl Binary {
         };
         // addr2line's loader parses the DWARF and builds its own symbol map:
         // on another thread, while this one reads the symbol table.
+        let eager = !(lazy_single && single_frames);
         let (symbols, dwarf) = std::thread::scope(|scope| {
             let loader = debug_file
                 .as_deref()
+                .filter(|_| eager)
                 .map(|f| scope.spawn(move || DwarfReader::open(f)));
             let mut symbols = text_symbols(&file);
             if symbols.is_empty() {
                 symbols = debug_file_symbols(path, debug_file.as_deref());
             }
-            let dwarf = loader.and_then(|h| h.join().ok().flatten());
+            let dwarf = std::cell::OnceCell::new();
+            match loader {
+                Some(h) => drop(dwarf.set(h.join().ok().flatten())),
+                None if !eager => {} // opened when needed
+                None => drop(dwarf.set(None)),
+            }
             (symbols, dwarf)
         });
         Ok(Binary {
@@ -478,7 +499,7 @@ impl Binary {
 
     /// True when DWARF was found (in the file or a debug file).
     pub fn has_dwarf(&self) -> bool {
-        self.dwarf.is_some()
+        self.dwarf_reader().is_some()
     }
 
     /// The symbol whose range holds `address`: `[its value, its value + size)`,
@@ -505,18 +526,23 @@ impl Binary {
         if !self.single_frames {
             return None;
         }
-        lines::sorted_lines(self.dwarf_path()?, addresses)
+        // Where addr2line's reader would not open, this pass finds nothing
+        // either: same file, same sections, same units (lines.rs).
+        lines::sorted_lines(self.debug_file.as_deref()?, addresses)
     }
 
-    /// The reader of the binary's DWARF, when it was loaded.
+    /// The reader of the binary's DWARF, when it loads (opened here if
+    /// [`Binary::open_with`] left it).
     pub fn dwarf_reader(&self) -> Option<&DwarfReader> {
-        self.dwarf.as_ref()
+        self.dwarf
+            .get_or_init(|| self.debug_file.as_deref().and_then(DwarfReader::open))
+            .as_ref()
     }
 
     /// The file whose DWARF [`Binary::frames_at`] reads, when it was loaded:
     /// what [`DwarfReader::open`] opens again for another thread.
     pub fn dwarf_path(&self) -> Option<&Path> {
-        self.dwarf.as_ref().and(self.debug_file.as_deref())
+        self.dwarf_reader().and(self.debug_file.as_deref())
     }
 
     /// The link-time address of the first section called `name` (`.text`).
@@ -581,7 +607,7 @@ impl Binary {
     /// (names demangled from DWARF are owned): what
     /// [`Binary::for_each_frame`] visits.
     pub fn frames_at(&self, svma: u64) -> SmallVec<[RawFrame<'_>; 4]> {
-        self.symbol_view().frames_at(self.dwarf.as_ref(), svma)
+        self.symbol_view().frames_at(self.dwarf_reader(), svma)
     }
 }
 

@@ -107,16 +107,17 @@ impl<'a> Resolved<'a> {
             None => Vec::new(),
         };
         let files: &'a [String] = files;
-        let single = binary.map(|b| (b.symbol_view(), b.dwarf_reader()));
         for (i, &address) in addresses.iter().enumerate() {
             if let Some(binary) = binary {
                 // The one frame of an address, without a frame list.
-                let one = single.and_then(|(view, dwarf)| {
-                    match found.get(i).and_then(|f| f.location(files)) {
-                        Some(location) => view.single_frame_with(address, location),
-                        None => view.single_frame_at(dwarf?, address),
-                    }
-                });
+                // addr2line's reader opens only if an address needs it.
+                let view = binary.symbol_view();
+                let one = match found.get(i).and_then(|f| f.location(files)) {
+                    Some(location) => view.single_frame_with(address, location),
+                    None => binary
+                        .dwarf_reader()
+                        .and_then(|dwarf| view.single_frame_at(dwarf, address)),
+                };
                 if let Some((sym, file, line)) = one {
                     let (name, system) = (sym.name.as_str(), sym.system_name.as_str());
                     frames.push((Cow::Borrowed(name), Cow::Borrowed(system), file, line));

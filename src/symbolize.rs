@@ -671,16 +671,38 @@ impl<'a> SymbolView<'a> {
     }
 
     /// [`SymbolView::single_frame_at`] with the file and line already found
-    /// ([`Binary::sorted_lines`]).
+    /// ([`Binary::sorted_lines`]), for addresses asked in ascending order:
+    /// `cursor` (0 at first) is where the symbol search resumes
+    /// ([`SymbolView::symbol_at_sorted`]).
     pub fn single_frame_with<'d>(
         self,
         svma: u64,
         (file, line): (&'d str, i64),
+        cursor: &mut usize,
     ) -> Option<(&'a FunctionSymbol, &'d str, i64)> {
         if !self.single_frames || svma == u64::MAX {
             return None;
         }
-        Some((self.symbol_at(svma)?, file, line))
+        Some((self.symbol_at_sorted(svma, cursor)?, file, line))
+    }
+
+    /// [`SymbolView::symbol_at`] for addresses asked in ascending order:
+    /// `cursor` counts the symbols at or below the last address asked (0 at
+    /// first), so that all the lookups walk the symbols once.
+    pub fn symbol_at_sorted(self, address: u64, cursor: &mut usize) -> Option<&'a FunctionSymbol> {
+        let symbols = self.symbols;
+        // What `partition_point` finds, from where it was last time.
+        while symbols.get(*cursor).is_some_and(|s| s.address <= address) {
+            *cursor += 1;
+        }
+        let i = cursor.checked_sub(1)?;
+        let sym = &symbols[i];
+        let end = if sym.size > 0 {
+            sym.address + sym.size
+        } else {
+            symbols.get(i + 1).map_or(u64::MAX, |n| n.address)
+        };
+        (address < end).then_some(sym)
     }
 
     /// The frames at `svma`, innermost first, names from the symbols (the
@@ -896,7 +918,49 @@ fn intern_frames(
 
 #[cfg(test)]
 mod tests {
-    use super::demangle;
+    use super::{demangle, FunctionSymbol, SymbolView};
+
+    #[test]
+    fn symbol_at_sorted_finds_what_symbol_at_finds() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Sizes 0 (up to the next symbol), short (padding after) and long
+        // (overlapping the next symbols).
+        let mut address = 0x1000;
+        let symbols: Vec<FunctionSymbol> = (0..300)
+            .map(|i| {
+                address += 1 + next() % 64;
+                let size = [0, next() % 16, next() % 200][(next() % 3) as usize];
+                let name = format!("f{i}");
+                let system_name = name.clone();
+                FunctionSymbol {
+                    address,
+                    size,
+                    name,
+                    system_name,
+                }
+            })
+            .collect();
+        let view = SymbolView {
+            symbols: &symbols,
+            single_frames: true,
+        };
+        let mut probes: Vec<u64> = (0..3000)
+            .map(|_| 0xff0 + next() % (address - 0xf00))
+            .collect();
+        probes.extend([0, 0x1000, address, address + 1, u64::MAX]);
+        probes.sort_unstable();
+        let mut cursor = 0;
+        for probe in probes {
+            let sorted = view.symbol_at_sorted(probe, &mut cursor);
+            assert_eq!(sorted, view.symbol_at(probe), "at {probe:#x}");
+        }
+    }
 
     #[test]
     fn rust_and_cpp_names_are_demangled_and_c_names_kept() {

@@ -107,13 +107,14 @@ impl<'a> Resolved<'a> {
             None => Vec::new(),
         };
         let files: &'a [String] = files;
+        let mut cursor = 0; // the symbols below the address (ascending)
         for (i, &address) in addresses.iter().enumerate() {
             if let Some(binary) = binary {
                 // The one frame of an address, without a frame list.
                 // addr2line's reader opens only if an address needs it.
                 let view = binary.symbol_view();
                 let one = match found.get(i).and_then(|f| f.location(files)) {
-                    Some(location) => view.single_frame_with(address, location),
+                    Some(location) => view.single_frame_with(address, location, &mut cursor),
                     None => binary
                         .dwarf_reader()
                         .and_then(|dwarf| view.single_frame_at(dwarf, address)),

@@ -727,15 +727,16 @@ impl<'d> Decoder<'d> {
         let mut regs = Registers::new();
         while let Some(&opcode) = self.bytes.get(self.pos) {
             self.pos += 1;
-            if opcode == 0 {
-                self.extended(&mut regs, table)?;
-            } else if opcode >= self.opcode_base {
+            // Special opcodes first (the opcode base is not 0).
+            if opcode >= self.opcode_base {
                 let (line, address) = self.special[usize::from(opcode)];
                 regs.advance_line(line);
                 if !regs.tombstone {
                     regs.address = self.add(regs.address, address)?;
                     table.row(regs.row())?;
                 }
+            } else if opcode == 0 {
+                self.extended(&mut regs, table)?;
             } else {
                 self.standard(opcode, &mut regs, table)?;
             }
@@ -759,7 +760,7 @@ impl<'d> Decoder<'d> {
     }
 
     /// A standard opcode (below the opcode base).
-    #[inline]
+    #[inline(always)]
     fn standard(&mut self, opcode: u8, regs: &mut Registers, table: &mut Table<'_>) -> Option<()> {
         match opcode {
             // DW_LNS_copy
@@ -857,6 +858,7 @@ impl<'d> Decoder<'d> {
         Some(value)
     }
 
+    #[inline(always)]
     fn uleb(&mut self) -> Option<u64> {
         uleb(self.bytes, &mut self.pos)
     }
@@ -884,7 +886,7 @@ impl<'d> Decoder<'d> {
 
 /// An unsigned LEB128 number at `bytes[*pos..]`; `None` when truncated or
 /// ten bytes long (gimli's overflow checks are not followed).
-#[inline]
+#[inline(always)]
 fn uleb(bytes: &[u8], pos: &mut usize) -> Option<u64> {
     // Mostly one byte.
     let &first = bytes.get(*pos)?;

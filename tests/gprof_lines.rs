@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use object::{Object, ObjectSection, SectionFlags, SectionKind};
-use profconv::symbolize::lines::{sorted_lines, Found};
+use profconv::symbolize::lines::{sorted_lines, Found, SortedLines};
 
 /// Every address of the executable sections of `path` (also those a
 /// separate debug file keeps without their bytes), sorted.
@@ -40,6 +40,16 @@ fn compare(path: &Path) -> usize {
     assert!(!addresses.is_empty(), "{}: no text", path.display());
     let loader = addr2line::Loader::new(path).unwrap();
     let sorted = sorted_lines(path, &addresses).expect("the units parse");
+    compare_with(&loader, &sorted, &addresses, path)
+}
+
+/// Every address the sorted pass answers has addr2line's answer.
+fn compare_with(
+    loader: &addr2line::Loader,
+    sorted: &SortedLines,
+    addresses: &[u64],
+    path: &Path,
+) -> usize {
     assert_eq!(sorted.found.len(), addresses.len());
     let mut answered = 0;
     for (i, &address) in addresses.iter().enumerate() {
@@ -48,12 +58,63 @@ fn compare(path: &Path) -> usize {
             continue;
         };
         answered += 1;
-        let theirs = loader.find_location(address).unwrap().map_or(("", 0), |l| {
-            (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
+        let theirs = loader.find_location(address);
+        let theirs = theirs.as_ref().map(|found| {
+            found.as_ref().map_or(("", 0), |l| {
+                (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
+            })
         });
-        assert_eq!(ours, theirs, "{} at {address:#x}", path.display());
+        assert_eq!(
+            Ok(ours),
+            theirs.map_err(|e| e.to_string()),
+            "{} at {address:#x}",
+            path.display()
+        );
     }
     answered
+}
+
+/// Damaged line tables: bytes of `.debug_line` (and of `.debug_info`)
+/// overwritten at random. The pass must not panic, must answer only what
+/// addr2line answers the same way, and must find nothing where addr2line's
+/// reader does not open (gprof then opens that reader only when asked).
+#[test]
+fn sorted_lookup_on_damaged_dwarf_answers_like_addr2line_or_asks() {
+    let fixture = common::fixture("gprof/callgraph-nopie");
+    let data = std::fs::read(&fixture).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let range = |name: &str| {
+        let (offset, size) = file.section_by_name(name).unwrap().file_range().unwrap();
+        offset as usize..(offset + size) as usize
+    };
+    let (line, info) = (range(".debug_line"), range(".debug_info"));
+    let addresses = text_addresses(&fixture);
+    let dir = common::tempdir();
+    let mut rng = common::rng::Rng(0x9e37_79b9_7f4a_7c15);
+    let mut answered = 0;
+    for round in 0..300 {
+        let mut damaged = data.clone();
+        let section = if round % 4 == 3 { &info } else { &line };
+        for _ in 0..1 + rng.below(4) {
+            let at = section.start + rng.below(section.len() as u64) as usize;
+            damaged[at] = rng.next() as u8;
+        }
+        let path = dir.path().join(format!("damaged-{round}"));
+        std::fs::write(&path, &damaged).unwrap();
+        let sorted = sorted_lines(&path, &addresses);
+        match addr2line::Loader::new(&path) {
+            Ok(loader) => {
+                if let Some(sorted) = sorted {
+                    answered += compare_with(&loader, &sorted, &addresses, &path);
+                }
+            }
+            Err(_) => assert!(
+                sorted.is_none_or(|s| s.found.iter().all(|f| *f == Found::Ask)),
+                "round {round}: addr2line's reader does not open, the sorted pass answers"
+            ),
+        }
+    }
+    assert!(answered > 0, "every damaged file was asked of addr2line");
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! `/usr/lib/debug`), as gdb does.
 
 pub mod images;
+pub mod lines;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -111,7 +112,9 @@ pub struct Binary {
     /// Link-time address of each named section, in file order.
     sections: Vec<(String, u64)>,
     symbols: Vec<FunctionSymbol>,
-    dwarf: Option<DwarfReader>,
+    /// addr2line's reader of `debug_file`, once opened ([`Binary::dwarf_reader`]):
+    /// `None` inside when it does not open.
+    dwarf: std::cell::OnceCell<Option<DwarfReader>>,
     /// The DWARF declares no inlined subroutine and no split unit, so an
     /// address has at most one frame: its function and the line table's
     /// file and line ([`no_inlined_frames`]).
@@ -404,6 +407,10 @@ impl Binary {
     /// path, size and modification time) is reused: an archive run converts
     /// many profiles of one program, and opening it (symbols, DWARF index) is
     /// most of the cost of a small conversion.
+    ///
+    /// For callers that look addresses up with [`Binary::sorted_lines`]
+    /// (gprof): when the DWARF has no inlined frames, addr2line's reader is
+    /// opened only when an address needs it ([`Binary::open_with`]).
     pub fn open_cached(path: &Path) -> Result<std::rc::Rc<Binary>> {
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         let (mtime, len) = (meta.modified().ok(), meta.len());
@@ -416,7 +423,7 @@ impl Binary {
         if let Some(b) = hit {
             return Ok(b);
         }
-        let binary = std::rc::Rc::new(Binary::open(path)?);
+        let binary = std::rc::Rc::new(Binary::open_with(path, true)?);
         OPENED.with(|c| {
             let mut c = c.borrow_mut();
             if c.len() >= CACHED_BINARIES {
@@ -430,6 +437,14 @@ impl Binary {
     /// Opens an executable, its symbol table, and its DWARF (in the file or a
     /// separate debug file).
     pub fn open(path: &Path) -> Result<Binary> {
+        Binary::open_with(path, false)
+    }
+
+    /// [`Binary::open`]; with `lazy_single`, addr2line's reader of DWARF
+    /// without inlined frames is left unopened until
+    /// [`Binary::dwarf_reader`] needs it (the file and line of such frames
+    /// come from [`Binary::sorted_lines`], which does not use it).
+    pub fn open_with(path: &Path, lazy_single: bool) -> Result<Binary> {
         let data = map_object(path)?;
         let file = object::File::parse(&*data).map_err(|e| {
             Error::unsupported(path, format!("not an executable profconv can read: {e}"))
@@ -441,15 +456,22 @@ impl Binary {
         };
         // addr2line's loader parses the DWARF and builds its own symbol map:
         // on another thread, while this one reads the symbol table.
+        let eager = !(lazy_single && single_frames);
         let (symbols, dwarf) = std::thread::scope(|scope| {
             let loader = debug_file
                 .as_deref()
+                .filter(|_| eager)
                 .map(|f| scope.spawn(move || DwarfReader::open(f)));
             let mut symbols = text_symbols(&file);
             if symbols.is_empty() {
                 symbols = debug_file_symbols(path, debug_file.as_deref());
             }
-            let dwarf = loader.and_then(|h| h.join().ok().flatten());
+            let dwarf = std::cell::OnceCell::new();
+            match loader {
+                Some(h) => drop(dwarf.set(h.join().ok().flatten())),
+                None if !eager => {} // opened when needed
+                None => drop(dwarf.set(None)),
+            }
             (symbols, dwarf)
         });
         Ok(Binary {
@@ -477,7 +499,7 @@ impl Binary {
 
     /// True when DWARF was found (in the file or a debug file).
     pub fn has_dwarf(&self) -> bool {
-        self.dwarf.is_some()
+        self.dwarf_reader().is_some()
     }
 
     /// The symbol whose range holds `address`: `[its value, its value + size)`,
@@ -495,15 +517,32 @@ impl Binary {
         }
     }
 
-    /// The reader of the binary's DWARF, when it was loaded.
+    /// The file and line of each of the sorted `addresses`, found in one
+    /// pass over the line tables ([`lines::sorted_lines`]): what
+    /// [`SymbolView::single_frame_at`] would find, for the addresses
+    /// [`SymbolView::single_frame_with`] takes. `None` when the DWARF has
+    /// inlined frames or was not loaded.
+    pub fn sorted_lines(&self, addresses: &[u64]) -> Option<lines::SortedLines> {
+        if !self.single_frames {
+            return None;
+        }
+        // Where addr2line's reader would not open, this pass finds nothing
+        // either: same file, same sections, same units (lines.rs).
+        lines::sorted_lines(self.debug_file.as_deref()?, addresses)
+    }
+
+    /// The reader of the binary's DWARF, when it loads (opened here if
+    /// [`Binary::open_with`] left it).
     pub fn dwarf_reader(&self) -> Option<&DwarfReader> {
-        self.dwarf.as_ref()
+        self.dwarf
+            .get_or_init(|| self.debug_file.as_deref().and_then(DwarfReader::open))
+            .as_ref()
     }
 
     /// The file whose DWARF [`Binary::frames_at`] reads, when it was loaded:
     /// what [`DwarfReader::open`] opens again for another thread.
     pub fn dwarf_path(&self) -> Option<&Path> {
-        self.dwarf.as_ref().and(self.debug_file.as_deref())
+        self.dwarf_reader().and(self.debug_file.as_deref())
     }
 
     /// The link-time address of the first section called `name` (`.text`).
@@ -568,7 +607,7 @@ impl Binary {
     /// (names demangled from DWARF are owned): what
     /// [`Binary::for_each_frame`] visits.
     pub fn frames_at(&self, svma: u64) -> SmallVec<[RawFrame<'_>; 4]> {
-        self.symbol_view().frames_at(self.dwarf.as_ref(), svma)
+        self.symbol_view().frames_at(self.dwarf_reader(), svma)
     }
 }
 
@@ -629,6 +668,41 @@ impl<'a> SymbolView<'a> {
             (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
         });
         Some((sym, file, line))
+    }
+
+    /// [`SymbolView::single_frame_at`] with the file and line already found
+    /// ([`Binary::sorted_lines`]), for addresses asked in ascending order:
+    /// `cursor` (0 at first) is where the symbol search resumes
+    /// ([`SymbolView::symbol_at_sorted`]).
+    pub fn single_frame_with<'d>(
+        self,
+        svma: u64,
+        (file, line): (&'d str, i64),
+        cursor: &mut usize,
+    ) -> Option<(&'a FunctionSymbol, &'d str, i64)> {
+        if !self.single_frames || svma == u64::MAX {
+            return None;
+        }
+        Some((self.symbol_at_sorted(svma, cursor)?, file, line))
+    }
+
+    /// [`SymbolView::symbol_at`] for addresses asked in ascending order:
+    /// `cursor` counts the symbols at or below the last address asked (0 at
+    /// first), so that all the lookups walk the symbols once.
+    pub fn symbol_at_sorted(self, address: u64, cursor: &mut usize) -> Option<&'a FunctionSymbol> {
+        let symbols = self.symbols;
+        // What `partition_point` finds, from where it was last time.
+        while symbols.get(*cursor).is_some_and(|s| s.address <= address) {
+            *cursor += 1;
+        }
+        let i = cursor.checked_sub(1)?;
+        let sym = &symbols[i];
+        let end = if sym.size > 0 {
+            sym.address + sym.size
+        } else {
+            symbols.get(i + 1).map_or(u64::MAX, |n| n.address)
+        };
+        (address < end).then_some(sym)
     }
 
     /// The frames at `svma`, innermost first, names from the symbols (the
@@ -844,7 +918,49 @@ fn intern_frames(
 
 #[cfg(test)]
 mod tests {
-    use super::demangle;
+    use super::{demangle, FunctionSymbol, SymbolView};
+
+    #[test]
+    fn symbol_at_sorted_finds_what_symbol_at_finds() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        // Sizes 0 (up to the next symbol), short (padding after) and long
+        // (overlapping the next symbols).
+        let mut address = 0x1000;
+        let symbols: Vec<FunctionSymbol> = (0..300)
+            .map(|i| {
+                address += 1 + next() % 64;
+                let size = [0, next() % 16, next() % 200][(next() % 3) as usize];
+                let name = format!("f{i}");
+                let system_name = name.clone();
+                FunctionSymbol {
+                    address,
+                    size,
+                    name,
+                    system_name,
+                }
+            })
+            .collect();
+        let view = SymbolView {
+            symbols: &symbols,
+            single_frames: true,
+        };
+        let mut probes: Vec<u64> = (0..3000)
+            .map(|_| 0xff0 + next() % (address - 0xf00))
+            .collect();
+        probes.extend([0, 0x1000, address, address + 1, u64::MAX]);
+        probes.sort_unstable();
+        let mut cursor = 0;
+        for probe in probes {
+            let sorted = view.symbol_at_sorted(probe, &mut cursor);
+            assert_eq!(sorted, view.symbol_at(probe), "at {probe:#x}");
+        }
+    }
 
     #[test]
     fn rust_and_cpp_names_are_demangled_and_c_names_kept() {

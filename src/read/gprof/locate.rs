@@ -1,15 +1,13 @@
 //! Addresses → locations (§3). Every address the profile names (arc ends,
 //! tick addresses, basic blocks) is known before any sample is added, so
 //! each distinct address is looked up once, in address order
-//! ([`Resolved::new`], while another thread builds the call graph and the
-//! stacks; for many addresses [`resolve_beside`] gives the last 40 % to a
-//! third thread with a DWARF reader of its own); [`Locator`] then numbers
-//! the locations in order of first use, as the samples are added. Memory:
-//! the frames of each distinct address, and the line tables of the units
-//! they fall in (parsed by one reader or the other, not both).
+//! ([`Resolved::new`]: one pass over the line tables, while another thread
+//! builds the call graph and the stacks, [`resolve_beside`]); [`Locator`]
+//! then numbers the locations in order of first use, as the samples are
+//! added. Memory: the frames of each distinct address, and the file names
+//! of the units they fall in.
 
 use std::borrow::Cow;
-use std::path::Path;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -18,7 +16,7 @@ use super::ticks::{function_at, Func, Tick};
 use crate::profile::{
     FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, SymbolFlags,
 };
-use crate::symbolize::{Binary, DwarfReader, RawFrame, SymbolView};
+use crate::symbolize::{Binary, RawFrame};
 
 /// Every address the profile may name, sorted and distinct.
 pub(super) fn addresses(data: &GmonData, ticks: &[Tick]) -> Vec<u64> {
@@ -86,18 +84,41 @@ fn padding_frame<'a>(funcs: &[Func<'a>], address: u64) -> RawFrame<'a> {
 }
 
 impl<'a> Resolved<'a> {
-    /// Looks up every address of `addresses` (sorted: the line tables are
-    /// read in address order) in `binary`.
-    pub(super) fn new(binary: Option<&'a Binary>, funcs: &[Func<'a>], addresses: &[u64]) -> Self {
+    /// Looks up every address of `addresses` (sorted) in `binary`: the
+    /// files and lines of single frames in one pass over the line tables
+    /// ([`Binary::sorted_lines`], their file names kept in `files`, which
+    /// the frames borrow), anything else through addr2line.
+    pub(super) fn new(
+        binary: Option<&'a Binary>,
+        funcs: &[Func<'a>],
+        addresses: &[u64],
+        files: &'a mut Vec<String>,
+    ) -> Self {
         let mut starts = Vec::with_capacity(addresses.len() + 1);
         // Mostly one frame per address.
         let mut frames = Vec::with_capacity(if binary.is_some() { addresses.len() } else { 0 });
         starts.push(0);
-        let single = binary.map(|b| (b.symbol_view(), b.dwarf_reader()));
-        for &address in addresses {
+        let sorted = binary.and_then(|b| b.sorted_lines(addresses));
+        let found = match sorted {
+            Some(sorted) => {
+                *files = sorted.files;
+                sorted.found
+            }
+            None => Vec::new(),
+        };
+        let files: &'a [String] = files;
+        let mut cursor = 0; // the symbols below the address (ascending)
+        for (i, &address) in addresses.iter().enumerate() {
             if let Some(binary) = binary {
                 // The one frame of an address, without a frame list.
-                let one = single.and_then(|(view, dwarf)| view.single_frame_at(dwarf?, address));
+                // addr2line's reader opens only if an address needs it.
+                let view = binary.symbol_view();
+                let one = match found.get(i).and_then(|f| f.location(files)) {
+                    Some(location) => view.single_frame_with(address, location, &mut cursor),
+                    None => binary
+                        .dwarf_reader()
+                        .and_then(|dwarf| view.single_frame_at(dwarf, address)),
+                };
                 if let Some((sym, file, line)) = one {
                     let (name, system) = (sym.name.as_str(), sym.system_name.as_str());
                     frames.push((Cow::Borrowed(name), Cow::Borrowed(system), file, line));
@@ -116,28 +137,13 @@ impl<'a> Resolved<'a> {
         Resolved { starts, frames }
     }
 
-    /// These frames followed by those of `part` (the addresses after these),
-    /// its files named by `files`.
-    fn append(mut self, part: PartFrames<'a>, files: &'a [String]) -> Self {
-        let base = self.frames.len();
-        self.starts.extend(part.ends.iter().map(|&end| base + end));
-        let frames = part.frames.into_iter();
-        self.frames.extend(frames.map(|(name, system, file, line)| {
-            let file = files.get(file as usize).map_or("", String::as_str);
-            (name, system, file, line)
-        }));
-        self
-    }
-
     fn frames(&self, index: usize) -> &[RawFrame<'a>] {
         &self.frames[self.starts[index]..self.starts[index + 1]]
     }
 }
 
 /// Looks every address up, as [`Resolved::new`], while `beside` runs on
-/// another thread. With DWARF, the last addresses are looked up on a third
-/// thread with a reader of its own (their line tables parsed there); their
-/// file names are kept in `files`, which the frames borrow.
+/// another thread.
 pub(super) fn resolve_beside<'a, T: Send>(
     binary: Option<&'a Binary>,
     funcs: &[Func<'a>],
@@ -145,95 +151,14 @@ pub(super) fn resolve_beside<'a, T: Send>(
     beside: impl FnOnce() -> T + Send,
     files: &'a mut Vec<String>,
 ) -> (Resolved<'a>, T) {
-    // The third thread also opens its reader: it takes fewer addresses.
-    let at = addresses.len() * 3 / 5;
-    let (first, rest) = addresses.split_at(at);
-    let path = binary.and_then(Binary::dwarf_path);
-    let view = binary.map(Binary::symbol_view);
-    let (first, part, beside) = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let beside = scope.spawn(beside);
-        let part = view
-            .zip(path)
-            .map(|(view, path)| scope.spawn(move || resolve_part(view, path, funcs, rest)));
-        let resolved = Resolved::new(
-            binary,
-            funcs,
-            if part.is_some() { first } else { addresses },
-        );
-        (resolved, part.map(join), join(beside))
-    });
-    let resolved = match part {
-        // Looked up here when the second reader did not open.
-        Some(None) => Resolved::new(binary, funcs, addresses),
-        Some(Some(part)) => {
-            *files = part.files;
-            first.append(part.frames, files)
-        }
-        None => first,
-    };
-    (resolved, beside)
-}
-
-/// What a thread returned, its panic passed on.
-fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    handle
-        .join()
-        .unwrap_or_else(|p| std::panic::resume_unwind(p))
-}
-
-/// Frames looked up on another thread ([`resolve_part`]): names borrowed
-/// from the symbol table or owned, files as indexes into [`Part::files`].
-struct PartFrames<'a> {
-    /// The end of each address's frames in `frames`.
-    ends: Vec<usize>,
-    frames: Vec<(Cow<'a, str>, Cow<'a, str>, u32, i64)>,
-}
-
-/// What [`resolve_part`] found: frames and the file names they use.
-struct Part<'a> {
-    frames: PartFrames<'a>,
-    files: Vec<String>,
-}
-
-/// The frames of `addresses` through a DWARF reader of this thread's own
-/// (`None` if it does not open): the frames of [`Resolved::new`].
-fn resolve_part<'a>(
-    view: SymbolView<'a>,
-    path: &Path,
-    funcs: &[Func<'a>],
-    addresses: &[u64],
-) -> Option<Part<'a>> {
-    let reader = DwarfReader::open(path)?;
-    let mut frames = Vec::with_capacity(addresses.len());
-    let mut ends = Vec::with_capacity(addresses.len());
-    let mut files = Vec::new();
-    let mut file_ids: HashMap<(usize, usize), u32> = HashMap::default();
-    let mut file = |name: &str| {
-        let key = (name.as_ptr() as usize, name.len());
-        *file_ids.entry(key).or_insert_with(|| {
-            files.push(name.to_owned());
-            files.len() as u32 - 1
-        })
-    };
-    for &address in addresses {
-        if let Some((sym, name, line)) = view.single_frame_at(&reader, address) {
-            let (n, s) = (sym.name.as_str(), sym.system_name.as_str());
-            frames.push((Cow::Borrowed(n), Cow::Borrowed(s), file(name), line));
-        } else {
-            let found = view.frames_at(Some(&reader), address);
-            if found.is_empty() && !funcs.is_empty() {
-                let (name, system, _, _) = padding_frame(funcs, address);
-                frames.push((name, system, file(""), 0));
-            }
-            for (name, system, f, line) in found {
-                let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
-                frames.push((own(name), own(system), file(f), line));
-            }
-        }
-        ends.push(frames.len());
-    }
-    let frames = PartFrames { ends, frames };
-    Some(Part { frames, files })
+        let resolved = Resolved::new(binary, funcs, addresses, files);
+        let beside = beside
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (resolved, beside)
+    })
 }
 
 /// A function's names and file, by where their bytes are: equal keys are

@@ -258,12 +258,15 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
             synthesized,
         }
     };
-    // The addresses are looked up on this thread (and a third) while the
+    // The addresses are looked up on this thread while the
     // call graph and the stacks are built on another (for small profiles a
     // thread would cost more than it saves).
     let mut files = Vec::new();
     let (resolved, plan) = if addresses.len() < PARALLEL_ADDRESSES {
-        (Resolved::new(binary, &funcs, &addresses), plan())
+        (
+            Resolved::new(binary, &funcs, &addresses, &mut files),
+            plan(),
+        )
     } else {
         resolve_beside(binary, &funcs, &addresses, plan, &mut files)
     };

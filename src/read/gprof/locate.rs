@@ -3,8 +3,9 @@
 //! each distinct address is looked up once, in address order
 //! ([`Resolved::new`], while another thread builds the call graph and the
 //! stacks; for many addresses [`resolve_beside`] gives the last 40 % to a
-//! third thread with a DWARF reader of its own); [`Locator`] then numbers
-//! the locations in order of first use, as the samples are added. Memory:
+//! third thread with a DWARF reader of its own). [`Numbering`] numbers the
+//! locations in order of first use from the samples alone (so they are made
+//! beside the lookups), and [`add_locations`] then builds them. Memory:
 //! the frames of each distinct address, and the line tables of the units
 //! they fall in (parsed by one reader or the other, not both).
 
@@ -236,60 +237,85 @@ fn resolve_part<'a>(
     Some(Part { frames, files })
 }
 
+/// Location ids in order of first use: the `i`-th location of the profile
+/// is the one of the address first named by the `i`-th distinct address
+/// index the samples name (arcs, then ticks, then basic blocks). Known from
+/// the plan alone, so the samples can be built before the addresses are
+/// looked up, and the locations after.
+pub(super) struct Numbering {
+    /// The location id of each address index once used (`u32::MAX` before).
+    ids: Vec<u32>,
+    /// The address index of each location id.
+    order: Vec<u32>,
+}
+
+impl Numbering {
+    /// No location yet, among `addresses` addresses.
+    pub(super) fn new(addresses: usize) -> Self {
+        Numbering {
+            ids: vec![u32::MAX; addresses],
+            order: Vec::new(),
+        }
+    }
+
+    /// The location of the `index`-th address, numbered at its first use.
+    #[inline]
+    pub(super) fn at(&mut self, index: u32) -> LocationId {
+        let slot = &mut self.ids[index as usize];
+        if *slot == u32::MAX {
+            *slot = self.order.len() as u32;
+            self.order.push(index);
+        }
+        LocationId::from_index(*slot as usize)
+    }
+
+    /// The location of `address` (one of the sorted `addresses`).
+    pub(super) fn location(&mut self, addresses: &[u64], address: u64) -> LocationId {
+        self.at(index_of(addresses, address))
+    }
+}
+
 /// A function's names and file, by where their bytes are: equal keys are
 /// equal strings (every string is alive while the locator is), so a hit
 /// skips interning three strings; equal strings elsewhere only miss.
 type FunctionKey = [usize; 6];
 
-/// Builds locations from [`Resolved`] frames, numbered in order of first use.
-pub(super) struct Locator<'r, 'a> {
+/// Adds the locations `numbering` names, in its order, from the
+/// [`Resolved`] frames of `addresses`; returns what they carry.
+pub(super) fn add_locations(
+    profile: &mut Profile,
+    addresses: &[u64],
+    resolved: &Resolved<'_>,
+    mapping: MappingId,
+    numbering: &Numbering,
+) -> SymbolFlags {
+    let mut locator = Locator {
+        addresses,
+        resolved,
+        mapping,
+        // At most one function per frame; about one per two here.
+        functions: HashMap::with_capacity_and_hasher(resolved.frames.len() / 2, Default::default()),
+        found: SymbolFlags::default(),
+    };
+    profile.reserve(numbering.order.len(), 0);
+    for &index in &numbering.order {
+        locator.add(profile, index as usize);
+    }
+    locator.found
+}
+
+/// Builds locations from [`Resolved`] frames.
+struct Locator<'r, 'a> {
     addresses: &'r [u64],
     resolved: &'r Resolved<'a>,
     mapping: MappingId,
-    /// The location of each address once used (`u32::MAX` before).
-    ids: Vec<u32>,
     functions: HashMap<FunctionKey, FunctionId>,
-    /// What the locations used so far carry.
-    pub(super) found: SymbolFlags,
+    /// What the locations made so far carry.
+    found: SymbolFlags,
 }
 
-impl<'r, 'a> Locator<'r, 'a> {
-    pub(super) fn new(
-        addresses: &'r [u64],
-        resolved: &'r Resolved<'a>,
-        mapping: MappingId,
-    ) -> Self {
-        Locator {
-            addresses,
-            resolved,
-            mapping,
-            ids: vec![u32::MAX; addresses.len()],
-            // At most one function per frame; about one per two here.
-            functions: HashMap::with_capacity_and_hasher(
-                resolved.frames.len() / 2,
-                Default::default(),
-            ),
-            found: SymbolFlags::default(),
-        }
-    }
-
-    /// The location of `address` (one of the addresses resolved).
-    pub(super) fn location(&mut self, profile: &mut Profile, address: u64) -> LocationId {
-        self.at(profile, index_of(self.addresses, address))
-    }
-
-    /// The location of the `index`-th address.
-    #[inline]
-    pub(super) fn at(&mut self, profile: &mut Profile, index: u32) -> LocationId {
-        let index = index as usize;
-        match self.ids[index] {
-            u32::MAX => self.add(profile, index),
-            id => LocationId::from_index(id as usize),
-        }
-    }
-
-    /// Adds the location of the `index`-th address, at its first use.
-    #[inline(never)]
+impl Locator<'_, '_> {
+    /// Adds the location of the `index`-th address.
     fn add(&mut self, profile: &mut Profile, index: usize) -> LocationId {
         let frames = self.resolved.frames(index);
         self.found.inline_frames |= frames.len() > 1;
@@ -304,14 +330,12 @@ impl<'r, 'a> Locator<'r, 'a> {
             });
         }
         // Each address is one location: nothing to look up.
-        let id = profile.add_distinct_location(Location {
+        profile.add_distinct_location(Location {
             mapping: Some(self.mapping),
             address: self.addresses[index],
             is_return_address: false,
             lines,
-        });
-        self.ids[index] = id.index() as u32;
-        id
+        })
     }
 
     fn function(

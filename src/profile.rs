@@ -508,6 +508,12 @@ impl Profile {
         self.intern_function(function)
     }
 
+    /// Adds a function whose strings are interned here already (or finds
+    /// the equal one): [`Profile::add_function`] without interning.
+    pub fn add_interned_function(&mut self, function: Function) -> FunctionId {
+        self.intern_function(function)
+    }
+
     fn intern_function(&mut self, function: Function) -> FunctionId {
         if let Some(&id) = self.function_index.get(&function) {
             return id;
@@ -554,6 +560,17 @@ impl Profile {
     pub fn add_distinct_location(&mut self, location: Location) -> LocationId {
         self.locations.push(location);
         LocationId::from_index(self.locations.len() - 1)
+    }
+
+    /// Adds `locations` as [`Profile::add_distinct_location`] would one by
+    /// one: the first gets the id [`Profile::locations`]`.len()`, the next
+    /// one more, and so on (moved in whole when there are none yet).
+    pub fn add_distinct_locations(&mut self, locations: Vec<Location>) {
+        if self.locations.is_empty() {
+            self.locations = locations;
+        } else {
+            self.locations.extend(locations);
+        }
     }
 
     /// Adds a sample without looking for one with the same stack and labels:

@@ -11,13 +11,14 @@
 
 use std::borrow::Cow;
 use std::path::Path;
+use std::sync::mpsc;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use super::data::GmonData;
 use super::ticks::{function_at, Func, Tick};
 use crate::profile::{
-    FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, SymbolFlags,
+    Function, FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, StrId, SymbolFlags,
 };
 use crate::symbolize::{Binary, DwarfReader, RawFrame, SymbolView};
 
@@ -280,8 +281,29 @@ impl Numbering {
 /// skips interning three strings; equal strings elsewhere only miss.
 type FunctionKey = [usize; 6];
 
+/// The key of a frame's function.
+fn function_key((name, system, file, _): &RawFrame<'_>) -> FunctionKey {
+    let ([a, b], [c, d], [e, f]) = (at(name), at(system), at(file));
+    [a, b, c, d, e, f]
+}
+
+/// Where a string's bytes are: equal keys are equal strings.
+fn at(s: &str) -> [usize; 2] {
+    [s.as_ptr() as usize, s.len()]
+}
+
+/// Locations fewer than this are built on one thread.
+const PARALLEL_LOCATIONS: usize = 1 << 12;
+
+/// How many new functions [`build_locations`] hands over at a time.
+const BATCH: usize = 256;
+
 /// Adds the locations `numbering` names, in its order, from the
-/// [`Resolved`] frames of `addresses`; returns what they carry.
+/// [`Resolved`] frames of `addresses`; returns what they carry. Two threads
+/// share the work: one builds the locations, numbering their functions in
+/// order of first use (slots), while this one interns each new function's
+/// strings as it is handed over; the slots are the function ids unless some
+/// function turned out equal to another.
 pub(super) fn add_locations(
     profile: &mut Profile,
     addresses: &[u64],
@@ -289,67 +311,116 @@ pub(super) fn add_locations(
     mapping: MappingId,
     numbering: &Numbering,
 ) -> SymbolFlags {
-    let mut locator = Locator {
-        addresses,
-        resolved,
-        mapping,
-        // At most one function per frame; about one per two here.
-        functions: HashMap::with_capacity_and_hasher(resolved.frames.len() / 2, Default::default()),
-        found: SymbolFlags::default(),
+    let base = profile.functions().len();
+    let order = &numbering.order[..];
+    let (tx, rx) = mpsc::channel();
+    let build = move || build_locations(addresses, resolved, mapping, order, base, tx);
+    let ((mut locations, mut found), (ids, filenames)) = if order.len() < PARALLEL_LOCATIONS {
+        let built = build();
+        (built, add_functions(profile, &resolved.frames, rx))
+    } else {
+        std::thread::scope(|scope| {
+            let built = scope.spawn(build);
+            let functions = add_functions(profile, &resolved.frames, rx);
+            (join(built), functions)
+        })
     };
-    profile.reserve(numbering.order.len(), 0);
-    for &index in &numbering.order {
-        locator.add(profile, index as usize);
+    found.filenames = filenames;
+    let numbered = |(slot, id): (usize, &FunctionId)| id.index() == base + slot;
+    if !ids.iter().enumerate().all(numbered) {
+        for line in locations.iter_mut().flat_map(|l| l.lines.iter_mut()) {
+            line.function = ids[line.function.index() - base];
+        }
     }
-    locator.found
+    profile.add_distinct_locations(locations);
+    found
 }
 
-/// Builds locations from [`Resolved`] frames.
-struct Locator<'r, 'a> {
-    addresses: &'r [u64],
-    resolved: &'r Resolved<'a>,
+/// The locations of the addresses `order` indexes, in that order, each
+/// function `base` + its slot; the first frame of each new slot is sent
+/// to `slots` (in batches). Returns them and what they carry (but files).
+fn build_locations(
+    addresses: &[u64],
+    resolved: &Resolved<'_>,
     mapping: MappingId,
-    functions: HashMap<FunctionKey, FunctionId>,
-    /// What the locations made so far carry.
-    found: SymbolFlags,
-}
-
-impl Locator<'_, '_> {
-    /// Adds the location of the `index`-th address.
-    fn add(&mut self, profile: &mut Profile, index: usize) -> LocationId {
-        let frames = self.resolved.frames(index);
-        self.found.inline_frames |= frames.len() > 1;
+    order: &[u32],
+    base: usize,
+    slots: mpsc::Sender<Vec<u32>>,
+) -> (Vec<Location>, SymbolFlags) {
+    // About one function per two frames here.
+    let capacity = resolved.frames.len() / 2;
+    let mut keys: HashMap<FunctionKey, u32> =
+        HashMap::with_capacity_and_hasher(capacity, Default::default());
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut found = SymbolFlags::default();
+    let mut locations = Vec::with_capacity(order.len());
+    for &index in order {
+        let index = index as usize;
+        let (start, frames) = (resolved.starts[index], resolved.frames(index));
+        found.inline_frames |= frames.len() > 1;
         let mut lines = Lines::with_capacity(frames.len());
-        for frame in frames {
-            self.found.filenames |= !frame.2.is_empty();
-            self.found.line_numbers |= frame.3 > 0;
-            let function = self.function(profile, frame);
+        for (k, frame) in (start..).zip(frames) {
+            found.line_numbers |= frame.3 > 0;
+            let next = keys.len() as u32;
+            let slot = *keys.entry(function_key(frame)).or_insert_with(|| {
+                batch.push(k as u32);
+                if batch.len() == BATCH {
+                    // A receiver gone has panicked: its panic is passed on.
+                    let _ = slots.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+                }
+                next
+            });
+            let function = FunctionId::from_index(base + slot as usize);
             lines.push(Line {
                 function,
                 line: frame.3,
             });
         }
         // Each address is one location: nothing to look up.
-        profile.add_distinct_location(Location {
-            mapping: Some(self.mapping),
-            address: self.addresses[index],
+        locations.push(Location {
+            mapping: Some(mapping),
+            address: addresses[index],
             is_return_address: false,
             lines,
-        })
+        });
     }
+    let _ = slots.send(batch);
+    (locations, found)
+}
 
-    fn function(
-        &mut self,
-        profile: &mut Profile,
-        (name, system, file, _): &RawFrame<'_>,
-    ) -> FunctionId {
-        let at = |s: &str| [s.as_ptr() as usize, s.len()];
-        let ([a, b], [c, d], [e, f]) = (at(name), at(system), at(file));
-        *self
-            .functions
-            .entry([a, b, c, d, e, f])
-            .or_insert_with(|| profile.add_function(name, system, file, 0))
+/// Adds the function of each frame `slots` sends, in order, as
+/// [`Profile::add_function`] would (a string known by where it is interned
+/// only once); returns their ids and whether some has a file.
+fn add_functions(
+    profile: &mut Profile,
+    frames: &[RawFrame<'_>],
+    slots: mpsc::Receiver<Vec<u32>>,
+) -> (Vec<FunctionId>, bool) {
+    let mut files: HashMap<[usize; 2], StrId> = HashMap::default();
+    let mut ids = Vec::new();
+    let mut filenames = false;
+    for k in slots.into_iter().flatten() {
+        let (name, system, file, _) = &frames[k as usize];
+        filenames |= !file.is_empty();
+        // The strings in add_function's order: the same ids (a system name
+        // equal to the name, as in C, is the name's).
+        let name_id = profile.intern(name);
+        let system_name = if system == name {
+            name_id
+        } else {
+            profile.intern(system)
+        };
+        let filename = *files
+            .entry(at(file))
+            .or_insert_with(|| profile.intern(file));
+        ids.push(profile.add_interned_function(Function {
+            name: name_id,
+            system_name,
+            filename,
+            start_line: 0,
+        }));
     }
+    (ids, filenames)
 }
 
 #[cfg(test)]

@@ -425,7 +425,83 @@ fn add_functions(
 
 #[cfg(test)]
 mod tests {
-    use super::radix_sort;
+    use std::borrow::Cow;
+
+    use super::{add_locations, radix_sort, Numbering, Resolved};
+    use crate::profile::{MappingId, Profile};
+
+    /// Locations as add_locations makes them, for 2 × `n` addresses: the
+    /// function `f{i % 7}` (inlined into `g` at odd addresses), its name
+    /// borrowed at even addresses and an owned copy (elsewhere in memory,
+    /// another key) at odd ones, used in the order of `order`.
+    fn locations_of(n: usize, order: &[u32]) -> Profile {
+        let names: Vec<String> = (0..7).map(|i| format!("f{i}")).collect();
+        let mut starts = vec![0];
+        let mut frames = Vec::new();
+        for i in 0..2 * n {
+            let name = &names[i % 7];
+            let name = if i % 2 == 0 {
+                Cow::Borrowed(name.as_str())
+            } else {
+                Cow::Owned(name.clone())
+            };
+            frames.push((name.clone(), name, "a.c", i as i64));
+            if i % 2 == 1 {
+                frames.push((Cow::Borrowed("g"), Cow::Borrowed("_Z1gv"), "b.c", 7));
+            }
+            starts.push(frames.len());
+        }
+        let resolved = Resolved { starts, frames };
+        let addresses: Vec<u64> = (0..2 * n as u64).map(|a| 0x1000 + a).collect();
+        let mut numbering = Numbering::new(addresses.len());
+        for &index in order {
+            numbering.at(index);
+        }
+        let mut profile = Profile::new(&[("samples", "count")]);
+        let mapping = MappingId::from_index(0);
+        add_locations(&mut profile, &addresses, &resolved, mapping, &numbering);
+        profile
+    }
+
+    /// The same through Profile::add_function, one frame after another.
+    fn expected(order: &[u32]) -> Profile {
+        let mut profile = Profile::new(&[("samples", "count")]);
+        for &index in order {
+            let i = index as usize;
+            let name = format!("f{}", i % 7);
+            let mut lines = crate::profile::Lines::new();
+            let function = profile.add_function(&name, &name, "a.c", 0);
+            lines.push(crate::profile::Line {
+                function,
+                line: i as i64,
+            });
+            if i % 2 == 1 {
+                let function = profile.add_function("g", "_Z1gv", "b.c", 0);
+                lines.push(crate::profile::Line { function, line: 7 });
+            }
+            profile.add_distinct_location(crate::profile::Location {
+                mapping: Some(MappingId::from_index(0)),
+                address: 0x1000 + index as u64,
+                is_return_address: false,
+                lines,
+            });
+        }
+        profile
+    }
+
+    #[test]
+    fn locations_number_functions_as_add_function_does_on_one_or_two_threads() {
+        for n in [10, 5000] {
+            // Reversed, every other address first, each used once.
+            let mut order: Vec<u32> = (0..2 * n as u32).rev().step_by(2).collect();
+            order.extend((0..2 * n as u32).step_by(2));
+            let got = locations_of(n, &order);
+            let want = expected(&order);
+            assert_eq!(got.locations(), want.locations());
+            assert_eq!(got.functions(), want.functions());
+            assert_eq!(got.strings().as_slice(), want.strings().as_slice());
+        }
+    }
 
     #[test]
     fn radix_sort_sorts_like_sort_unstable() {

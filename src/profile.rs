@@ -508,6 +508,12 @@ impl Profile {
         self.intern_function(function)
     }
 
+    /// Adds a function whose strings are interned here already (or finds
+    /// the equal one): [`Profile::add_function`] without interning.
+    pub fn add_interned_function(&mut self, function: Function) -> FunctionId {
+        self.intern_function(function)
+    }
+
     fn intern_function(&mut self, function: Function) -> FunctionId {
         if let Some(&id) = self.function_index.get(&function) {
             return id;
@@ -554,6 +560,17 @@ impl Profile {
     pub fn add_distinct_location(&mut self, location: Location) -> LocationId {
         self.locations.push(location);
         LocationId::from_index(self.locations.len() - 1)
+    }
+
+    /// Adds `locations` as [`Profile::add_distinct_location`] would one by
+    /// one: the first gets the id [`Profile::locations`]`.len()`, the next
+    /// one more, and so on (moved in whole when there are none yet).
+    pub fn add_distinct_locations(&mut self, locations: Vec<Location>) {
+        if self.locations.is_empty() {
+            self.locations = locations;
+        } else {
+            self.locations.extend(locations);
+        }
     }
 
     /// Adds a sample without looking for one with the same stack and labels:
@@ -637,41 +654,31 @@ impl Profile {
     /// it if needed. `values` must have one entry per sample type.
     pub fn add_sample(&mut self, stack: &[LocationId], values: &[i64], labels: &[Label]) {
         debug_assert_eq!(values.len(), self.sample_types.len());
-        let sorted;
-        let labels = if labels.is_sorted() {
-            labels
-        } else {
-            let mut own = labels.to_vec();
-            own.sort();
-            sorted = own;
-            &sorted[..]
-        };
-        let mut hasher = FxHasher::default();
-        stack.hash(&mut hasher);
-        labels.hash(&mut hasher);
-        let hash = hasher.finish();
-        let samples = &mut self.samples;
-        let found = self.sample_index.find(hash, |&(h, i)| {
-            let sample = &samples[i as usize];
-            h == hash && sample.stack[..] == *stack && sample.labels == labels
-        });
-        if let Some(&(_, i)) = found {
-            let sample = &mut samples[i as usize];
-            for (acc, v) in sample.values.iter_mut().zip(values) {
-                *acc = acc.saturating_add(*v);
-            }
+        let width = self.sample_types.len();
+        add_sample_to(
+            &mut self.samples,
+            &mut self.sample_index,
+            width,
+            stack,
+            values,
+            labels,
+        );
+    }
+
+    /// Adds the samples of `set`, as [`Profile::add_sample`] would one by one
+    /// (moved as they are when this profile has none yet). Their stacks must
+    /// name this profile's locations, their labels its strings, and they must
+    /// have one value per sample type of this profile.
+    pub fn add_samples(&mut self, set: SampleSet) {
+        debug_assert_eq!(set.width, self.sample_types.len());
+        if self.samples.is_empty() && set.width == self.sample_types.len() {
+            self.samples = set.samples;
+            self.sample_index = set.index;
             return;
         }
-        let index = samples.len() as u32;
-        self.sample_index
-            .insert_unique(hash, (hash, index), |&(h, _)| h);
-        let mut own = Values::from_slice(values);
-        own.resize(self.sample_types.len(), 0);
-        samples.push(Sample {
-            stack: Stack::from_slice(stack),
-            values: own,
-            labels: labels.to_vec(),
-        });
+        for s in set.samples {
+            self.add_sample(&s.stack, &s.values, &s.labels);
+        }
     }
 
     /// Checks the invariants every writer relies on: ids in range (strings,
@@ -859,6 +866,102 @@ impl Profile {
                 LabelValue::Num { num, .. } => num.to_string(),
             })
     }
+}
+
+/// Samples gathered apart from a profile (e.g. on another thread, once the
+/// location ids they name are known), aggregated as [`Profile::add_sample`]
+/// does, then added with [`Profile::add_samples`].
+#[derive(Debug, Clone, Default)]
+pub struct SampleSet {
+    /// Values per sample.
+    width: usize,
+    samples: Vec<Sample>,
+    /// As [`Profile`]'s `sample_index`.
+    index: HashTable<(u64, u32)>,
+}
+
+impl SampleSet {
+    /// An empty set of samples with `width` values each, with room for
+    /// `capacity` of them.
+    pub fn with_capacity(width: usize, capacity: usize) -> Self {
+        let mut index = HashTable::new();
+        index.reserve(capacity, |&(h, _): &(u64, u32)| h);
+        SampleSet {
+            width,
+            samples: Vec::with_capacity(capacity),
+            index,
+        }
+    }
+
+    /// Adds `values` to the sample with this stack and these labels,
+    /// creating it if needed: [`Profile::add_sample`]. `values` has one entry
+    /// per sample type.
+    pub fn add(&mut self, stack: &[LocationId], values: &[i64], labels: &[Label]) {
+        debug_assert_eq!(values.len(), self.width);
+        add_sample_to(
+            &mut self.samples,
+            &mut self.index,
+            self.width,
+            stack,
+            values,
+            labels,
+        );
+    }
+
+    /// Values per sample.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The samples so far, in order of first addition.
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+}
+
+/// Adds `values` to the sample of `samples` with this stack and labels (found
+/// through `index`), or a new sample of `width` values.
+fn add_sample_to(
+    samples: &mut Vec<Sample>,
+    index: &mut HashTable<(u64, u32)>,
+    width: usize,
+    stack: &[LocationId],
+    values: &[i64],
+    labels: &[Label],
+) {
+    let sorted;
+    let labels = if labels.is_sorted() {
+        labels
+    } else {
+        let mut own = labels.to_vec();
+        own.sort();
+        sorted = own;
+        &sorted[..]
+    };
+    let mut hasher = FxHasher::default();
+    stack.hash(&mut hasher);
+    labels.hash(&mut hasher);
+    let hash = hasher.finish();
+    let found = index.find(hash, |&(h, i)| {
+        let sample = &samples[i as usize];
+        h == hash && sample.stack[..] == *stack && sample.labels == labels
+    });
+    if let Some(&(_, i)) = found {
+        let sample = &mut samples[i as usize];
+        for (acc, v) in sample.values.iter_mut().zip(values) {
+            *acc = acc.saturating_add(*v);
+        }
+        return;
+    }
+    let at = samples.len() as u32;
+    index.insert_unique(hash, (hash, at), |&(h, _)| h);
+    let mut own = Values::from_slice(values);
+    own.resize(width, 0);
+    samples.push(Sample {
+        stack: Stack::from_slice(stack),
+        values: own,
+        labels: labels.to_vec(),
+    });
 }
 
 /// Where the sample types, mappings and functions of a profile went when

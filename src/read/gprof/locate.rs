@@ -2,19 +2,21 @@
 //! tick addresses, basic blocks) is known before any sample is added, so
 //! each distinct address is looked up once, in address order
 //! ([`Resolved::new`]: one pass over the line tables, while another thread
-//! builds the call graph and the stacks, [`resolve_beside`]); [`Locator`]
-//! then numbers the locations in order of first use, as the samples are
-//! added. Memory: the frames of each distinct address, and the file names
-//! of the units they fall in.
+//! builds the call graph, the stacks and the samples, [`resolve_beside`]).
+//! [`Numbering`] numbers the locations in order of first use from the
+//! samples alone (so they are made beside the lookups), and
+//! [`add_locations`] then builds them. Memory: the frames of each distinct
+//! address, and the file names of the units they fall in.
 
 use std::borrow::Cow;
+use std::sync::mpsc;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use super::data::GmonData;
 use super::ticks::{function_at, Func, Tick};
 use crate::profile::{
-    FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, SymbolFlags,
+    Function, FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, StrId, SymbolFlags,
 };
 use crate::symbolize::{Binary, RawFrame};
 
@@ -154,11 +156,53 @@ pub(super) fn resolve_beside<'a, T: Send>(
     std::thread::scope(|scope| {
         let beside = scope.spawn(beside);
         let resolved = Resolved::new(binary, funcs, addresses, files);
-        let beside = beside
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (resolved, beside)
+        (resolved, join(beside))
     })
+}
+
+/// What a thread returned, its panic passed on.
+fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// Location ids in order of first use: the `i`-th location of the profile
+/// is the one of the address first named by the `i`-th distinct address
+/// index the samples name (arcs, then ticks, then basic blocks). Known from
+/// the plan alone, so the samples can be built before the addresses are
+/// looked up, and the locations after.
+pub(super) struct Numbering {
+    /// The location id of each address index once used (`u32::MAX` before).
+    ids: Vec<u32>,
+    /// The address index of each location id.
+    order: Vec<u32>,
+}
+
+impl Numbering {
+    /// No location yet, among `addresses` addresses.
+    pub(super) fn new(addresses: usize) -> Self {
+        Numbering {
+            ids: vec![u32::MAX; addresses],
+            order: Vec::new(),
+        }
+    }
+
+    /// The location of the `index`-th address, numbered at its first use.
+    #[inline]
+    pub(super) fn at(&mut self, index: u32) -> LocationId {
+        let slot = &mut self.ids[index as usize];
+        if *slot == u32::MAX {
+            *slot = self.order.len() as u32;
+            self.order.push(index);
+        }
+        LocationId::from_index(*slot as usize)
+    }
+
+    /// The location of `address` (one of the sorted `addresses`).
+    pub(super) fn location(&mut self, addresses: &[u64], address: u64) -> LocationId {
+        self.at(index_of(addresses, address))
+    }
 }
 
 /// A function's names and file, by where their bytes are: equal keys are
@@ -166,96 +210,227 @@ pub(super) fn resolve_beside<'a, T: Send>(
 /// skips interning three strings; equal strings elsewhere only miss.
 type FunctionKey = [usize; 6];
 
-/// Builds locations from [`Resolved`] frames, numbered in order of first use.
-pub(super) struct Locator<'r, 'a> {
-    addresses: &'r [u64],
-    resolved: &'r Resolved<'a>,
-    mapping: MappingId,
-    /// The location of each address once used (`u32::MAX` before).
-    ids: Vec<u32>,
-    functions: HashMap<FunctionKey, FunctionId>,
-    /// What the locations used so far carry.
-    pub(super) found: SymbolFlags,
+/// The key of a frame's function.
+fn function_key((name, system, file, _): &RawFrame<'_>) -> FunctionKey {
+    let ([a, b], [c, d], [e, f]) = (at(name), at(system), at(file));
+    [a, b, c, d, e, f]
 }
 
-impl<'r, 'a> Locator<'r, 'a> {
-    pub(super) fn new(
-        addresses: &'r [u64],
-        resolved: &'r Resolved<'a>,
-        mapping: MappingId,
-    ) -> Self {
-        Locator {
-            addresses,
-            resolved,
-            mapping,
-            ids: vec![u32::MAX; addresses.len()],
-            // At most one function per frame; about one per two here.
-            functions: HashMap::with_capacity_and_hasher(
-                resolved.frames.len() / 2,
-                Default::default(),
-            ),
-            found: SymbolFlags::default(),
+/// Where a string's bytes are: equal keys are equal strings.
+fn at(s: &str) -> [usize; 2] {
+    [s.as_ptr() as usize, s.len()]
+}
+
+/// Locations fewer than this are built on one thread.
+const PARALLEL_LOCATIONS: usize = 1 << 12;
+
+/// How many new functions [`build_locations`] hands over at a time.
+const BATCH: usize = 256;
+
+/// Adds the locations `numbering` names, in its order, from the
+/// [`Resolved`] frames of `addresses`; returns what they carry. Two threads
+/// share the work: one builds the locations, numbering their functions in
+/// order of first use (slots), while this one interns each new function's
+/// strings as it is handed over; the slots are the function ids unless some
+/// function turned out equal to another.
+pub(super) fn add_locations(
+    profile: &mut Profile,
+    addresses: &[u64],
+    resolved: &Resolved<'_>,
+    mapping: MappingId,
+    numbering: &Numbering,
+) -> SymbolFlags {
+    let base = profile.functions().len();
+    let order = &numbering.order[..];
+    let (tx, rx) = mpsc::channel();
+    let build = move || build_locations(addresses, resolved, mapping, order, base, tx);
+    let ((mut locations, mut found), (ids, filenames)) = if order.len() < PARALLEL_LOCATIONS {
+        let built = build();
+        (built, add_functions(profile, &resolved.frames, rx))
+    } else {
+        std::thread::scope(|scope| {
+            let built = scope.spawn(build);
+            let functions = add_functions(profile, &resolved.frames, rx);
+            (join(built), functions)
+        })
+    };
+    found.filenames = filenames;
+    let numbered = |(slot, id): (usize, &FunctionId)| id.index() == base + slot;
+    if !ids.iter().enumerate().all(numbered) {
+        for line in locations.iter_mut().flat_map(|l| l.lines.iter_mut()) {
+            line.function = ids[line.function.index() - base];
         }
     }
+    profile.add_distinct_locations(locations);
+    found
+}
 
-    /// The location of `address` (one of the addresses resolved).
-    pub(super) fn location(&mut self, profile: &mut Profile, address: u64) -> LocationId {
-        self.at(profile, index_of(self.addresses, address))
-    }
-
-    /// The location of the `index`-th address.
-    #[inline]
-    pub(super) fn at(&mut self, profile: &mut Profile, index: u32) -> LocationId {
+/// The locations of the addresses `order` indexes, in that order, each
+/// function `base` + its slot; the first frame of each new slot is sent
+/// to `slots` (in batches). Returns them and what they carry (but files).
+fn build_locations(
+    addresses: &[u64],
+    resolved: &Resolved<'_>,
+    mapping: MappingId,
+    order: &[u32],
+    base: usize,
+    slots: mpsc::Sender<Vec<u32>>,
+) -> (Vec<Location>, SymbolFlags) {
+    // About one function per two frames here.
+    let capacity = resolved.frames.len() / 2;
+    let mut keys: HashMap<FunctionKey, u32> =
+        HashMap::with_capacity_and_hasher(capacity, Default::default());
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut found = SymbolFlags::default();
+    let mut locations = Vec::with_capacity(order.len());
+    for &index in order {
         let index = index as usize;
-        match self.ids[index] {
-            u32::MAX => self.add(profile, index),
-            id => LocationId::from_index(id as usize),
-        }
-    }
-
-    /// Adds the location of the `index`-th address, at its first use.
-    #[inline(never)]
-    fn add(&mut self, profile: &mut Profile, index: usize) -> LocationId {
-        let frames = self.resolved.frames(index);
-        self.found.inline_frames |= frames.len() > 1;
+        let (start, frames) = (resolved.starts[index], resolved.frames(index));
+        found.inline_frames |= frames.len() > 1;
         let mut lines = Lines::with_capacity(frames.len());
-        for frame in frames {
-            self.found.filenames |= !frame.2.is_empty();
-            self.found.line_numbers |= frame.3 > 0;
-            let function = self.function(profile, frame);
+        for (k, frame) in (start..).zip(frames) {
+            found.line_numbers |= frame.3 > 0;
+            let next = keys.len() as u32;
+            let slot = *keys.entry(function_key(frame)).or_insert_with(|| {
+                batch.push(k as u32);
+                if batch.len() == BATCH {
+                    // A receiver gone has panicked: its panic is passed on.
+                    let _ = slots.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+                }
+                next
+            });
+            let function = FunctionId::from_index(base + slot as usize);
             lines.push(Line {
                 function,
                 line: frame.3,
             });
         }
         // Each address is one location: nothing to look up.
-        let id = profile.add_distinct_location(Location {
-            mapping: Some(self.mapping),
-            address: self.addresses[index],
+        locations.push(Location {
+            mapping: Some(mapping),
+            address: addresses[index],
             is_return_address: false,
             lines,
         });
-        self.ids[index] = id.index() as u32;
-        id
     }
+    let _ = slots.send(batch);
+    (locations, found)
+}
 
-    fn function(
-        &mut self,
-        profile: &mut Profile,
-        (name, system, file, _): &RawFrame<'_>,
-    ) -> FunctionId {
-        let at = |s: &str| [s.as_ptr() as usize, s.len()];
-        let ([a, b], [c, d], [e, f]) = (at(name), at(system), at(file));
-        *self
-            .functions
-            .entry([a, b, c, d, e, f])
-            .or_insert_with(|| profile.add_function(name, system, file, 0))
+/// Adds the function of each frame `slots` sends, in order, as
+/// [`Profile::add_function`] would (a string known by where it is interned
+/// only once); returns their ids and whether some has a file.
+fn add_functions(
+    profile: &mut Profile,
+    frames: &[RawFrame<'_>],
+    slots: mpsc::Receiver<Vec<u32>>,
+) -> (Vec<FunctionId>, bool) {
+    let mut files: HashMap<[usize; 2], StrId> = HashMap::default();
+    let mut ids = Vec::new();
+    let mut filenames = false;
+    for k in slots.into_iter().flatten() {
+        let (name, system, file, _) = &frames[k as usize];
+        filenames |= !file.is_empty();
+        // The strings in add_function's order: the same ids (a system name
+        // equal to the name, as in C, is the name's).
+        let name_id = profile.intern(name);
+        let system_name = if system == name {
+            name_id
+        } else {
+            profile.intern(system)
+        };
+        let filename = *files
+            .entry(at(file))
+            .or_insert_with(|| profile.intern(file));
+        ids.push(profile.add_interned_function(Function {
+            name: name_id,
+            system_name,
+            filename,
+            start_line: 0,
+        }));
     }
+    (ids, filenames)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::radix_sort;
+    use std::borrow::Cow;
+
+    use super::{add_locations, radix_sort, Numbering, Resolved};
+    use crate::profile::{MappingId, Profile};
+
+    /// Locations as add_locations makes them, for 2 × `n` addresses: the
+    /// function `f{i % 7}` (inlined into `g` at odd addresses), its name
+    /// borrowed at even addresses and an owned copy (elsewhere in memory,
+    /// another key) at odd ones, used in the order of `order`.
+    fn locations_of(n: usize, order: &[u32]) -> Profile {
+        let names: Vec<String> = (0..7).map(|i| format!("f{i}")).collect();
+        let mut starts = vec![0];
+        let mut frames = Vec::new();
+        for i in 0..2 * n {
+            let name = &names[i % 7];
+            let name = if i % 2 == 0 {
+                Cow::Borrowed(name.as_str())
+            } else {
+                Cow::Owned(name.clone())
+            };
+            frames.push((name.clone(), name, "a.c", i as i64));
+            if i % 2 == 1 {
+                frames.push((Cow::Borrowed("g"), Cow::Borrowed("_Z1gv"), "b.c", 7));
+            }
+            starts.push(frames.len());
+        }
+        let resolved = Resolved { starts, frames };
+        let addresses: Vec<u64> = (0..2 * n as u64).map(|a| 0x1000 + a).collect();
+        let mut numbering = Numbering::new(addresses.len());
+        for &index in order {
+            numbering.at(index);
+        }
+        let mut profile = Profile::new(&[("samples", "count")]);
+        let mapping = MappingId::from_index(0);
+        add_locations(&mut profile, &addresses, &resolved, mapping, &numbering);
+        profile
+    }
+
+    /// The same through Profile::add_function, one frame after another.
+    fn expected(order: &[u32]) -> Profile {
+        let mut profile = Profile::new(&[("samples", "count")]);
+        for &index in order {
+            let i = index as usize;
+            let name = format!("f{}", i % 7);
+            let mut lines = crate::profile::Lines::new();
+            let function = profile.add_function(&name, &name, "a.c", 0);
+            lines.push(crate::profile::Line {
+                function,
+                line: i as i64,
+            });
+            if i % 2 == 1 {
+                let function = profile.add_function("g", "_Z1gv", "b.c", 0);
+                lines.push(crate::profile::Line { function, line: 7 });
+            }
+            profile.add_distinct_location(crate::profile::Location {
+                mapping: Some(MappingId::from_index(0)),
+                address: 0x1000 + index as u64,
+                is_return_address: false,
+                lines,
+            });
+        }
+        profile
+    }
+
+    #[test]
+    fn locations_number_functions_as_add_function_does_on_one_or_two_threads() {
+        for n in [10, 5000] {
+            // Reversed, every other address first, each used once.
+            let mut order: Vec<u32> = (0..2 * n as u32).rev().step_by(2).collect();
+            order.extend((0..2 * n as u32).step_by(2));
+            let got = locations_of(n, &order);
+            let want = expected(&order);
+            assert_eq!(got.locations(), want.locations());
+            assert_eq!(got.functions(), want.functions());
+            assert_eq!(got.strings().as_slice(), want.strings().as_slice());
+        }
+    }
 
     #[test]
     fn radix_sort_sorts_like_sort_unstable() {

@@ -4,9 +4,9 @@
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
-use super::locate::{addresses, index_of, resolve_beside, Locator, Resolved};
+use super::locate::{add_locations, addresses, index_of, resolve_beside, Numbering, Resolved};
 use super::ticks::{assign_ticks, gprof_functions, ArcEnds, Func, Tick};
-use crate::profile::{apportion, Mapping, MappingId, Profile, SymbolFlags};
+use crate::profile::{apportion, Mapping, MappingId, Profile, SampleSet, SymbolFlags};
 use crate::read::options::GprofStacks;
 use crate::symbolize::Binary;
 
@@ -69,18 +69,21 @@ pub(super) fn call_graph(
 }
 
 /// Adds a `calls` sample (callee under caller) per arc kept.
-fn add_arcs(profile: &mut Profile, plan: &Plan, locator: &mut Locator<'_, '_>) {
-    let mut calls = vec![0i64; profile.sample_types().len()];
-    for &(callee, caller, count) in &plan.kept {
-        let callee = locator.at(profile, callee);
-        let caller = locator.at(profile, caller);
+fn add_arcs(out: &mut SampleSet, kept: &[(u32, u32, u64)], numbering: &mut Numbering) {
+    let mut calls = vec![0i64; out.width()];
+    for &(callee, caller, count) in kept {
+        let callee = numbering.at(callee);
+        let caller = numbering.at(caller);
         calls[2] = count as i64;
-        profile.add_sample(&[callee, caller], &calls, &[]);
+        out.add(&[callee, caller], &calls, &[]);
     }
-    if plan.dropped_calls > 0 {
+}
+
+/// Says how many calls the arcs dropped carried.
+fn note_dropped_calls(profile: &mut Profile, dropped_calls: u64) {
+    if dropped_calls > 0 {
         profile.add_comment(format!(
-            "{} calls from or to addresses outside the executable's symbols are not counted, as gprof does (e.g. main called from libc)",
-            plan.dropped_calls
+            "{dropped_calls} calls from or to addresses outside the executable's symbols are not counted, as gprof does (e.g. main called from libc)"
         ));
     }
 }
@@ -181,59 +184,102 @@ fn split_ticks(
 }
 
 /// Adds the samples of synthesized stacks.
-fn add_synthesized(profile: &mut Profile, synth: &Synthesized, locator: &mut Locator<'_, '_>) {
-    let mut values = vec![0i64; profile.sample_types().len()];
+fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &mut Numbering) {
+    let mut values = vec![0i64; out.width()];
     let mut stack = Vec::new();
     for piece in &synth.pieces {
         stack.clear();
-        stack.push(locator.at(profile, piece.leaf));
+        stack.push(numbering.at(piece.leaf));
         if let Some(k) = piece.path {
             for &site in synth.stacks.sites(k as usize) {
-                stack.push(locator.at(profile, site));
+                stack.push(numbering.at(site));
             }
         }
         values[0] = piece.samples;
         values[1] = piece.nanos;
-        profile.add_sample(&stack, &values, &[]);
+        out.add(&stack, &values, &[]);
     }
 }
 
 /// Adds one sample per tick, its function alone on the stack.
-fn add_flat(profile: &mut Profile, ticks: &[Tick], locator: &mut Locator<'_, '_>) {
-    let mut values = vec![0i64; profile.sample_types().len()];
+fn add_flat(out: &mut SampleSet, ticks: &[Tick], addresses: &[u64], numbering: &mut Numbering) {
+    let mut values = vec![0i64; out.width()];
     for t in ticks {
-        let leaf = locator.location(profile, t.address);
+        let leaf = numbering.location(addresses, t.address);
         values[0] = t.samples;
         values[1] = t.nanos;
-        profile.add_sample(&[leaf], &values, &[]);
+        out.add(&[leaf], &values, &[]);
     }
 }
 
 /// Adds a `bb_executions` sample (type `bt`) per basic-block count.
 fn add_basic_blocks(
-    profile: &mut Profile,
+    out: &mut SampleSet,
     data: &GmonData,
     bt: usize,
-    locator: &mut Locator<'_, '_>,
+    addresses: &[u64],
+    numbering: &mut Numbering,
 ) {
-    let mut values = vec![0i64; profile.sample_types().len()];
+    let mut values = vec![0i64; out.width()];
     for (&addr, &count) in &data.basic_blocks {
-        let loc = locator.location(profile, addr);
+        let loc = numbering.location(addresses, addr);
         values[bt] = count as i64;
-        profile.add_sample(&[loc], &values, &[]);
+        out.add(&[loc], &values, &[]);
     }
 }
 
 /// Profiles naming fewer addresses are built on one thread.
 const PARALLEL_ADDRESSES: usize = 1 << 12;
 
-/// What the second thread makes while the first looks addresses up.
-/// The arcs kept and the calls dropped ([`Arcs`]); the call graph itself is
-/// dropped on the thread that made it.
+/// What the second thread makes while the first looks addresses up: the
+/// samples, the locations they name numbered in order of first use, and the
+/// calls of the arcs dropped ([`Arcs`]). The call graph and the stacks are
+/// dropped on the thread that made them.
 struct Plan {
-    kept: Vec<(u32, u32, u64)>,
+    samples: SampleSet,
+    numbering: Numbering,
     dropped_calls: u64,
-    synthesized: Option<Synthesized>,
+}
+
+/// The sample types of the profile: how many, and the basic-block type.
+type Types = (usize, Option<usize>);
+
+/// The call graph of the arcs and the samples: a `calls` sample per arc
+/// kept, then the ticks (on synthesized stacks when `synthesized`, else
+/// flat), then the basic blocks, locations numbered as they are first named.
+fn make_plan(
+    data: &GmonData,
+    funcs: &[Func<'_>],
+    ticks: &[Tick],
+    addresses: &[u64],
+    symbolized: bool,
+    synthesized: bool,
+    (width, bb_type): Types,
+) -> Plan {
+    let Arcs {
+        graph,
+        kept,
+        dropped_calls,
+    } = call_graph(data, funcs, symbolized, addresses);
+    let synthesized = synthesized.then(|| synthesize(ticks, &graph, addresses));
+    drop(graph);
+    let pieces = synthesized.as_ref().map_or(ticks.len(), |s| s.pieces.len());
+    let capacity = kept.len() + pieces + data.basic_blocks.len();
+    let mut samples = SampleSet::with_capacity(width, capacity);
+    let mut numbering = Numbering::new(addresses.len());
+    add_arcs(&mut samples, &kept, &mut numbering);
+    match &synthesized {
+        Some(synth) => add_synthesized(&mut samples, synth, &mut numbering),
+        None => add_flat(&mut samples, ticks, addresses, &mut numbering),
+    }
+    if let Some(bt) = bb_type {
+        add_basic_blocks(&mut samples, data, bt, addresses, &mut numbering);
+    }
+    Plan {
+        samples,
+        numbering,
+        dropped_calls,
+    }
 }
 
 /// The profile gprof's data stands for (§4).
@@ -245,21 +291,13 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let addresses = addresses(data, &ticks);
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
+    let types = (profile.sample_types().len(), bb_type);
     let plan = || {
-        let Arcs {
-            graph,
-            kept,
-            dropped_calls,
-        } = call_graph(data, &funcs, symbolized, &addresses);
-        let synthesized = synthesized.then(|| synthesize(&ticks, &graph, &addresses));
-        Plan {
-            kept,
-            dropped_calls,
-            synthesized,
-        }
+        let (f, t, a) = (&funcs, &ticks, &addresses);
+        make_plan(data, f, t, a, symbolized, synthesized, types)
     };
-    // The addresses are looked up on this thread while the
-    // call graph and the stacks are built on another (for small profiles a
+    // The addresses are looked up on this thread while the call graph and
+    // the samples are made on another (for small profiles a
     // thread would cost more than it saves).
     let mut files = Vec::new();
     let (resolved, plan) = if addresses.len() < PARALLEL_ADDRESSES {
@@ -270,26 +308,20 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     } else {
         resolve_beside(binary, &funcs, &addresses, plan, &mut files)
     };
-    let pieces = plan
-        .synthesized
-        .as_ref()
-        .map_or(ticks.len(), |s| s.pieces.len());
-    let samples = plan.kept.len() + pieces + data.basic_blocks.len();
-    profile.reserve(addresses.len(), samples);
-    profile.reserve_interned(samples, funcs.len());
-    let mut locator = Locator::new(&addresses, &resolved, mapping);
-    add_arcs(&mut profile, &plan, &mut locator);
+    profile.reserve_interned(0, funcs.len());
+    let found = add_locations(
+        &mut profile,
+        &addresses,
+        &resolved,
+        mapping,
+        &plan.numbering,
+    );
+    profile.add_samples(plan.samples);
+    note_dropped_calls(&mut profile, plan.dropped_calls);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
-    match &plan.synthesized {
-        Some(synth) => add_synthesized(&mut profile, synth, &mut locator),
-        None => add_flat(&mut profile, &ticks, &mut locator),
-    }
-    if let Some(bt) = bb_type {
-        add_basic_blocks(&mut profile, data, bt, &mut locator);
-    }
     let flags = SymbolFlags {
         functions: !funcs.is_empty(),
-        ..locator.found
+        ..found
     };
     profile.add_mapping_flags(mapping, flags);
     profile

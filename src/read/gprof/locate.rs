@@ -144,19 +144,21 @@ impl<'a> Resolved<'a> {
     }
 }
 
-/// Looks every address up, as [`Resolved::new`], while `beside` runs on
-/// another thread.
-pub(super) fn resolve_beside<'a, T: Send>(
+/// Looks every address up, as [`Resolved::new`], then runs `then`, while
+/// `beside` runs on another thread.
+pub(super) fn resolve_beside<'a, T: Send, U>(
     binary: Option<&'a Binary>,
     funcs: &[Func<'a>],
     addresses: &[u64],
     beside: impl FnOnce() -> T + Send,
+    then: impl FnOnce() -> U,
     files: &'a mut Vec<String>,
-) -> (Resolved<'a>, T) {
+) -> (Resolved<'a>, U, T) {
     std::thread::scope(|scope| {
         let beside = scope.spawn(beside);
         let resolved = Resolved::new(binary, funcs, addresses, files);
-        (resolved, join(beside))
+        let then = then();
+        (resolved, then, join(beside))
     })
 }
 

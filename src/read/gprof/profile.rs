@@ -1,6 +1,8 @@
 //! Building the profile: locations per function and call site, the sample
 //! types `cpu` and `calls`, flat or synthesized stacks.
 
+use std::sync::mpsc;
+
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
@@ -231,54 +233,68 @@ fn add_basic_blocks(
 /// Profiles naming fewer addresses are built on one thread.
 const PARALLEL_ADDRESSES: usize = 1 << 12;
 
-/// What the second thread makes while the first looks addresses up: the
-/// samples, the locations they name numbered in order of first use, and the
-/// calls of the arcs dropped ([`Arcs`]). The call graph and the stacks are
-/// dropped on the thread that made them.
+/// The samples and the locations they name, numbered in order of first use
+/// (arcs, then ticks, then basic blocks), and the calls of the arcs dropped
+/// ([`Arcs`]).
 struct Plan {
     samples: SampleSet,
     numbering: Numbering,
     dropped_calls: u64,
 }
 
-/// The sample types of the profile: how many, and the basic-block type.
-type Types = (usize, Option<usize>);
+/// The arcs kept and the calls dropped, handed on as soon as the call graph
+/// is built.
+type Kept = (Vec<(u32, u32, u64)>, u64);
 
-/// The call graph of the arcs and the samples: a `calls` sample per arc
-/// kept, then the ticks (on synthesized stacks when `synthesized`, else
-/// flat), then the basic blocks, locations numbered as they are first named.
-fn make_plan(
+/// The call graph of the arcs (its [`Kept`] sent to `kept` at once), then
+/// the stacks synthesized from it when `synthesized`. The call graph and
+/// the stacks' search state are dropped on the thread that made them.
+fn plan_stacks(
     data: &GmonData,
-    funcs: &[Func<'_>],
-    ticks: &[Tick],
-    addresses: &[u64],
+    (funcs, ticks, addresses): (&[Func<'_>], &[Tick], &[u64]),
     symbolized: bool,
     synthesized: bool,
-    (width, bb_type): Types,
-) -> Plan {
-    let Arcs {
-        graph,
-        kept,
-        dropped_calls,
-    } = call_graph(data, funcs, symbolized, addresses);
-    let synthesized = synthesized.then(|| synthesize(ticks, &graph, addresses));
-    drop(graph);
-    let pieces = synthesized.as_ref().map_or(ticks.len(), |s| s.pieces.len());
-    let capacity = kept.len() + pieces + data.basic_blocks.len();
-    let mut samples = SampleSet::with_capacity(width, capacity);
-    let mut numbering = Numbering::new(addresses.len());
+    kept: mpsc::SyncSender<Kept>,
+) -> Option<Synthesized> {
+    let arcs = call_graph(data, funcs, symbolized, addresses);
+    // The receiver waits for this until the threads are joined.
+    let _ = kept.send((arcs.kept, arcs.dropped_calls));
+    synthesized.then(|| synthesize(ticks, &arcs.graph, addresses))
+}
+
+/// The `calls` samples of the arcs `kept` (received from [`plan_stacks`];
+/// none if it failed: its panic is passed on at the join), with room for
+/// `more` samples after them.
+fn calls_samples(kept: &mpsc::Receiver<Kept>, width: usize, addresses: usize, more: usize) -> Plan {
+    let (kept, dropped_calls) = kept.recv().unwrap_or_default();
+    let mut samples = SampleSet::with_capacity(width, kept.len() + more);
+    let mut numbering = Numbering::new(addresses);
     add_arcs(&mut samples, &kept, &mut numbering);
-    match &synthesized {
-        Some(synth) => add_synthesized(&mut samples, synth, &mut numbering),
-        None => add_flat(&mut samples, ticks, addresses, &mut numbering),
-    }
-    if let Some(bt) = bb_type {
-        add_basic_blocks(&mut samples, data, bt, addresses, &mut numbering);
-    }
     Plan {
         samples,
         numbering,
         dropped_calls,
+    }
+}
+
+/// Adds the ticks' samples (on the `synthesized` stacks, else flat), then
+/// the basic blocks' (type `bb_type`).
+fn add_tick_samples(
+    plan: &mut Plan,
+    data: &GmonData,
+    (ticks, addresses): (&[Tick], &[u64]),
+    synthesized: Option<&Synthesized>,
+    bb_type: Option<usize>,
+) {
+    let Plan {
+        samples, numbering, ..
+    } = plan;
+    match synthesized {
+        Some(synth) => add_synthesized(samples, synth, numbering),
+        None => add_flat(samples, ticks, addresses, numbering),
+    }
+    if let Some(bt) = bb_type {
+        add_basic_blocks(samples, data, bt, addresses, numbering);
     }
 }
 
@@ -291,23 +307,29 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let addresses = addresses(data, &ticks);
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
-    let types = (profile.sample_types().len(), bb_type);
+    let (to_main, kept) = mpsc::sync_channel(1);
     let plan = || {
-        let (f, t, a) = (&funcs, &ticks, &addresses);
-        make_plan(data, f, t, a, symbolized, synthesized, types)
+        let inputs = (&funcs[..], &ticks[..], &addresses[..]);
+        plan_stacks(data, inputs, symbolized, synthesized, to_main)
     };
-    // The addresses are looked up on this thread while the call graph and
-    // the samples are made on another (for small profiles a
-    // thread would cost more than it saves).
+    // The ticks' samples number about as many as the ticks (a few times
+    // more on synthesized stacks).
+    let width = profile.sample_types().len();
+    let more = 4 * ticks.len() + data.basic_blocks.len();
+    let calls = || calls_samples(&kept, width, addresses.len(), more);
+    // The addresses are looked up on this thread, then the `calls` samples
+    // made, while the call graph and the stacks are built on another (for
+    // small profiles a thread would cost more than it saves).
     let mut files = Vec::new();
-    let (resolved, plan) = if addresses.len() < PARALLEL_ADDRESSES {
-        (
-            Resolved::new(binary, &funcs, &addresses, &mut files),
-            plan(),
-        )
+    let (resolved, mut plan, synth) = if addresses.len() < PARALLEL_ADDRESSES {
+        let synth = plan();
+        let resolved = Resolved::new(binary, &funcs, &addresses, &mut files);
+        (resolved, calls(), synth)
     } else {
-        resolve_beside(binary, &funcs, &addresses, plan, &mut files)
+        resolve_beside(binary, &funcs, &addresses, plan, calls, &mut files)
     };
+    let inputs = (&ticks[..], &addresses[..]);
+    add_tick_samples(&mut plan, data, inputs, synth.as_ref(), bb_type);
     profile.reserve_interned(0, funcs.len());
     let found = add_locations(
         &mut profile,

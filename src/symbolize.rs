@@ -539,12 +539,6 @@ impl Binary {
             .as_ref()
     }
 
-    /// The file whose DWARF [`Binary::frames_at`] reads, when it was loaded:
-    /// what [`DwarfReader::open`] opens again for another thread.
-    pub fn dwarf_path(&self) -> Option<&Path> {
-        self.dwarf_reader().and(self.debug_file.as_deref())
-    }
-
     /// The link-time address of the first section called `name` (`.text`).
     pub fn section_address(&self, name: &str) -> Option<u64> {
         self.sections
@@ -611,15 +605,15 @@ impl Binary {
     }
 }
 
-/// A second reader of a binary's DWARF ([`Binary::dwarf_path`]), so that
-/// another thread can look addresses up: addr2line's reader is not shared
-/// between threads. Opening it parses the unit headers again; each reader
+/// addr2line's reader of a binary's DWARF: inlined frames, and the files
+/// and lines of addresses the sorted pass ([`lines`]) leaves to it. Opening
+/// it parses the unit headers (and builds a symbol map of its own); it
 /// parses the line tables of the units it is asked about.
 pub struct DwarfReader(addr2line::Loader);
 
 impl DwarfReader {
-    /// Opens the DWARF of `path` (a [`Binary::dwarf_path`]); `None` when it
-    /// no longer opens.
+    /// Opens the DWARF of `path` (the binary or its debug file); `None` when
+    /// it does not open.
     pub fn open(path: &Path) -> Option<DwarfReader> {
         addr2line::Loader::new(path).ok().map(DwarfReader)
     }

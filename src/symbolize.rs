@@ -633,7 +633,15 @@ impl<'a> SymbolView<'a> {
         let i = symbols
             .partition_point(|s| s.address <= address)
             .checked_sub(1)?;
-        let sym = &symbols[i];
+        self.holding(i, address)
+    }
+
+    /// The `i`-th symbol if its range holds `address` (at or above its
+    /// value): `[its value, its value + size)`, or up to the next symbol when
+    /// its size is 0.
+    fn holding(self, i: usize, address: u64) -> Option<&'a FunctionSymbol> {
+        let symbols = self.symbols;
+        let sym = symbols.get(i)?;
         let end = if sym.size > 0 {
             sym.address + sym.size
         } else {
@@ -689,14 +697,7 @@ impl<'a> SymbolView<'a> {
         while symbols.get(*cursor).is_some_and(|s| s.address <= address) {
             *cursor += 1;
         }
-        let i = cursor.checked_sub(1)?;
-        let sym = &symbols[i];
-        let end = if sym.size > 0 {
-            sym.address + sym.size
-        } else {
-            symbols.get(i + 1).map_or(u64::MAX, |n| n.address)
-        };
-        (address < end).then_some(sym)
+        self.holding(cursor.checked_sub(1)?, address)
     }
 
     /// The frames at `svma`, innermost first, names from the symbols (the

@@ -172,12 +172,10 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     }
     // Large profiles: encoded and compressed on both threads, in members;
     // middle-sized ones: compressed on one thread as the other encodes.
-    let members = if whole::in_members(profile) {
-        whole::gzip_members(profile)
-    } else if whole::piped(profile) {
-        whole::gzip_piped(profile)
-    } else {
-        gzip_members(&encode(profile))
+    let members = match whole::way(profile) {
+        whole::Way::Members => whole::gzip_members(profile),
+        whole::Way::Piped => whole::gzip_piped(profile),
+        whole::Way::Encoded => gzip_members(&encode(profile)),
     };
     for member in members.map_err(io)? {
         out.write_all(&member).map_err(io)?;

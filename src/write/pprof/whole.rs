@@ -10,7 +10,7 @@
 //! The members, in message order, decompress to exactly
 //! [`super::encode`]'s bytes.
 //!
-//! A middle-sized profile ([`piped`]) keeps the one member
+//! A middle-sized profile ([`Way::Piped`]) keeps the one member
 //! [`super::gzip_members`] makes of it: this thread encodes the whole
 //! message in small pieces while another compresses them in order.
 //!
@@ -44,14 +44,37 @@ type Piece = ((u8, usize), Vec<u8>);
 /// Locations encoded between checks of the piece's size.
 const LOCATIONS_AT_ONCE: usize = 1 << 12;
 
-/// Whether `profile` is large enough, and there is a second core, for
-/// [`gzip_members`].
-pub(super) fn in_members(profile: &Profile) -> bool {
-    if !super::worth_a_thread(profile) {
-        return false;
+/// How [`super::write`] compresses a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Way {
+    /// Large: [`gzip_members`].
+    Members,
+    /// Middle-sized: [`gzip_piped`].
+    Piped,
+    /// Small, or one core: encoded whole, then compressed.
+    Encoded,
+}
+
+/// Encodings guessed below this are [`Way::Piped`] (so that
+/// [`super::gzip_members`] would make one member of them).
+const PIPED_BYTES: usize = 2 << 20;
+
+/// The way for `profile`: with rows enough to pay for a thread and a second
+/// core, by the size its encoding is guessed at.
+pub(super) fn way(profile: &Profile) -> Way {
+    let threads = super::worth_a_thread(profile)
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if !threads {
+        return Way::Encoded;
     }
     let guess = super::samples_len_guess(profile) + 16 * profile.locations().len();
-    guess >= MIN_BYTES && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+    if guess >= MIN_BYTES {
+        Way::Members
+    } else if guess < PIPED_BYTES {
+        Way::Piped
+    } else {
+        Way::Encoded
+    }
 }
 
 /// The gzip members of `profile`'s pprof message (at Go's BestSpeed
@@ -84,15 +107,6 @@ pub(super) fn gzip_members(profile: &Profile) -> io::Result<Vec<Vec<u8>>> {
 
 /// Pieces of [`gzip_piped`]: small, so that compressing starts early.
 const SMALL_PIECE: usize = 1 << 16;
-
-/// Whether `profile` is worth [`gzip_piped`]: rows enough to pay for a
-/// thread, a second core, and an encoding guessed below two megabytes (so
-/// that [`super::gzip_members`] would make one member of it).
-pub(super) fn piped(profile: &Profile) -> bool {
-    super::worth_a_thread(profile)
-        && super::samples_len_guess(profile) + 16 * profile.locations().len() < 2 << 20
-        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
-}
 
 /// `super::gzip_members(&super::encode(profile))`, the same bytes: the
 /// message is encoded on this thread in pieces that another thread
@@ -247,7 +261,8 @@ mod tests {
     #[test]
     fn members_decompress_to_the_encoded_message() {
         let p = profile(80_000);
-        assert!(in_members(&p) || std::thread::available_parallelism().map_or(1, |n| n.get()) == 1);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(way(&p) == Way::Members || cores == 1);
         let members = gzip_members(&p).unwrap();
         assert!(members.len() > 2, "{} members", members.len());
         let joined = members.concat();
@@ -272,7 +287,7 @@ mod tests {
             let p = profile(n);
             let encoded = super::super::encode(&p);
             assert!(encoded.len() > 4 * SMALL_PIECE, "{} bytes", encoded.len());
-            assert!(n > 6_000 || piped(&p) || cores == 1);
+            assert!(n > 6_000 || way(&p) == Way::Piped || cores == 1);
             let expected = super::super::gzip_members(&encoded).unwrap();
             assert!(n == 6_000 || expected.len() > 1 || cores == 1);
             assert!(gzip_piped(&p).unwrap() == expected, "{n} samples");
@@ -281,6 +296,6 @@ mod tests {
 
     #[test]
     fn small_profiles_stay_one_member() {
-        assert!(!in_members(&profile(1_000)));
+        assert!(way(&profile(1_000)) != Way::Members);
     }
 }

@@ -253,7 +253,9 @@ fn images_of_one_file_stream_from_their_columns_to_the_whole_profile() {
     let whole = read::read_inputs(&open(&db), &options).unwrap();
     let expected = pprof::to_proto(&whole);
     check_against_footers(&expected, &truth);
-    for spill in [0, 3000, pprof::SPILL_VALUES] {
+    // 10 000: the first image's part is held (as a copy of its columns),
+    // then streamed with the second.
+    for spill in [0, 3000, 10_000, pprof::SPILL_VALUES] {
         let mut stream = Stream::with_spill(Vec::new(), false, spill);
         read::read_parts(&open(&db), &options, &mut stream).unwrap();
         let streamed = pprof::decode(&stream.finish().unwrap()).unwrap();

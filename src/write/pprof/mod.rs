@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::profile::{LabelValue, Profile, Sample};
 
 pub mod pb;
+mod pool;
 mod stream;
 mod whole;
 mod wire;

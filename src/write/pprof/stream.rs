@@ -8,8 +8,9 @@
 //! are encoded at once as `Profile` fields 4 and 2 with global ids
 //! (locations numbered in arrival order, strings, mappings and functions
 //! re-interned into one global table; a lean part, [`AddressPart`], is
-//! encoded straight from its columns), the bytes compressed on the other
-//! cores as gzip members of 1 MiB and written out in order; the tables
+//! encoded straight from its columns), the bytes compressed by a pool of
+//! threads, one per core ([`Pool`]), as gzip members of 1 MiB or more and
+//! written out in order; the tables
 //! (sample types, mappings, functions, strings, comments...) follow at the
 //! end as one more encoded `Profile`. Protobuf merges concatenated messages
 //! (repeated fields append), so the whole decodes to the profile the parts
@@ -17,15 +18,15 @@
 //! concatenated gzip members as one stream.
 //!
 //! Memory: the global tables (O(strings + mappings + functions)), the
-//! parts held before streaming (at most [`SPILL_VALUES`] values), one part,
-//! and a member per core in flight — never O(locations).
+//! parts held before streaming (at most [`SPILL_VALUES`] values; lean ones
+//! as copies of their columns), one part, and two members per core in the
+//! pool — never O(locations).
 
-use std::collections::VecDeque;
 use std::io::Write;
-use std::thread::JoinHandle;
 
 use prost::Message;
 
+use super::pool::Pool;
 use super::wire::{self, Encoder, Label, Line};
 use super::{to_proto, worth_a_thread, write as write_whole};
 use crate::error::{Error, Result};
@@ -50,8 +51,39 @@ pub struct Stream<W: Write> {
 enum State {
     /// Parts held so far (not merged: merging keeps indexes), and the
     /// sample values they will make once merged.
-    Holding(Vec<Profile>, usize),
+    Holding(Vec<Held>, usize),
     Streaming(Box<Streaming>),
+}
+
+/// A part held before streaming: a profile, or a copy of a lean part (the
+/// profile it stands for is made only if the output is written whole; if
+/// it streams, the columns are encoded as they are).
+enum Held {
+    Whole(Profile),
+    Lean(AddressPart),
+}
+
+impl Held {
+    fn sample_types(&self) -> usize {
+        match self {
+            Held::Whole(p) => p.sample_types().len(),
+            Held::Lean(p) => p.width(),
+        }
+    }
+
+    fn samples(&self) -> usize {
+        match self {
+            Held::Whole(p) => p.samples().len(),
+            Held::Lean(p) => p.addresses.len(),
+        }
+    }
+
+    fn into_profile(self) -> Profile {
+        match self {
+            Held::Whole(p) => p,
+            Held::Lean(p) => p.to_profile(),
+        }
+    }
 }
 
 /// The state once streaming: the global tables and what is being written.
@@ -63,16 +95,10 @@ struct Streaming {
     locations: u64,
     /// Encoded bytes not yet handed to compression.
     pending: Vec<u8>,
-    /// Members being compressed, oldest first.
-    jobs: VecDeque<Job>,
-    /// Buffers written out, kept for the next members: encoded bytes,
-    /// compressed ones and compressors (at most one of each per job in
-    /// flight). A fresh buffer of megabytes costs a page fault per page; a
-    /// fresh compressor, its tables.
-    spare: Buffers,
-    /// Members compressed at once: the cores (asked once: the answer reads
-    /// cgroup files).
-    cores: usize,
+    /// The threads compressing members, once the first one is handed in
+    /// (gzip only). Buffers come back from it for the next members: a fresh
+    /// buffer of megabytes costs a page fault per page.
+    pool: Option<Pool>,
     encoder: Encoder,
     /// Scratch for one sample's location ids, values and labels.
     ids: Vec<u64>,
@@ -105,9 +131,9 @@ impl<W: Write> Stream<W> {
         match std::mem::replace(&mut self.state, State::Holding(Vec::new(), 0)) {
             State::Holding(parts, _) => {
                 let mut parts = parts.into_iter();
-                let mut whole = parts.next().unwrap_or_default();
+                let mut whole = parts.next().map(Held::into_profile).unwrap_or_default();
                 for part in parts {
-                    whole.merge(&part)?;
+                    whole.merge(&part.into_profile())?;
                 }
                 write_whole(&whole, self.gzip, &mut self.out)?;
                 drop_aside(whole);
@@ -116,8 +142,8 @@ impl<W: Write> Stream<W> {
                 let tables = to_proto(&s.global).encode_to_vec();
                 s.pending.extend_from_slice(&tables);
                 s.ship(self.gzip, &mut self.out, 0)?;
-                while let Some(job) = s.jobs.pop_front() {
-                    s.spare.write_member(job, &mut self.out)?;
+                if let Some(pool) = s.pool.take() {
+                    pool.finish(&mut self.out).map_err(io_error)?;
                 }
             }
         }
@@ -125,9 +151,10 @@ impl<W: Write> Stream<W> {
     }
 
     /// Starts streaming with the parts held so far.
-    fn spill(&mut self, parts: Vec<Profile>) -> Result<()> {
+    fn spill(&mut self, parts: Vec<Held>) -> Result<()> {
         let mut parts = parts.into_iter();
-        let (tables, rows) = split_tables(parts.next().unwrap_or_default());
+        let first = parts.next().map(Held::into_profile).unwrap_or_default();
+        let (tables, rows) = split_tables(first);
         let identity = TableMap {
             types: (0..tables.sample_types().len()).collect(),
             mappings: (0..tables.mappings().len())
@@ -141,9 +168,7 @@ impl<W: Write> Stream<W> {
             global: tables,
             locations: 0,
             pending: Vec::with_capacity(2 * MEMBER_BYTES),
-            jobs: VecDeque::new(),
-            spare: Buffers::default(),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pool: None,
             encoder: Encoder::default(),
             ids: Vec::new(),
             values: Vec::new(),
@@ -153,7 +178,10 @@ impl<W: Write> Stream<W> {
         });
         s.encode(&rows, &identity);
         for part in parts {
-            s.add(&part)?;
+            match part {
+                Held::Whole(part) => s.add(&part)?,
+                Held::Lean(part) => s.add_columns(&part)?,
+            }
             s.ship(self.gzip, &mut self.out, MEMBER_BYTES)?;
         }
         self.state = State::Streaming(s);
@@ -179,36 +207,52 @@ fn split_tables(mut whole: Profile) -> (Profile, Profile) {
 }
 
 impl<W: Write> PartSink for Stream<W> {
-    /// Held whole while the profile is small (as the profile it stands
-    /// for); once streaming, its columns are encoded as they are, with no
-    /// location or sample made.
+    /// Held as a copy while the profile is small (as the profile it
+    /// stands for, if it is the first part); once streaming, its columns
+    /// are encoded as they are, with no location or sample made.
     fn address_part(&mut self, part: &AddressPart) -> Result<()> {
-        if let State::Streaming(s) = &mut self.state {
-            s.add_columns(part)?;
-            return s.ship(self.gzip, &mut self.out, MEMBER_BYTES);
+        match &mut self.state {
+            State::Holding(parts, _) if parts.is_empty() => {
+                self.hold(Held::Whole(part.to_profile()))
+            }
+            State::Holding(..) => self.hold(Held::Lean(part.clone())),
+            State::Streaming(s) => {
+                s.add_columns(part)?;
+                s.ship(self.gzip, &mut self.out, MEMBER_BYTES)
+            }
         }
-        self.part(part.to_profile())
     }
 
     fn part(&mut self, part: Profile) -> Result<()> {
         match &mut self.state {
-            // The first part is always held: a reader that hands over its
-            // profile whole gets exactly the bytes of `write`.
-            State::Holding(parts, values) => {
-                let width = parts.first().unwrap_or(&part).sample_types().len().max(1);
-                *values = values.saturating_add(part.samples().len().saturating_mul(width));
-                if parts.is_empty() || *values <= self.spill_at {
-                    parts.push(part);
-                    return Ok(());
-                }
-                let held = std::mem::take(parts);
-                self.spill(held)?;
-                self.part(part)
-            }
+            State::Holding(..) => self.hold(Held::Whole(part)),
             State::Streaming(s) => {
                 s.add(&part)?;
                 s.ship(self.gzip, &mut self.out, MEMBER_BYTES)
             }
+        }
+    }
+}
+
+impl<W: Write> Stream<W> {
+    /// Holds a part while the held ones make at most `spill_at` sample
+    /// values; else starts streaming with them and this one. The first part
+    /// is always held: a reader that hands over its profile whole gets
+    /// exactly the bytes of `write`.
+    fn hold(&mut self, part: Held) -> Result<()> {
+        if let State::Holding(parts, values) = &mut self.state {
+            let width = parts.first().unwrap_or(&part).sample_types().max(1);
+            *values = values.saturating_add(part.samples().saturating_mul(width));
+            if parts.is_empty() || *values <= self.spill_at {
+                parts.push(part);
+                return Ok(());
+            }
+            let held = std::mem::take(parts);
+            self.spill(held)?;
+        }
+        match part {
+            Held::Whole(part) => self.part(part),
+            Held::Lean(part) => self.address_part(&part),
         }
     }
 }
@@ -355,76 +399,29 @@ impl Streaming {
     }
 
     /// Hands the pending bytes on once there are at least `min` of them:
-    /// to a compression thread (writing out the oldest member when as many
-    /// are in flight as there are cores), or straight out when raw.
+    /// to the compression threads (started with the first member, one per
+    /// core), or straight out when raw.
     fn ship(&mut self, gzip: bool, out: &mut dyn Write, min: usize) -> Result<()> {
         if self.pending.len() < min.max(1) {
             return Ok(());
         }
-        let next = self.spare.encoded.pop().unwrap_or_default();
-        let mut bytes = std::mem::replace(&mut self.pending, next);
-        self.pending.reserve(2 * MEMBER_BYTES);
         if !gzip {
-            out.write_all(&bytes).map_err(io_error)?;
-            bytes.clear();
-            self.spare.encoded.push(bytes);
+            out.write_all(&self.pending).map_err(io_error)?;
+            self.pending.clear();
             return Ok(());
         }
-        while self.jobs.len() >= self.cores {
-            if let Some(job) = self.jobs.pop_front() {
-                self.spare.write_member(job, out)?;
+        let pool = match &mut self.pool {
+            Some(pool) => pool,
+            None => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let pool = Pool::new(cores, super::member_deflate).map_err(io_error)?;
+                self.pool.insert(pool)
             }
-        }
-        let member = self.spare.compressed.pop().unwrap_or_default();
-        let mut deflate = self
-            .spare
-            .deflate
-            .pop()
-            .unwrap_or_else(super::member_deflate);
-        self.jobs.push_back(std::thread::spawn(move || {
-            let member = super::gzip_member_into(&bytes, member, &mut deflate)?;
-            Ok(Done {
-                member,
-                encoded: bytes,
-                deflate,
-            })
-        }));
-        Ok(())
-    }
-}
-
-/// A member being compressed.
-type Job = JoinHandle<std::io::Result<Done>>;
-
-/// A member compressed, with what made it (to be reused).
-struct Done {
-    member: Vec<u8>,
-    /// The encoded bytes it came from.
-    encoded: Vec<u8>,
-    deflate: flate2::Compress,
-}
-
-/// Buffers and compressors to reuse ([`Streaming::spare`]).
-#[derive(Default)]
-struct Buffers {
-    encoded: Vec<Vec<u8>>,
-    compressed: Vec<Vec<u8>>,
-    deflate: Vec<flate2::Compress>,
-}
-
-impl Buffers {
-    /// Waits for a member's compression, writes it, and keeps its buffers.
-    fn write_member(&mut self, job: Job, out: &mut dyn Write) -> Result<()> {
-        let mut done = job
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p))
-            .map_err(io_error)?;
-        out.write_all(&done.member).map_err(io_error)?;
-        done.encoded.clear();
-        self.encoded.push(done.encoded);
-        self.compressed.push(done.member);
-        self.deflate.push(done.deflate);
-        Ok(())
+        };
+        let mut next = pool.buffer();
+        next.reserve(2 * MEMBER_BYTES);
+        let bytes = std::mem::replace(&mut self.pending, next);
+        pool.compress(bytes, out).map_err(io_error)
     }
 }
 

@@ -1,0 +1,244 @@
+//! Gzip members compressed by a pool of worker threads and written out in
+//! the order they were handed in ([`Pool`]), for a streamed output.
+//!
+//! The threads live as long as the output, each with its own compressor, and
+//! take members from one queue: when a member is done, the next one is
+//! already waiting, whatever the thread that encodes them is doing. A thread
+//! spawned per member (as before) left a core idle from the moment a member
+//! was done until the encoding thread came back to start the next one.
+//!
+//! Memory: at most [`Pool::limit`] members are handed in and not yet
+//! written (queued, being compressed, or compressed and waiting for an
+//! older one), so the pool holds a few megabytes whatever the output's size.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::{self, JoinHandle};
+
+/// A member to compress: its place in the output, its bytes, and a buffer
+/// for the compressed ones.
+struct Task {
+    seq: u64,
+    encoded: Vec<u8>,
+    member: Vec<u8>,
+}
+
+/// A member compressed, with the buffers it came in (to be reused).
+struct Done {
+    member: Vec<u8>,
+    encoded: Vec<u8>,
+}
+
+/// What a worker sends back: the member, or why there is none (an error of
+/// the compressor, or a panic to resume on the owner's thread).
+type Outcome = thread::Result<io::Result<Done>>;
+
+/// Worker threads compressing gzip members, written to the output in order.
+pub(super) struct Pool {
+    /// The queue the workers take tasks from (`None` once closed).
+    tasks: Option<mpsc::Sender<Task>>,
+    done: mpsc::Receiver<(u64, Outcome)>,
+    workers: Vec<JoinHandle<()>>,
+    /// Members handed in, and members written out.
+    sent: u64,
+    written: u64,
+    /// Members compressed before an older one, by place.
+    waiting: BTreeMap<u64, Done>,
+    /// Buffers of written members, for the next ones.
+    spare_encoded: Vec<Vec<u8>>,
+    spare_members: Vec<Vec<u8>>,
+    limit: usize,
+}
+
+impl Pool {
+    /// A pool of `threads` workers (at least one), each compressing with a
+    /// compressor from `deflate`.
+    pub(super) fn new(threads: usize, deflate: fn() -> flate2::Compress) -> io::Result<Pool> {
+        let (tasks, queue) = mpsc::channel::<Task>();
+        let queue = Arc::new(Mutex::new(queue));
+        let (report, done) = mpsc::channel();
+        let threads = threads.max(1);
+        let mut workers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let queue = Arc::clone(&queue);
+            let report = report.clone();
+            workers.push(
+                thread::Builder::new()
+                    .name("gzip".into())
+                    .spawn(move || work(&queue, &report, deflate()))?,
+            );
+        }
+        Ok(Pool {
+            tasks: Some(tasks),
+            done,
+            workers,
+            sent: 0,
+            written: 0,
+            waiting: BTreeMap::new(),
+            spare_encoded: Vec::new(),
+            spare_members: Vec::new(),
+            // Two members per worker: one being compressed, one queued for
+            // when it is done; and one more being written or encoded.
+            limit: 2 * threads + 1,
+        })
+    }
+
+    /// An empty buffer for the next member's encoded bytes (one a written
+    /// member came in, when there is one).
+    pub(super) fn buffer(&mut self) -> Vec<u8> {
+        self.spare_encoded.pop().unwrap_or_default()
+    }
+
+    /// Hands in the next member's encoded bytes. Writes out the members
+    /// that are done and in order; waits first while [`Pool::limit`] members
+    /// are in the pool.
+    pub(super) fn compress(&mut self, encoded: Vec<u8>, out: &mut dyn Write) -> io::Result<()> {
+        while self.in_pool() >= self.limit {
+            self.wait(out)?;
+        }
+        let task = Task {
+            seq: self.sent,
+            encoded,
+            member: self.spare_members.pop().unwrap_or_default(),
+        };
+        let tasks = self.tasks.as_ref().ok_or_else(closed)?;
+        tasks.send(task).map_err(|_| closed())?;
+        self.sent += 1;
+        while let Ok((seq, outcome)) = self.done.try_recv() {
+            self.arrived(seq, outcome, out)?;
+        }
+        Ok(())
+    }
+
+    /// Writes out every member handed in, and stops the workers.
+    pub(super) fn finish(mut self, out: &mut dyn Write) -> io::Result<()> {
+        self.tasks = None;
+        while self.written < self.sent {
+            self.wait(out)?;
+        }
+        for worker in self.workers.drain(..) {
+            worker.join().unwrap_or_else(|p| panic::resume_unwind(p));
+        }
+        Ok(())
+    }
+
+    /// Members handed in and not yet written.
+    fn in_pool(&self) -> usize {
+        usize::try_from(self.sent - self.written).unwrap_or(usize::MAX)
+    }
+
+    /// Waits for a member to be compressed, and writes what is in order.
+    fn wait(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        let (seq, outcome) = self.done.recv().map_err(|_| closed())?;
+        self.arrived(seq, outcome, out)
+    }
+
+    /// Takes in a worker's outcome for member `seq`, and writes out the
+    /// members that are next in order.
+    fn arrived(&mut self, seq: u64, outcome: Outcome, out: &mut dyn Write) -> io::Result<()> {
+        let done = outcome.unwrap_or_else(|p| panic::resume_unwind(p))?;
+        self.waiting.insert(seq, done);
+        while let Some(mut done) = self.waiting.remove(&self.written) {
+            out.write_all(&done.member)?;
+            self.written += 1;
+            done.encoded.clear();
+            self.spare_encoded.push(done.encoded);
+            self.spare_members.push(done.member);
+        }
+        Ok(())
+    }
+}
+
+/// A worker: compresses tasks from `queue` until it is closed, sending each
+/// outcome to `report`.
+fn work(
+    queue: &Mutex<mpsc::Receiver<Task>>,
+    report: &mpsc::Sender<(u64, Outcome)>,
+    mut deflate: flate2::Compress,
+) {
+    loop {
+        // The lock is held only to take a task, not while compressing.
+        let task = match queue.lock() {
+            Ok(queue) => queue.recv(),
+            Err(_) => return,
+        };
+        let Ok(task) = task else { return };
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            let member = super::gzip_member_into(&task.encoded, task.member, &mut deflate)?;
+            Ok(Done {
+                member,
+                encoded: task.encoded,
+            })
+        }));
+        if report.send((task.seq, outcome)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The error of a pool whose workers are gone.
+fn closed() -> io::Error {
+    io::Error::other("the gzip compression threads stopped")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pieces of different sizes and contents, compressed by the pool,
+    /// come out as the members `gzip_member_into` makes, in order.
+    #[test]
+    fn members_come_out_in_order() {
+        let pieces: Vec<Vec<u8>> = (0..40u32)
+            .map(|i| {
+                let len = (i as usize * 7919) % 50_000;
+                (0..len)
+                    .map(|j| (j as u32 ^ i.wrapping_mul(2_654_435_761)) as u8 % 17)
+                    .collect()
+            })
+            .collect();
+        for threads in [1, 2, 3] {
+            let mut pool = Pool::new(threads, super::super::member_deflate).unwrap();
+            let mut out = Vec::new();
+            for piece in &pieces {
+                let mut buffer = pool.buffer();
+                assert!(buffer.is_empty());
+                buffer.extend_from_slice(piece);
+                pool.compress(buffer, &mut out).unwrap();
+                assert!(pool.in_pool() <= pool.limit);
+            }
+            pool.finish(&mut out).unwrap();
+            let mut expected = Vec::new();
+            let mut deflate = super::super::member_deflate();
+            for piece in &pieces {
+                let member =
+                    super::super::gzip_member_into(piece, Vec::new(), &mut deflate).unwrap();
+                expected.extend_from_slice(&member);
+            }
+            assert_eq!(out, expected, "{threads} threads");
+        }
+    }
+
+    /// A write error reaches the caller.
+    #[test]
+    fn write_errors_are_returned() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut pool = Pool::new(2, super::super::member_deflate).unwrap();
+        let mut result = Ok(());
+        for _ in 0..10 {
+            result = result.and_then(|()| pool.compress(vec![1; 1000], &mut Full));
+        }
+        let result = result.and_then(|()| pool.finish(&mut Full));
+        assert_eq!(result.unwrap_err().to_string(), "disk full");
+    }
+}

@@ -81,7 +81,7 @@ for i in "${!files[@]}"; do
     records=$(python3 -c "print('%g M' % (float('${counts[$i]}') / 1e6))")
     python3 "$ROOT/benches/measure.py" --runs "$RUNS" ${RESULTS:+--results "$RESULTS"} \
         --case "APS, $records records, $DISTINCT stacks$variant → .pb.gz" --bytes "$(stat -c %s "$f")" \
-        --goal-mbps 2000 \
+        --goal-mbps 2000 --fresh "$WORK/out.pb.gz" \
         --profconv "$PROFCONV $f -o $WORK/out.pb.gz" --reference cat "cat $f"
     "$PROFCONV" info "$f" | sed -n '/records:/p;/samples:/p' | sed 's/^/   /'
 done

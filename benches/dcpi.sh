@@ -76,13 +76,13 @@ bench() { # DB LABEL
     sh -c "find '$db' -type f ! -name .complete -print0 | xargs -0 cat > /dev/null" # warm the cache
     if [ -n "$OLD" ]; then
         "${MEASURE[@]}" --case "DCPI $label → .pb.gz (OLD)" --name old --bytes "$bytes" \
-            --goal-mbps 500 --goal-rss-mb "$((bytes / 1048576))" \
+            --goal-mbps 500 --goal-rss-mb "$((bytes / 1048576))" --fresh "$WORK/old.pb.gz" \
             --profconv "prlimit --as=$((CAP_MB * 1048576)) $OLD $db -o $WORK/old.pb.gz" \
             --reference cat "$cat_all" || true
         rm -f "$WORK/old.pb.gz"
     fi
     "${MEASURE[@]}" --case "DCPI $label → .pb.gz" --bytes "$bytes" \
-        --goal-mbps 500 --goal-rss-mb "$((bytes / 1048576))" \
+        --goal-mbps 500 --goal-rss-mb "$((bytes / 1048576))" --fresh "$WORK/out.pb.gz" \
         --profconv "prlimit --as=$((CAP_MB * 1048576)) $PROFCONV $db -o $WORK/out.pb.gz" \
         --reference cat "$cat_all"
     [ -f "$WORK/out.pb.gz" ] && echo "   output: $(stat -c %s "$WORK/out.pb.gz") bytes" && rm -f "$WORK/out.pb.gz"

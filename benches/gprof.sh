@@ -100,5 +100,5 @@ if [ "$GPROF_ONLY" = 1 ]; then
     exit 0
 fi
 python3 "$ROOT/benches/measure.py" --case "gmon.out, $N functions${GEN_ARGS:+ $GEN_ARGS} → .pb.gz" --runs "$RUNS" \
-    --bytes "$(wc -c < gmon.out)" ${RESULTS:+--results "$RESULTS"} --goal-ratio 5 --goal-rss-vs-ref \
+    --bytes "$(wc -c < gmon.out)" ${RESULTS:+--results "$RESULTS"} --goal-ratio 5 --goal-rss-vs-ref --fresh out.pb.gz \
     --profconv "$PROFCONV gmon.out --binary $PROG -o out.pb.gz" --reference gprof "$CMD_GPROF"

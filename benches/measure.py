@@ -3,7 +3,7 @@
 
     benches/measure.py --case LABEL [--bytes N] [--runs 3] [--warmup 1] [--results FILE]
                        [--goal-ratio R] [--goal-rss-vs-ref] [--goal-mbps M]
-                       [--goal-seconds S] [--goal-rss-mb MB]
+                       [--goal-seconds S] [--goal-rss-mb MB] [--fresh FILE]
                        --profconv 'CMD ...' [--reference NAME 'CMD ...']
 
 Runs each command (split like a shell would, run without a shell, stdout to /dev/null)
@@ -20,7 +20,11 @@ Prints the median wall time (and CPU time, user + sys from wait4, steadier than 
 on a shared machine), throughput (--bytes / median time) and the highest peak RSS of
 each command, the ratio reference/profconv (> 1: profconv is faster) and whether the goals
 hold.  A failed run (non-zero exit or signal) is reported with its status and stderr's last
-line, and counts as a missed goal.  With --results, appends one tab-separated row for
+line, and counts as a missed goal.  --fresh FILE (profconv's output) is removed before every
+run of profconv, outside the timing: each run writes a new file, as a first conversion does and
+as the references, writing to /dev/null, never replace one.  (Replacing a file costs the file
+system's deletion of the old one inside profconv's rename: on this machine's ext4, mounted with
+`discard`, ~60 ms for a 124 MB output.)  With --results, appends one tab-separated row for
 benches/run_all.sh's table.
 """
 
@@ -85,14 +89,17 @@ def run_rss(argv):
     return seconds, cpu, rss, code, first_message(lines)
 
 
-def measure(commands, runs, warmup):
-    """{name: {"times": [...], "rss": max KB, "failed": (status, message) or None}}"""
+def measure(commands, runs, warmup, fresh=None):
+    """{name: {"times": [...], "rss": max KB, "failed": (status, message) or None}};
+    fresh: {name: a file removed before each run of that command}"""
     out = {name: {"times": [], "cpu": [], "rss": 0, "failed": None} for name, _ in commands}
     for i in range(max(1, warmup) + runs):
         for name, argv in commands:
             r = out[name]
             if r["failed"]:
                 continue
+            if fresh and fresh.get(name) and os.path.lexists(fresh[name]):
+                os.remove(fresh[name])
             if i < max(1, warmup):
                 seconds, cpu, rss, code, message = run_rss(argv)
                 r["rss"] = max(r["rss"], rss)
@@ -125,6 +132,7 @@ def main():
     ap.add_argument("--goal-mbps", type=float)
     ap.add_argument("--goal-seconds", type=float)
     ap.add_argument("--goal-rss-mb", type=float, help="peak RSS bound, MiB (as all RSS here)")
+    ap.add_argument("--fresh", metavar="FILE", help="profconv's output, removed before each run")
     args = ap.parse_args()
     if not os.access(GNU_TIME, os.X_OK):
         sys.exit("measure.py: GNU time is missing: apt-get install time")
@@ -134,7 +142,7 @@ def main():
     if args.reference:
         ref_name = args.reference[0]
         commands.append((ref_name, shlex.split(args.reference[1])))
-    res = measure(commands, args.runs, args.warmup)
+    res = measure(commands, args.runs, args.warmup, {args.name: args.fresh})
 
     mb = args.bytes / 1e6
     def summary(name):

@@ -9,6 +9,7 @@ pub mod frames;
 pub mod pprof;
 pub mod speedscope;
 pub mod target;
+mod temporary;
 
 use std::io::Write;
 use std::path::Path;
@@ -138,9 +139,6 @@ pub fn write_file(
     }
 }
 
-/// Random characters in a temporary file's name (tempfile's default).
-const TEMP_RANDOM_LEN: usize = 6;
-
 /// True for the name of a temporary file [`write_atomically`] makes:
 /// `.NAME.XXXXXX.tmp`. A killed run can leave one; archive runs remove them.
 pub fn is_temporary_name(name: &str) -> bool {
@@ -150,7 +148,7 @@ pub fn is_temporary_name(name: &str) -> bool {
     match inner.rsplit_once('.') {
         Some((stem, random)) => {
             !stem.is_empty()
-                && random.len() == TEMP_RANDOM_LEN
+                && random.len() == temporary::TEMP_RANDOM_LEN
                 && random.chars().all(|c| c.is_ascii_alphanumeric())
         }
         None => false,
@@ -166,38 +164,9 @@ pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> Result<()>,
 ) -> Result<()> {
-    let tmp = temporary_beside(path)?;
-    let mut buffered = std::io::BufWriter::new(tmp);
-    fill(&mut buffered)?;
-    let tmp = buffered
-        .into_inner()
-        .map_err(|e| Error::io(path, e.into_error()))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
-}
-
-/// A temporary file `.NAME.XXXXXX.tmp` next to `path`, removed when dropped.
-fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let prefix = format!(".{name}.");
-    let mut builder = tempfile::Builder::new();
-    builder
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .rand_bytes(TEMP_RANDOM_LEN);
-    // A temporary file is private (0600) by default; the output is an
-    // ordinary file, so ask for 0666 and let the umask decide, as any
-    // program creating a file does.
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    builder.tempfile_in(dir).map_err(|e| Error::io(path, e))
+    let mut tmp = temporary::Temporary::create(path)?;
+    fill(&mut tmp)?;
+    tmp.commit()
 }
 
 /// An output open for writing while it is being produced (a streamed
@@ -213,10 +182,7 @@ pub struct OutputFile {
 enum OutputSink {
     Stdout(std::io::Stdout),
     Special(std::io::BufWriter<std::fs::File>),
-    Temporary(
-        std::io::BufWriter<tempfile::NamedTempFile>,
-        std::path::PathBuf,
-    ),
+    Temporary(temporary::Temporary),
 }
 
 impl OutputFile {
@@ -232,8 +198,7 @@ impl OutputFile {
                 OutputSink::Special(std::io::BufWriter::new(file))
             }
             target::Target::Regular(file) => {
-                let tmp = temporary_beside(&file)?;
-                OutputSink::Temporary(std::io::BufWriter::new(tmp), file)
+                OutputSink::Temporary(temporary::Temporary::create(&file)?)
             }
         };
         Ok(OutputFile {
@@ -248,13 +213,7 @@ impl OutputFile {
         match self.sink {
             OutputSink::Stdout(mut out) => out.flush().map_err(|e| Error::io(path, e)),
             OutputSink::Special(mut out) => out.flush().map_err(|e| Error::io(path, e)),
-            OutputSink::Temporary(out, file) => {
-                let tmp = out
-                    .into_inner()
-                    .map_err(|e| Error::io(path, e.into_error()))?;
-                tmp.persist(&file).map_err(|e| Error::io(path, e.error))?;
-                Ok(())
-            }
+            OutputSink::Temporary(out) => out.commit(),
         }
     }
 }
@@ -264,7 +223,7 @@ impl Write for OutputFile {
         match &mut self.sink {
             OutputSink::Stdout(out) => out.write(buf),
             OutputSink::Special(out) => out.write(buf),
-            OutputSink::Temporary(out, _) => out.write(buf),
+            OutputSink::Temporary(out) => out.write(buf),
         }
     }
 
@@ -272,7 +231,7 @@ impl Write for OutputFile {
         match &mut self.sink {
             OutputSink::Stdout(out) => out.flush(),
             OutputSink::Special(out) => out.flush(),
-            OutputSink::Temporary(out, _) => out.flush(),
+            OutputSink::Temporary(out) => out.flush(),
         }
     }
 }

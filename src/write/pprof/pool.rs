@@ -7,15 +7,22 @@
 //! spawned per member (as before) left a core idle from the moment a member
 //! was done until the encoding thread came back to start the next one.
 //!
-//! Memory: at most [`Pool::limit`] members are handed in and not yet
-//! written (queued, being compressed, or compressed and waiting for an
-//! older one), so the pool holds a few megabytes whatever the output's size.
+//! Memory: at most [`Pool::limit`] members, and beyond one per worker and
+//! one more, at most [`POOL_BYTES`] of encoded bytes, are handed in and not
+//! yet written
+//! (queued, being compressed, or compressed and waiting for an older one),
+//! so the pool holds a few megabytes whatever the output's size.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::{self, JoinHandle};
+
+/// Encoded bytes the members in the pool may add up to, once there is one
+/// per worker and one more (so that large members still keep every worker
+/// busy).
+const POOL_BYTES: usize = 16 << 20;
 
 /// A member to compress: its place in the output, its bytes, and a buffer
 /// for the compressed ones.
@@ -44,12 +51,17 @@ pub(super) struct Pool {
     /// Members handed in, and members written out.
     sent: u64,
     written: u64,
+    /// Encoded bytes of the members in the pool, by place.
+    sizes: std::collections::VecDeque<usize>,
     /// Members compressed before an older one, by place.
     waiting: BTreeMap<u64, Done>,
     /// Buffers of written members, for the next ones.
     spare_encoded: Vec<Vec<u8>>,
     spare_members: Vec<Vec<u8>>,
     limit: usize,
+    threads: usize,
+    /// [`POOL_BYTES`] (tests lower it).
+    max_bytes: usize,
 }
 
 impl Pool {
@@ -76,12 +88,15 @@ impl Pool {
             workers,
             sent: 0,
             written: 0,
+            sizes: std::collections::VecDeque::new(),
             waiting: BTreeMap::new(),
             spare_encoded: Vec::new(),
             spare_members: Vec::new(),
             // Two members per worker: one being compressed, one queued for
             // when it is done; and one more being written or encoded.
             limit: 2 * threads + 1,
+            max_bytes: POOL_BYTES,
+            threads,
         })
     }
 
@@ -95,9 +110,13 @@ impl Pool {
     /// that are done and in order; waits first while [`Pool::limit`] members
     /// are in the pool.
     pub(super) fn compress(&mut self, encoded: Vec<u8>, out: &mut dyn Write) -> io::Result<()> {
-        while self.in_pool() >= self.limit {
+        while self.in_pool() >= self.limit
+            || (self.in_pool() > self.threads
+                && self.bytes_in_pool() + encoded.len() > self.max_bytes)
+        {
             self.wait(out)?;
         }
+        self.sizes.push_back(encoded.len());
         let task = Task {
             seq: self.sent,
             encoded,
@@ -129,6 +148,11 @@ impl Pool {
         usize::try_from(self.sent - self.written).unwrap_or(usize::MAX)
     }
 
+    /// Encoded bytes of the members handed in and not yet written.
+    fn bytes_in_pool(&self) -> usize {
+        self.sizes.iter().sum()
+    }
+
     /// Waits for a member to be compressed, and writes what is in order.
     fn wait(&mut self, out: &mut dyn Write) -> io::Result<()> {
         let (seq, outcome) = self.done.recv().map_err(|_| closed())?;
@@ -143,6 +167,7 @@ impl Pool {
         while let Some(mut done) = self.waiting.remove(&self.written) {
             out.write_all(&done.member)?;
             self.written += 1;
+            self.sizes.pop_front();
             done.encoded.clear();
             self.spare_encoded.push(done.encoded);
             self.spare_members.push(done.member);
@@ -199,8 +224,15 @@ mod tests {
                     .collect()
             })
             .collect();
-        for threads in [1, 2, 3] {
+        for (threads, max_bytes) in [
+            (1, POOL_BYTES),
+            (2, POOL_BYTES),
+            (3, POOL_BYTES),
+            (1, 60_000),
+            (2, 60_000),
+        ] {
             let mut pool = Pool::new(threads, super::super::member_deflate).unwrap();
+            pool.max_bytes = max_bytes;
             let mut out = Vec::new();
             for piece in &pieces {
                 let mut buffer = pool.buffer();
@@ -208,6 +240,7 @@ mod tests {
                 buffer.extend_from_slice(piece);
                 pool.compress(buffer, &mut out).unwrap();
                 assert!(pool.in_pool() <= pool.limit);
+                assert!(pool.in_pool() <= threads + 1 || pool.bytes_in_pool() <= max_bytes);
             }
             pool.finish(&mut out).unwrap();
             let mut expected = Vec::new();

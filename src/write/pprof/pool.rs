@@ -107,8 +107,9 @@ impl Pool {
     }
 
     /// Hands in the next member's encoded bytes. Writes out the members
-    /// that are done and in order; waits first while [`Pool::limit`] members
-    /// are in the pool.
+    /// that are done and in order; waits first while the pool is full
+    /// ([`Pool::limit`] members, or [`POOL_BYTES`] beyond one member per
+    /// worker and one more).
     pub(super) fn compress(&mut self, encoded: Vec<u8>, out: &mut dyn Write) -> io::Result<()> {
         while self.in_pool() >= self.limit
             || (self.in_pool() > self.threads

@@ -22,9 +22,9 @@ each command, the ratio reference/profconv (> 1: profconv is faster) and whether
 hold.  A failed run (non-zero exit or signal) is reported with its status and stderr's last
 line, and counts as a missed goal.  --fresh FILE (profconv's output) is removed before every
 run of profconv, outside the timing: each run writes a new file, as a first conversion does and
-as the references, writing to /dev/null, never replace one.  (Replacing a file costs the file
-system's deletion of the old one inside profconv's rename: on this machine's ext4, mounted with
-`discard`, ~60 ms for a 124 MB output.)  With --results, appends one tab-separated row for
+as the references, writing to /dev/null, never replace one.  (Replacing a file adds the file
+system's work to profconv's rename: ext4 writes the new file out and deletes the old one there,
+and on this machine, mounted with `discard`, that is 60-100 ms for a 124 MB output.)  With --results, appends one tab-separated row for
 benches/run_all.sh's table.
 """
 

@@ -9,9 +9,8 @@
 //!
 //! Memory: at most [`Pool::limit`] members, and beyond one per worker and
 //! one more, at most [`POOL_BYTES`] of encoded bytes, are handed in and not
-//! yet written
-//! (queued, being compressed, or compressed and waiting for an older one),
-//! so the pool holds a few megabytes whatever the output's size.
+//! yet written (queued, being compressed, or compressed and waiting for an
+//! older one), so the pool holds a few megabytes whatever the output's size.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -48,10 +47,12 @@ pub(super) struct Pool {
     tasks: Option<mpsc::Sender<Task>>,
     done: mpsc::Receiver<(u64, Outcome)>,
     workers: Vec<JoinHandle<()>>,
-    /// Members handed in, and members written out.
+    /// Members handed in, and members written out (the places of the next
+    /// member handed in and of the next one to write).
     sent: u64,
     written: u64,
-    /// Encoded bytes of the members in the pool, by place.
+    /// Encoded bytes of each member in the pool (handed in, not yet
+    /// written), oldest first.
     sizes: std::collections::VecDeque<usize>,
     /// Members compressed before an older one, by place.
     waiting: BTreeMap<u64, Done>,
@@ -117,7 +118,7 @@ impl Pool {
         {
             self.wait(out)?;
         }
-        self.sizes.push_back(encoded.len());
+        let size = encoded.len();
         let task = Task {
             seq: self.sent,
             encoded,
@@ -125,6 +126,7 @@ impl Pool {
         };
         let tasks = self.tasks.as_ref().ok_or_else(closed)?;
         tasks.send(task).map_err(|_| closed())?;
+        self.sizes.push_back(size);
         self.sent += 1;
         while let Ok((seq, outcome)) = self.done.try_recv() {
             self.arrived(seq, outcome, out)?;
@@ -146,7 +148,7 @@ impl Pool {
 
     /// Members handed in and not yet written.
     fn in_pool(&self) -> usize {
-        usize::try_from(self.sent - self.written).unwrap_or(usize::MAX)
+        self.sizes.len()
     }
 
     /// Encoded bytes of the members handed in and not yet written.

@@ -19,8 +19,9 @@
 //!
 //! Memory: the global tables (O(strings + mappings + functions)), the
 //! parts held before streaming (at most [`SPILL_VALUES`] values; lean ones
-//! as copies of their columns), one part, and two members per core in the
-//! pool — never O(locations).
+//! as copies of their columns), one part, and the members in the pool (two
+//! per core and one more, at most 16 MiB beyond one per core and one more)
+//! — never O(locations).
 
 use std::io::Write;
 

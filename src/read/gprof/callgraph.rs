@@ -105,14 +105,13 @@ impl<T: Copy + Default> Table<T> {
     }
 }
 
-/// The synthesized stacks of every function's self time: each stack (a
-/// path) is the call sites from the function up to a root of the call graph
+/// Synthesized stacks (paths), as [`Synthesis::paths_of`] makes them: each
+/// path is the call sites from a function up to a root of the call graph
 /// (innermost first, as address indexes) and the nanoseconds of the
-/// function's self time that it carries. Paths are numbered from 0, a
-/// function's paths consecutively.
+/// function's self time that it carries. Paths are numbered from 0 in the
+/// order made, a function's paths consecutively.
+#[derive(Default)]
 pub(super) struct Stacks {
-    /// The paths of function `f`: `starts[f]..starts[f + 1]`.
-    starts: Vec<usize>,
     paths: Vec<Path>,
     /// The call sites of every path, one after the other.
     sites: Vec<u32>,
@@ -127,16 +126,20 @@ pub(super) struct Path {
 }
 
 impl Stacks {
-    /// The number of the first path of function `f`, and its paths.
-    pub(super) fn of(&self, f: usize) -> (usize, &[Path]) {
-        let first = self.starts[f];
-        (first, &self.paths[first..self.starts[f + 1]])
+    /// The paths numbered `range`.
+    pub(super) fn paths(&self, range: Range<usize>) -> &[Path] {
+        &self.paths[range]
     }
 
     /// The call sites of path `k`, innermost first.
     pub(super) fn sites(&self, k: usize) -> &[u32] {
         let p = &self.paths[k];
         &self.sites[p.start..p.end]
+    }
+
+    /// The call sites held, over all paths.
+    pub(super) fn sites_len(&self) -> usize {
+        self.sites.len()
     }
 }
 
@@ -379,11 +382,13 @@ impl CallGraph {
         times
     }
 
-    /// Stacks for every function's self time (`self_ns[f]` ≥ 0 for each of
-    /// the graph's functions), each from a root of the call graph down to
-    /// the function, such that every function outside a cycle gets exactly
-    /// gprof's inclusive time (self + children) and every arc between
-    /// components exactly the time gprof propagates along it.
+    /// The flow decomposition that synthesizes stacks for every function's
+    /// self time (`self_ns[f]` ≥ 0 for each of the graph's functions), each
+    /// from a root of the call graph down to the function, such that every
+    /// function outside a cycle gets exactly gprof's inclusive time (self +
+    /// children) and every arc between components exactly the time gprof
+    /// propagates along it: [`Synthesis::paths_of`] gives each function's
+    /// stacks, function after function.
     ///
     /// The arc times form a flow from the roots down to the functions' self
     /// time, conserved at every component; it decomposes into paths
@@ -392,29 +397,14 @@ impl CallGraph {
     /// smallest amount left on the way. Each path empties an arc or a
     /// function's self time, so there are at most `arcs + functions` of them,
     /// however many paths the graph has (exponentially many in general).
-    pub(super) fn stacks(&self, self_ns: &[i64]) -> Stacks {
-        let mut climb = Climb::new(self, self.arc_times(self_ns));
-        let mut out = Stacks {
-            starts: Vec::with_capacity(self_ns.len() + 1),
-            paths: Vec::new(),
-            sites: Vec::new(),
-        };
-        out.starts.push(0);
-        for (f, &ns) in self_ns.iter().enumerate() {
-            let mut left = ns;
-            while left > 0 {
-                let start = out.sites.len();
-                let nanos = self.climb(f as u32, left, &mut climb, &mut out.sites);
-                left -= nanos;
-                let end = out.sites.len();
-                out.paths.push(Path { start, end, nanos });
-            }
-            out.starts.push(out.paths.len());
+    pub(super) fn synthesis(&self, self_ns: &[i64]) -> Synthesis<'_> {
+        Synthesis {
+            graph: self,
+            climb: Climb::new(self, self.arc_times(self_ns)),
         }
-        out
     }
 
-    /// One path of [`CallGraph::stacks`]: from `func` up to a root through
+    /// One path of [`Synthesis::paths_of`]: from `func` up to a root through
     /// arcs with flow left, carrying at most `left` nanoseconds; its call
     /// sites appended to `sites`. Returns the nanoseconds it carries.
     fn climb(&self, func: u32, left: i64, state: &mut Climb, sites: &mut Vec<u32>) -> i64 {
@@ -448,6 +438,34 @@ impl CallGraph {
             arcs[i].flow -= nanos;
         }
         nanos
+    }
+}
+
+/// [`CallGraph::synthesis`] under way: the flow left on each arc.
+pub(super) struct Synthesis<'g> {
+    graph: &'g CallGraph,
+    climb: Climb,
+}
+
+impl Synthesis<'_> {
+    /// The stacks of function `f`'s self time `ns` (what `self_ns[f]` was
+    /// when the synthesis began), appended to `out`; the numbers of the
+    /// paths added. Each function's stacks are asked for once (in any
+    /// order of functions: the flow left is the same whichever way it is
+    /// taken apart).
+    pub(super) fn paths_of(&mut self, f: usize, ns: i64, out: &mut Stacks) -> Range<usize> {
+        let first = out.paths.len();
+        let mut left = ns;
+        while left > 0 {
+            let start = out.sites.len();
+            let nanos = self
+                .graph
+                .climb(f as u32, left, &mut self.climb, &mut out.sites);
+            left -= nanos;
+            let end = out.sites.len();
+            out.paths.push(Path { start, end, nanos });
+        }
+        first..out.paths.len()
     }
 }
 
@@ -613,12 +631,14 @@ mod tests {
         nanos: i64,
     }
 
-    /// The stacks of each function.
-    fn paths(stacks: &Stacks) -> Vec<Vec<SynthPath>> {
-        (0..stacks.starts.len() - 1)
+    /// The stacks of each function, functions in order.
+    fn stacks_of(g: &CallGraph, self_ns: &[i64]) -> Vec<Vec<SynthPath>> {
+        let mut synthesis = g.synthesis(self_ns);
+        let mut stacks = Stacks::default();
+        (0..self_ns.len())
             .map(|f| {
-                let (first, paths) = stacks.of(f);
-                (first..first + paths.len())
+                let range = synthesis.paths_of(f, self_ns[f], &mut stacks);
+                range
                     .map(|k| SynthPath {
                         sites: stacks.sites(k).to_vec(),
                         nanos: stacks.paths[k].nanos,
@@ -687,7 +707,7 @@ mod tests {
     fn self_time_is_handed_to_callers_in_proportion_to_calls() {
         // 0 → 2 (1 call), 1 → 2 (3 calls), 3 → 0, 3 → 1
         let g = graph(&[(0, 2, 1), (1, 2, 3), (3, 0, 1), (3, 1, 1)], 4, &[]);
-        let stacks = paths(&g.stacks(&[0, 0, 1000, 0]));
+        let stacks = stacks_of(&g, &[0, 0, 1000, 0]);
         let mut paths = stacks[2].clone();
         paths.sort_by_key(|p| p.nanos);
         assert_eq!(
@@ -710,7 +730,7 @@ mod tests {
         // 0 ↔ 1 mutual recursion entered from 2 only; 3 → 2.
         let g = graph(&[(0, 1, 500), (1, 0, 499), (2, 0, 1), (3, 2, 1)], 4, &[]);
         assert_eq!(g.component[0], g.component[1]);
-        let stacks = paths(&g.stacks(&[300, 700, 0, 0]));
+        let stacks = stacks_of(&g, &[300, 700, 0, 0]);
         assert_eq!(
             stacks[1],
             vec![SynthPath {
@@ -731,7 +751,7 @@ mod tests {
     fn a_cycle_nobody_calls_starts_at_the_member_called_from_outside() {
         // 0 ↔ 1, 1 → 2; 1 is `main`, called from libc (spontaneous).
         let g = graph(&[(0, 1, 5), (1, 0, 5), (1, 2, 1)], 3, &[1]);
-        let stacks = paths(&g.stacks(&[10, 0, 20]));
+        let stacks = stacks_of(&g, &[10, 0, 20]);
         assert_eq!(stacks[0][0].sites, vec![site(1, 0)]);
         assert_eq!(stacks[2][0].sites, vec![site(1, 2)]);
     }
@@ -752,7 +772,7 @@ mod tests {
         let self_ns: Vec<i64> = (0..=ring).map(|f| 1000 + 13 * f as i64).collect();
         let g = graph(&arcs, ring + 1, &[0]);
         assert!(g.members[g.component[1] as usize] as usize > SMALL_CYCLE);
-        let stacks = paths(&g.stacks(&self_ns));
+        let stacks = stacks_of(&g, &self_ns);
         for (leaf, paths) in stacks.iter().enumerate() {
             let total: i64 = paths.iter().map(|p| p.nanos).sum();
             assert_eq!(total, self_ns[leaf], "self time of {leaf} kept");
@@ -786,7 +806,7 @@ mod tests {
         }
         let self_ns: Vec<i64> = (0..n).map(|f| 1_000_000 + 7919 * f as i64).collect();
         let g = graph(&arcs, n, &[]);
-        let stacks = paths(&g.stacks(&self_ns));
+        let stacks = stacks_of(&g, &self_ns);
 
         let count: usize = stacks.iter().map(Vec::len).sum();
         assert!(count <= arcs.len() + n, "{count} stacks");

@@ -91,8 +91,9 @@ fn note_dropped_calls(profile: &mut Profile, dropped_calls: u64) {
 }
 
 /// One sample of synthesized stacks: a tick's address (an index into the
-/// profile's addresses) on a stack (a path of [`Stacks`], none for a tick
-/// outside every function) with its share of the tick.
+/// profile's addresses) on a stack (a path of its [`Synthesized`] batch's
+/// [`Stacks`], none for a tick outside every function) with its share of
+/// the tick.
 pub(super) struct Piece {
     leaf: u32,
     path: Option<u32>,
@@ -100,24 +101,39 @@ pub(super) struct Piece {
     nanos: i64,
 }
 
-/// Every function's ticks put on the stacks [`CallGraph::stacks`]
-/// synthesizes for it (§4), as pieces; call sites as address indexes.
+/// Some functions' ticks put on the stacks [`CallGraph::synthesis`] makes
+/// for them (§4), as pieces; call sites as address indexes. A batch of
+/// [`synthesize`].
+#[derive(Default)]
 pub(super) struct Synthesized {
     stacks: Stacks,
     pieces: Vec<Piece>,
 }
 
+/// Call sites (about 4 bytes each) in a batch of [`synthesize`]: small
+/// enough that the samples are made while the stacks still are.
+const BATCH_SITES: usize = 1 << 15;
+
+/// Every function's ticks put on its synthesized stacks, handed to `send`
+/// in batches, functions in order (the ticks outside every function
+/// first, in the first batch).
+///
 /// A function's ticks (one per address) and its stacks are matched in
 /// order, each piece taking what is left of the smaller, so each stack gets
 /// exactly its time, each address keeps its ticks, and the pieces number at
 /// most ticks + stacks.
-pub(super) fn synthesize(ticks: &[Tick], graph: &CallGraph, addresses: &[u64]) -> Synthesized {
+pub(super) fn synthesize(
+    ticks: &[Tick],
+    graph: &CallGraph,
+    addresses: &[u64],
+    mut send: impl FnMut(Synthesized),
+) {
     let mut per_func: Vec<Vec<Tick>> = vec![Vec::new(); graph.component.len()];
-    let mut pieces = Vec::new();
+    let mut batch = Synthesized::default();
     for t in ticks {
         match t.func {
             Some(f) => per_func[f].push(*t),
-            None => pieces.push(Piece {
+            None => batch.pieces.push(Piece {
                 leaf: index_of(addresses, t.address),
                 path: None,
                 samples: t.samples,
@@ -132,12 +148,17 @@ pub(super) fn synthesize(ticks: &[Tick], graph: &CallGraph, addresses: &[u64]) -
                 .fold(0i64, |t, x| t.saturating_add(x.nanos.max(0)))
         })
         .collect();
-    let stacks = graph.stacks(&self_ns);
+    let mut synthesis = graph.synthesis(&self_ns);
     for (f, fticks) in per_func.iter().enumerate() {
-        let (first, paths) = stacks.of(f);
-        split_ticks(first as u32, fticks, paths, addresses, &mut pieces);
+        let range = synthesis.paths_of(f, self_ns[f], &mut batch.stacks);
+        let first = range.start as u32;
+        let paths = batch.stacks.paths(range);
+        split_ticks(first, fticks, paths, addresses, &mut batch.pieces);
+        if batch.stacks.sites_len() >= BATCH_SITES {
+            send(std::mem::take(&mut batch));
+        }
     }
-    Synthesized { stacks, pieces }
+    send(batch);
 }
 
 /// The pieces of one function's ticks over its stacks `paths`, numbered
@@ -185,7 +206,7 @@ fn split_ticks(
     }
 }
 
-/// Adds the samples of synthesized stacks.
+/// Adds the samples of a batch of synthesized stacks.
 fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &mut Numbering) {
     let mut values = vec![0i64; out.width()];
     let mut stack = Vec::new();
@@ -246,30 +267,52 @@ struct Plan {
 /// is built.
 type Kept = (Vec<(u32, u32, u64)>, u64);
 
-/// The call graph of the arcs (its [`Kept`] sent to `kept` at once), then
-/// the stacks synthesized from it when `synthesized`. The call graph and
-/// the stacks' search state are dropped on the thread that made them.
+/// Where [`plan_stacks`] hands on what it makes: the arcs kept, then the
+/// batches of synthesized stacks.
+struct ToMain {
+    kept: mpsc::SyncSender<Kept>,
+    batches: mpsc::Sender<Synthesized>,
+}
+
+/// The call graph of the arcs (its [`Kept`] sent at once), then the stacks
+/// synthesized from it when `synthesized`, sent in batches as they are
+/// made. The call graph and the stacks' search state are dropped on the
+/// thread that made them.
 fn plan_stacks(
     data: &GmonData,
     (funcs, ticks, addresses): (&[Func<'_>], &[Tick], &[u64]),
     symbolized: bool,
     synthesized: bool,
-    kept: mpsc::SyncSender<Kept>,
-) -> Option<Synthesized> {
+    to_main: ToMain,
+) {
     let arcs = call_graph(data, funcs, symbolized, addresses);
-    // The receiver waits for this until the threads are joined.
-    let _ = kept.send((arcs.kept, arcs.dropped_calls));
-    synthesized.then(|| synthesize(ticks, &arcs.graph, addresses))
+    // The receivers wait for these until the threads are joined.
+    let _ = to_main.kept.send((arcs.kept, arcs.dropped_calls));
+    if synthesized {
+        synthesize(ticks, &arcs.graph, addresses, |batch| {
+            let _ = to_main.batches.send(batch);
+        });
+    }
 }
 
-/// The `calls` samples of the arcs `kept` (received from [`plan_stacks`];
-/// none if it failed: its panic is passed on at the join), with room for
-/// `more` samples after them.
-fn calls_samples(kept: &mpsc::Receiver<Kept>, width: usize, addresses: usize, more: usize) -> Plan {
-    let (kept, dropped_calls) = kept.recv().unwrap_or_default();
+/// What [`plan_stacks`] sends (none if it failed: its panic is passed on
+/// at the join).
+struct FromPlan {
+    kept: mpsc::Receiver<Kept>,
+    batches: mpsc::Receiver<Synthesized>,
+}
+
+/// The `calls` samples of the arcs kept, then the samples of the
+/// synthesized stacks as their batches come (all received from
+/// [`plan_stacks`]), with room for `more` samples after the arcs'.
+fn planned_samples(from: FromPlan, width: usize, addresses: usize, more: usize) -> Plan {
+    let (kept, dropped_calls) = from.kept.recv().unwrap_or_default();
     let mut samples = SampleSet::with_capacity(width, kept.len() + more);
     let mut numbering = Numbering::new(addresses);
     add_arcs(&mut samples, &kept, &mut numbering);
+    for batch in from.batches {
+        add_synthesized(&mut samples, &batch, &mut numbering);
+    }
     Plan {
         samples,
         numbering,
@@ -277,21 +320,21 @@ fn calls_samples(kept: &mpsc::Receiver<Kept>, width: usize, addresses: usize, mo
     }
 }
 
-/// Adds the ticks' samples (on the `synthesized` stacks, else flat), then
-/// the basic blocks' (type `bb_type`).
-fn add_tick_samples(
+/// Adds the ticks' samples, one per tick, unless they are on synthesized
+/// stacks (already added by [`planned_samples`]), then the basic blocks'
+/// (type `bb_type`).
+fn add_flat_samples(
     plan: &mut Plan,
     data: &GmonData,
     (ticks, addresses): (&[Tick], &[u64]),
-    synthesized: Option<&Synthesized>,
+    synthesized: bool,
     bb_type: Option<usize>,
 ) {
     let Plan {
         samples, numbering, ..
     } = plan;
-    match synthesized {
-        Some(synth) => add_synthesized(samples, synth, numbering),
-        None => add_flat(samples, ticks, addresses, numbering),
+    if !synthesized {
+        add_flat(samples, ticks, addresses, numbering);
     }
     if let Some(bt) = bb_type {
         add_basic_blocks(samples, data, bt, addresses, numbering);
@@ -307,7 +350,12 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let addresses = addresses(data, &ticks);
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
-    let (to_main, kept) = mpsc::sync_channel(1);
+    let (kept_to_main, kept) = mpsc::sync_channel(1);
+    let (batches_to_main, batches) = mpsc::channel();
+    let to_main = ToMain {
+        kept: kept_to_main,
+        batches: batches_to_main,
+    };
     let plan = || {
         let inputs = (&funcs[..], &ticks[..], &addresses[..]);
         plan_stacks(data, inputs, symbolized, synthesized, to_main)
@@ -316,20 +364,24 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     // more on synthesized stacks).
     let width = profile.sample_types().len();
     let more = 4 * ticks.len() + data.basic_blocks.len();
-    let calls = || calls_samples(&kept, width, addresses.len(), more);
+    let from_plan = FromPlan { kept, batches };
+    let calls = || planned_samples(from_plan, width, addresses.len(), more);
     // The addresses are looked up on this thread, then the `calls` samples
-    // made, while the call graph and the stacks are built on another (for
-    // small profiles a thread would cost more than it saves).
+    // made, and those of the synthesized stacks as they come, while the
+    // call graph and the stacks are built on another (for small profiles a
+    // thread would cost more than it saves).
     let mut files = Vec::new();
-    let (resolved, mut plan, synth) = if addresses.len() < PARALLEL_ADDRESSES {
-        let synth = plan();
+    let (resolved, mut plan) = if addresses.len() < PARALLEL_ADDRESSES {
+        plan();
         let resolved = Resolved::new(binary, &funcs, &addresses, &mut files);
-        (resolved, calls(), synth)
+        (resolved, calls())
     } else {
-        resolve_beside(binary, &funcs, &addresses, plan, calls, &mut files)
+        let (resolved, plan, ()) =
+            resolve_beside(binary, &funcs, &addresses, plan, calls, &mut files);
+        (resolved, plan)
     };
     let inputs = (&ticks[..], &addresses[..]);
-    add_tick_samples(&mut plan, data, inputs, synth.as_ref(), bb_type);
+    add_flat_samples(&mut plan, data, inputs, synthesized, bb_type);
     profile.reserve_interned(0, funcs.len());
     let found = add_locations(
         &mut profile,

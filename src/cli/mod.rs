@@ -35,6 +35,7 @@ Exit codes: 0 ok, 1 bad input, 2 usage.";
 #[command(
     name = "profconv",
     version,
+    long_version = env!("PROFCONV_LONG_VERSION"),
     about = "Convert legacy profiles (gprof gmon.out, mpatrol, DCPI, APS) to pprof, folded stacks, flamegraph SVG, speedscope and callgrind",
     after_help = EXAMPLES,
     args_conflicts_with_subcommands = true,

@@ -9,6 +9,7 @@ use prost::Message;
 use crate::error::{Error, Result};
 use crate::profile::{LabelValue, Profile, Sample};
 
+mod isal;
 pub mod pb;
 mod pool;
 mod stream;
@@ -381,6 +382,20 @@ fn gzip_member(piece: &[u8]) -> std::io::Result<Vec<u8>> {
 /// (its tables are allocated and cleared once, not per member).
 fn member_deflate() -> flate2::Compress {
     flate2::Compress::new(flate2::Compression::fast(), false)
+}
+
+/// One gzip member of a piece of a large output (the streamed pool's, and
+/// [`whole::gzip_members`]'): ISA-L's when this build has it ([`isal`]),
+/// else [`gzip_member_into`]'s.
+fn large_member_into(
+    piece: &[u8],
+    out: Vec<u8>,
+    deflate: &mut flate2::Compress,
+) -> std::io::Result<Vec<u8>> {
+    match isal::gzip_member_into(piece, out) {
+        Ok(member) => Ok(member),
+        Err(out) => gzip_member_into(piece, out, deflate),
+    }
 }
 
 /// The header `flate2::write::GzEncoder` writes at the fastest level: no

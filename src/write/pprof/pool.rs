@@ -194,7 +194,7 @@ fn work(
         };
         let Ok(task) = task else { return };
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            let member = super::gzip_member_into(&task.encoded, task.member, &mut deflate)?;
+            let member = super::large_member_into(&task.encoded, task.member, &mut deflate)?;
             Ok(Done {
                 member,
                 encoded: task.encoded,
@@ -216,7 +216,7 @@ mod tests {
     use super::*;
 
     /// Pieces of different sizes and contents, compressed by the pool,
-    /// come out as the members `gzip_member_into` makes, in order.
+    /// come out as the members `large_member_into` makes, in order.
     #[test]
     fn members_come_out_in_order() {
         let pieces: Vec<Vec<u8>> = (0..40u32)
@@ -250,7 +250,7 @@ mod tests {
             let mut deflate = super::super::member_deflate();
             for piece in &pieces {
                 let member =
-                    super::super::gzip_member_into(piece, Vec::new(), &mut deflate).unwrap();
+                    super::super::large_member_into(piece, Vec::new(), &mut deflate).unwrap();
                 expected.extend_from_slice(&member);
             }
             assert_eq!(out, expected, "{threads} threads");

@@ -22,7 +22,7 @@ use std::sync::{mpsc, Mutex};
 
 use prost::Message;
 
-use super::{gzip_member_into, member_deflate, pb, Member, Profile};
+use super::{large_member_into, member_deflate, pb, Member, Profile};
 
 /// Encoded sample bytes per gzip member. Each member starts compressing
 /// with an empty window; at this size that costs well under 1 % of the
@@ -160,7 +160,7 @@ fn compress_waiting(
         let Ok((i, piece)) = next else {
             return Ok(());
         };
-        let member = gzip_member_into(&piece, Vec::with_capacity(piece.len() / 2), deflate)?;
+        let member = large_member_into(&piece, Vec::with_capacity(piece.len() / 2), deflate)?;
         members.push((i, member));
     }
 }

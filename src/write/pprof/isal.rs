@@ -15,8 +15,7 @@
 
 /// Whether this build compresses large outputs with ISA-L (`profconv
 /// --version` says so).
-#[cfg(test)]
-const BUILT: bool = cfg!(profconv_isal);
+pub const BUILT: bool = cfg!(profconv_isal);
 
 #[cfg(profconv_isal)]
 mod ffi {

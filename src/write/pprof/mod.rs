@@ -175,7 +175,7 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     // Large profiles: encoded and compressed on both threads, in members;
     // middle-sized ones: compressed on one thread as the other encodes.
     let members = match whole::way(profile) {
-        whole::Way::Members => whole::gzip_members(profile),
+        whole::Way::Members(piece) => whole::gzip_members(profile, piece),
         whole::Way::Piped => whole::gzip_piped(profile),
         whole::Way::Encoded => gzip_members(&encode(profile)),
     };

@@ -12,7 +12,9 @@
 //!
 //! A middle-sized profile ([`Way::Piped`]) keeps the one member
 //! [`super::gzip_members`] makes of it: this thread encodes the whole
-//! message in small pieces while another compresses them in order.
+//! message in small pieces while another compresses them in order. With
+//! ISA-L ([`super::isal`]), which compresses about as fast as a thread
+//! encodes, it is written as members too, of an eighth of the message.
 //!
 //! Memory: the encoded message and its compressed members (O(output)), as
 //! [`super::write`] otherwise keeps.
@@ -47,8 +49,8 @@ const LOCATIONS_AT_ONCE: usize = 1 << 12;
 /// How [`super::write`] compresses a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Way {
-    /// Large: [`gzip_members`].
-    Members,
+    /// Large: [`gzip_members`] in pieces of this size.
+    Members(usize),
     /// Middle-sized: [`gzip_piped`].
     Piped,
     /// Small, or one core: encoded whole, then compressed.
@@ -69,7 +71,12 @@ pub(super) fn way(profile: &Profile) -> Way {
     }
     let guess = super::samples_len_guess(profile) + 16 * profile.locations().len();
     if guess >= MIN_BYTES {
-        Way::Members
+        Way::Members(PIECE)
+    } else if super::isal::BUILT {
+        // ISA-L compresses about as fast as this thread encodes: members of
+        // an eighth of the message, compressed by both threads as they come,
+        // beat one member compressed as it comes (the piped way).
+        Way::Members((guess / 8).clamp(SMALL_PIECE, PIECE))
     } else if guess < PIPED_BYTES {
         Way::Piped
     } else {
@@ -78,8 +85,9 @@ pub(super) fn way(profile: &Profile) -> Way {
 }
 
 /// The gzip members of `profile`'s pprof message (at Go's BestSpeed
-/// level), in order, made on two threads.
-pub(super) fn gzip_members(profile: &Profile) -> io::Result<Vec<Vec<u8>>> {
+/// level), in order, made on two threads from pieces of about `piece`
+/// encoded bytes.
+pub(super) fn gzip_members(profile: &Profile, piece: usize) -> io::Result<Vec<Vec<u8>>> {
     let (pieces, waiting) = mpsc::channel::<Piece>();
     let waiting = Mutex::new(waiting);
     let waiting = &waiting;
@@ -88,12 +96,12 @@ pub(super) fn gzip_members(profile: &Profile) -> io::Result<Vec<Vec<u8>>> {
         let rest = scope.spawn(move || -> io::Result<Vec<Piece>> {
             // The sender is dropped before compressing: then no thread
             // waits for pieces that will not come.
-            encode_rest_in_pieces(profile, theirs, PIECE);
+            encode_rest_in_pieces(profile, theirs, piece);
             let mut members = Vec::new();
             compress_waiting(waiting, &mut member_deflate(), &mut members)?;
             Ok(members)
         });
-        encode_samples_in_pieces(profile, pieces, PIECE);
+        encode_samples_in_pieces(profile, pieces, piece);
         let mut members = Vec::new();
         let mine = compress_waiting(waiting, &mut member_deflate(), &mut members);
         let theirs = rest.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -262,8 +270,8 @@ mod tests {
     fn members_decompress_to_the_encoded_message() {
         let p = profile(80_000);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        assert!(way(&p) == Way::Members || cores == 1);
-        let members = gzip_members(&p).unwrap();
+        assert!(way(&p) == Way::Members(PIECE) || cores == 1);
+        let members = gzip_members(&p, PIECE).unwrap();
         assert!(members.len() > 2, "{} members", members.len());
         let joined = members.concat();
         let mut back = Vec::new();
@@ -287,7 +295,7 @@ mod tests {
             let p = profile(n);
             let encoded = super::super::encode(&p);
             assert!(encoded.len() > 4 * SMALL_PIECE, "{} bytes", encoded.len());
-            assert!(n > 6_000 || way(&p) == Way::Piped || cores == 1);
+            assert!(n > 6_000 || way(&p) == Way::Piped || cores == 1 || super::super::isal::BUILT);
             let expected = super::super::gzip_members(&encoded).unwrap();
             assert!(n == 6_000 || expected.len() > 1 || cores == 1);
             assert!(gzip_piped(&p).unwrap() == expected, "{n} samples");
@@ -296,6 +304,6 @@ mod tests {
 
     #[test]
     fn small_profiles_stay_one_member() {
-        assert!(way(&profile(1_000)) != Way::Members);
+        assert!(way(&profile(1_000)) == Way::Encoded);
     }
 }

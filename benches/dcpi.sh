@@ -64,6 +64,8 @@ generate() {
     mkdir -p "$db"
     echo "== generating $db"
     python3 benches/dcpi_gen.py "$db" "$@" | sed 's/^/   /'
+    # Written out before measuring: not competing with the kernel's writeback.
+    sync
     echo "$stamp" > "$db/.complete"
 }
 

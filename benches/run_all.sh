@@ -5,6 +5,8 @@
 #   benches/run_all.sh            # ~10 min on 2 cores (+ ~5 min the first time, to build the
 #                                 # gcc programs), ~1 GB of disk at a time
 #   ONLY="aps dcpi" benches/run_all.sh
+#   GPROF_RUNS=20 DCPI_RUNS=5 benches/run_all.sh   # runs per case (defaults: gprof 10, 5
+#                                 # and 3 by size; DCPI 3)
 #
 # Cases (ONLY picks some: gprof3k gprof20k gprof20k-cycles aps dcpi):
 #   gprof3k   gmon.out of a 3000-function gcc -pg program + its binary → .pb.gz vs gprof -b
@@ -35,7 +37,7 @@ if want gprof20k-cycles; then
     N=20000 RUNS=${GPROF_RUNS:-3} GEN_ARGS="--cycles 10 --recursive 10" benches/gprof.sh
 fi
 if want aps; then benches/aps.sh; fi
-if want dcpi; then benches/dcpi.sh; fi
+if want dcpi; then RUNS=${DCPI_RUNS:-3} benches/dcpi.sh; fi
 
 echo
 python3 - "$RESULTS" "$(nproc)" "$(git rev-parse --short HEAD)" <<'EOF'

@@ -365,7 +365,7 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let width = profile.sample_types().len();
     let more = 4 * ticks.len() + data.basic_blocks.len();
     let from_plan = FromPlan { kept, batches };
-    let calls = || planned_samples(from_plan, width, addresses.len(), more);
+    let samples = || planned_samples(from_plan, width, addresses.len(), more);
     // The addresses are looked up on this thread, then the `calls` samples
     // made, and those of the synthesized stacks as they come, while the
     // call graph and the stacks are built on another (for small profiles a
@@ -374,10 +374,10 @@ pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks)
     let (resolved, mut plan) = if addresses.len() < PARALLEL_ADDRESSES {
         plan();
         let resolved = Resolved::new(binary, &funcs, &addresses, &mut files);
-        (resolved, calls())
+        (resolved, samples())
     } else {
         let (resolved, plan, ()) =
-            resolve_beside(binary, &funcs, &addresses, plan, calls, &mut files);
+            resolve_beside(binary, &funcs, &addresses, plan, samples, &mut files);
         (resolved, plan)
     };
     let inputs = (&ticks[..], &addresses[..]);

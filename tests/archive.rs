@@ -377,10 +377,16 @@ fn outputs_all_decode(out: &Path) -> usize {
     n
 }
 
+/// Units of the archive a run is stopped in. The signal is sent once 40
+/// outputs exist; the rest must take longer than a busy machine may keep
+/// the test's thread waiting. (600 units took ≈ 0.2 s in all, and a CI run
+/// beside a build once saw the conversion finish before the signal.)
+const UNITS_STOPPED: usize = 4000;
+
 fn killed_run_leaves_no_partial_output(signal: &str) {
     let dir = tempdir();
     let archive = dir.path().join("archive");
-    make_big_archive(&archive, 600);
+    make_big_archive(&archive, UNITS_STOPPED);
     let out = dir.path().join("out");
     let binary = fixture("gprof/callgraph-nopie");
     let args = |extra: &[&str]| -> Vec<String> {
@@ -458,7 +464,7 @@ fn killed_run_leaves_no_partial_output(signal: &str) {
         "{}",
         String::from_utf8_lossy(&finish.stderr)
     );
-    assert_eq!(outputs_all_decode(&out), 1200);
+    assert_eq!(outputs_all_decode(&out), 2 * UNITS_STOPPED);
 }
 
 fn tree_len(dir: &Path) -> usize {

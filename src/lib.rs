@@ -47,6 +47,9 @@ pub mod read;
 pub mod symbolize;
 pub mod write;
 
+#[cfg(test)]
+mod test_rng;
+
 pub use write::pprof::pb;
 
 pub use error::{Error, Result};

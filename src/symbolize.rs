@@ -917,13 +917,8 @@ mod tests {
 
     #[test]
     fn symbol_at_sorted_finds_what_symbol_at_finds() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+        let mut next = move || rng.next();
         // Sizes 0 (up to the next symbol), short (padding after) and long
         // (overlapping the next symbols).
         let mut address = 0x1000;

@@ -917,24 +917,10 @@ mod tests {
     //! sections: every address answered here has addr2line's answer.
 
     use super::{lookup, Found, Reader};
+    use crate::test_rng::XorShift as Rng;
 
     const BASE: u64 = 0x1000;
     const SPAN: u64 = 0x400;
-
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     /// Bytes in the chosen byte order.
     struct Out {

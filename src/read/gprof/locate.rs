@@ -436,13 +436,8 @@ mod tests {
 
     #[test]
     fn radix_sort_sorts_like_sort_unstable() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || rng.next();
         for (len, mask) in [
             (0, u64::MAX),
             (10, u64::MAX),

@@ -93,17 +93,8 @@ mod tests {
     /// empty, small, protobuf-like and incompressible pieces.
     #[test]
     fn members_decompress_to_the_piece() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut random = |n: usize| -> Vec<u8> {
-            (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect()
-        };
+        let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15);
+        let mut random = |n: usize| -> Vec<u8> { (0..n).map(|_| rng.next() as u8).collect() };
         let records: Vec<u8> = (0..200_000u64)
             .flat_map(|i| [0x22, 0x0d, 0x08, i as u8, 0x10, 0x01, 0x18, (i * 4) as u8])
             .collect();

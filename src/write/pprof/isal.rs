@@ -50,32 +50,34 @@ pub fn gzip_member_into(piece: &[u8], mut out: Vec<u8>) -> Result<Vec<u8>, Vec<u
     if u32::try_from(room).is_err() {
         return Err(out);
     }
-    out.resize(room, 0);
+    out.reserve(room);
     let len = LEVEL_BUF.with(|buf| {
         let mut buf = buf.borrow_mut();
         if buf.is_empty() {
             // SAFETY: returns a constant.
             buf.resize(unsafe { ffi::profconv_isal_level_buf_len() }, 0);
         }
-        // SAFETY: `piece` is read and `out` and `buf` written only within
-        // the lengths passed (each below 4 GiB, as isal.c needs); the
-        // stream state lives on the C stack for the call alone.
+        // SAFETY: `piece` is read and `out`'s spare capacity (at least
+        // `room` bytes) and `buf` written only within the lengths passed
+        // (each below 4 GiB, as isal.c needs); the stream state lives on the
+        // C stack for the call alone.
         unsafe {
             ffi::profconv_isal_gzip(
                 piece.as_ptr(),
                 piece.len(),
-                out.as_mut_ptr(),
-                out.len(),
+                out.spare_capacity_mut().as_mut_ptr().cast::<u8>(),
+                room,
                 buf.as_mut_ptr(),
                 buf.len(),
             )
         }
     });
-    if len == 0 || len > out.len() {
-        out.clear();
+    if len == 0 || len > room {
         return Err(out);
     }
-    out.truncate(len);
+    // SAFETY: igzip wrote the member's `len` bytes from the start of the
+    // spare capacity (`len` ≤ `room` ≤ the capacity).
+    unsafe { out.set_len(len) };
     Ok(out)
 }
 

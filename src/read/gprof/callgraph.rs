@@ -397,9 +397,10 @@ impl CallGraph {
     /// smallest amount left on the way. Each path empties an arc or a
     /// function's self time, so there are at most `arcs + functions` of them,
     /// however many paths the graph has (exponentially many in general).
-    pub(super) fn synthesis(&self, self_ns: &[i64]) -> Synthesis<'_> {
+    pub(super) fn synthesis<'a>(&'a self, self_ns: &'a [i64]) -> Synthesis<'a> {
         Synthesis {
             graph: self,
+            self_ns,
             climb: Climb::new(self, self.arc_times(self_ns)),
         }
     }
@@ -442,20 +443,19 @@ impl CallGraph {
 }
 
 /// [`CallGraph::synthesis`] under way: the flow left on each arc.
-pub(super) struct Synthesis<'g> {
-    graph: &'g CallGraph,
+pub(super) struct Synthesis<'a> {
+    graph: &'a CallGraph,
+    /// Each function's self time, as the synthesis began with it.
+    self_ns: &'a [i64],
     climb: Climb,
 }
 
 impl Synthesis<'_> {
-    /// The stacks of function `f`'s self time `ns` (what `self_ns[f]` was
-    /// when the synthesis began), appended to `out`; the numbers of the
-    /// paths added. Each function's stacks are asked for once (in any
-    /// order of functions: the flow left is the same whichever way it is
-    /// taken apart).
-    pub(super) fn paths_of(&mut self, f: usize, ns: i64, out: &mut Stacks) -> Range<usize> {
+    /// The stacks of function `f`'s self time, appended to `out`; the
+    /// numbers of the paths added. Asked for once per function.
+    pub(super) fn paths_of(&mut self, f: usize, out: &mut Stacks) -> Range<usize> {
         let first = out.paths.len();
-        let mut left = ns;
+        let mut left = self.self_ns[f];
         while left > 0 {
             let start = out.sites.len();
             let nanos = self
@@ -637,7 +637,7 @@ mod tests {
         let mut stacks = Stacks::default();
         (0..self_ns.len())
             .map(|f| {
-                let range = synthesis.paths_of(f, self_ns[f], &mut stacks);
+                let range = synthesis.paths_of(f, &mut stacks);
                 range
                     .map(|k| SynthPath {
                         sites: stacks.sites(k).to_vec(),

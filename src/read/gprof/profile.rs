@@ -150,7 +150,7 @@ pub(super) fn synthesize(
         .collect();
     let mut synthesis = graph.synthesis(&self_ns);
     for (f, fticks) in per_func.iter().enumerate() {
-        let range = synthesis.paths_of(f, self_ns[f], &mut batch.stacks);
+        let range = synthesis.paths_of(f, &mut batch.stacks);
         let first = range.start as u32;
         let paths = batch.stacks.paths(range);
         split_ticks(first, fticks, paths, addresses, &mut batch.pieces);

@@ -168,7 +168,8 @@ fn compress_waiting(
         let Ok((i, piece)) = next else {
             return Ok(());
         };
-        let member = large_member_into(&piece, Vec::with_capacity(piece.len() / 2), deflate)?;
+        // Each compressor sizes the member's buffer itself.
+        let member = large_member_into(&piece, Vec::new(), deflate)?;
         members.push((i, member));
     }
 }

@@ -440,8 +440,24 @@ fn killed_run_leaves_no_partial_output(signal: &str) {
     }
     let status = child.wait().unwrap();
     assert!(!status.success(), "the run was stopped before it finished");
-    // Whatever is at an output path is complete; temporary files may remain…
-    for (name, bytes) in tree(&out) {
+    outputs_complete_but_temporaries(&out);
+    // The next run removes the temporary files and finishes the job.
+    let finish = Command::new(profconv_bin())
+        .args(args(&[]))
+        .output()
+        .unwrap();
+    assert!(
+        finish.status.success(),
+        "{}",
+        String::from_utf8_lossy(&finish.stderr)
+    );
+    assert_eq!(outputs_all_decode(&out), 1200);
+}
+
+/// Whatever is at an output path under `out` is complete: a pprof that
+/// decodes, an SVG that ends; temporary files may remain.
+fn outputs_complete_but_temporaries(out: &Path) {
+    for (name, bytes) in tree(out) {
         let file = Path::new(&name)
             .file_name()
             .unwrap()
@@ -464,17 +480,6 @@ fn killed_run_leaves_no_partial_output(signal: &str) {
             );
         }
     }
-    // …and the next run removes them and finishes the job.
-    let finish = Command::new(profconv_bin())
-        .args(args(&[]))
-        .output()
-        .unwrap();
-    assert!(
-        finish.status.success(),
-        "{}",
-        String::from_utf8_lossy(&finish.stderr)
-    );
-    assert_eq!(outputs_all_decode(&out), 1200);
 }
 
 fn tree_len(dir: &Path) -> usize {

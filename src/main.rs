@@ -6,7 +6,30 @@ mod cli;
 
 fn main() {
     keep_freed_memory();
-    std::process::exit(cli::main());
+    let code = cli::main();
+    exit_without_freeing(code);
+}
+
+/// Ends the process as `std::process::exit` does (standard output flushed
+/// first), but without what the C library's `exit` runs before: the
+/// destructors of thread-local values, among them the opened binaries a
+/// gprof conversion keeps (`Binary::open_cached`: tens of thousands of
+/// symbol names, freed one by one only for the process to end). Every
+/// output is complete and renamed into place by then; the system frees the
+/// memory at once. A gprof conversion of 20 000 functions: 69 -> 64.5 ms.
+fn exit_without_freeing(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    #[cfg(unix)]
+    {
+        extern "C" {
+            fn _exit(status: std::os::raw::c_int) -> !;
+        }
+        // SAFETY: _exit ends the process; nothing runs after it.
+        unsafe { _exit(code) }
+    }
+    #[cfg(not(unix))]
+    std::process::exit(code)
 }
 
 /// glibc's malloc gives large blocks (from 128 KiB, rising as they are

@@ -2,12 +2,9 @@
 //! its sizes, then the histogram bins and the arcs.
 
 use std::collections::BTreeMap;
-
-use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use super::data::{add_count, CallArc, GmonData, Histogram, Variant};
-use super::gnu::sorted_arcs;
+use super::data::{merge_arcs, CallArc, GmonData, Histogram, Variant};
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
 
@@ -167,16 +164,20 @@ fn clock_rate(file: &Path, l: &BsdLayout, given: Option<u32>) -> Result<u32> {
 /// The arc records up to the end of the file, equal arcs summed and
 /// sorted; and how many records there were.
 fn read_arcs(c: &mut Cursor<'_>) -> Result<(Vec<CallArc>, usize)> {
-    let mut arcs: HashMap<(u64, u64), u64> = HashMap::default();
+    let mut arcs = Vec::new();
     let mut arc_records = 0;
     while !c.at_end() {
         let from_pc = c.word("rawarc frompc")?;
         let self_pc = c.word("rawarc selfpc")?;
         let count = c.sword("rawarc count")?.max(0) as u64;
         arc_records += 1;
-        add_count(arcs.entry((from_pc, self_pc)).or_insert(0), count);
+        arcs.push(CallArc {
+            from_pc,
+            self_pc,
+            count,
+        });
     }
-    Ok((sorted_arcs(arcs), arc_records))
+    Ok((merge_arcs(arcs), arc_records))
 }
 
 pub(super) fn align(n: usize, to: usize) -> usize {

@@ -4,10 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use super::gnu::{add_histogram, sorted_arcs};
+use super::gnu::add_histogram;
 use crate::error::Result;
 use crate::read::cursor::Endian;
 
@@ -110,15 +109,8 @@ pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
     for h in b.histograms {
         add_histogram(file, 0, &mut a.histograms, &mut ranges, h)?;
     }
-    let mut arcs: HashMap<(u64, u64), u64> = a
-        .arcs
-        .iter()
-        .map(|x| ((x.from_pc, x.self_pc), x.count))
-        .collect();
-    for x in b.arcs {
-        add_count(arcs.entry((x.from_pc, x.self_pc)).or_insert(0), x.count);
-    }
-    a.arcs = sorted_arcs(arcs);
+    a.arcs.extend(b.arcs);
+    a.arcs = merge_arcs(std::mem::take(&mut a.arcs));
     for (addr, n) in b.basic_blocks {
         add_count(a.basic_blocks.entry(addr).or_insert(0), n);
     }
@@ -128,6 +120,21 @@ pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
     a.arc_records += b.arc_records;
     a.bb_records += b.bb_records;
     Ok(a)
+}
+
+/// Arcs summed per (from_pc, self_pc), sorted: the records in any order,
+/// as read. A sort and one pass instead of a hash map grown record by
+/// record (a gmon.out of 20 000 functions has 33 000 arcs, each once).
+pub(super) fn merge_arcs(mut arcs: Vec<CallArc>) -> Vec<CallArc> {
+    arcs.sort_unstable_by_key(|a| (a.from_pc, a.self_pc));
+    arcs.dedup_by(|next, kept| {
+        let same = (next.from_pc, next.self_pc) == (kept.from_pc, kept.self_pc);
+        if same {
+            add_count(&mut kept.count, next.count);
+        }
+        same
+    });
+    arcs
 }
 
 /// Adds a count from the file to a running total: counts are the file's to

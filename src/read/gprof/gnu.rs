@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use super::data::{add_count, CallArc, GmonData, Histogram, Variant};
+use super::data::{add_count, merge_arcs, CallArc, GmonData, Histogram, Variant};
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
 
@@ -100,7 +100,7 @@ pub(super) fn parse_gnu_records(
         arc_records: 0,
         bb_records: 0,
     };
-    let mut arcs: HashMap<(u64, u64), u64> = HashMap::default();
+    let mut arcs = Vec::new();
     let mut ranges = HashMap::default();
     while !c.at_end() {
         let tag_at = c.offset();
@@ -116,7 +116,11 @@ pub(super) fn parse_gnu_records(
                 let self_pc = c.word("arc self_pc")?;
                 let count = c.u32("arc count")? as u64;
                 out.arc_records += 1;
-                add_count(arcs.entry((from_pc, self_pc)).or_insert(0), count);
+                arcs.push(CallArc {
+                    from_pc,
+                    self_pc,
+                    count,
+                });
             }
             TAG_BB_COUNT => {
                 read_basic_blocks(&mut c, &mut out.basic_blocks)?;
@@ -130,7 +134,7 @@ pub(super) fn parse_gnu_records(
             }
         }
     }
-    out.arcs = sorted_arcs(arcs);
+    out.arcs = merge_arcs(arcs);
     Ok(out)
 }
 
@@ -190,22 +194,6 @@ fn read_basic_blocks(c: &mut Cursor<'_>, blocks: &mut BTreeMap<u64, u64>) -> Res
         add_count(blocks.entry(addr).or_insert(0), count);
     }
     Ok(())
-}
-
-/// Arcs summed per (from_pc, self_pc), as a sorted list.
-pub(super) fn sorted_arcs(arcs: HashMap<(u64, u64), u64>) -> Vec<CallArc> {
-    let mut out: Vec<CallArc> = arcs
-        .into_iter()
-        .map(|((from_pc, self_pc), count)| CallArc {
-            from_pc,
-            self_pc,
-            count,
-        })
-        .collect();
-    // (from_pc, self_pc) pairs are distinct: an unstable sort gives the
-    // one order.
-    out.sort_unstable();
-    out
 }
 
 /// Adds a histogram record: equal ranges are summed bin by bin, others kept

@@ -207,10 +207,11 @@ fn uleb128(bytes: &mut &[u8]) -> Option<u64> {
 fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     let mut symbols: Vec<(FunctionSymbol, bool)> = Vec::new();
     let sources = if file.symbols().next().is_some() {
-        file.symbols().collect::<Vec<_>>()
+        file.symbols()
     } else {
-        file.dynamic_symbols().collect::<Vec<_>>()
+        file.dynamic_symbols()
     };
+    let text = text_sections(file);
     for sym in sources {
         if sym.kind() != SymbolKind::Text
             || sym.is_undefined()
@@ -220,8 +221,7 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
         }
         let in_text = sym
             .section_index()
-            .and_then(|i| file.section_by_index(i).ok())
-            .is_some_and(|s| s.kind() == SectionKind::Text);
+            .is_some_and(|i| text.get(i.0).copied().unwrap_or(false));
         if !in_text {
             continue;
         }
@@ -263,6 +263,20 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
         .iter()
         .filter_map(|k| slots[k.3 as usize].take())
         .collect()
+}
+
+/// Whether the section of each index holds code (indexes with no section
+/// are false): one look at each section instead of one per symbol.
+fn text_sections(file: &object::File<'_>) -> Vec<bool> {
+    let mut text = Vec::new();
+    for section in file.sections() {
+        let i = section.index().0;
+        if text.len() <= i {
+            text.resize(i + 1, false);
+        }
+        text[i] = section.kind() == SectionKind::Text;
+    }
+    text
 }
 
 /// True for Itanium C++ (`_Z`, Mach-O `__Z`) and Rust v0 (`_R`) names.

@@ -142,3 +142,43 @@ pub(super) fn merge_arcs(mut arcs: Vec<CallArc>) -> Vec<CallArc> {
 pub(super) fn add_count(total: &mut u64, count: u64) {
     *total = total.saturating_add(count);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::{merge_arcs, CallArc};
+
+    #[test]
+    fn merged_arcs_are_the_sums_per_pair_in_pair_order() {
+        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+        for len in [0, 1, 7, 5000] {
+            // Few distinct pairs, so that most records repeat one; some
+            // counts near the top, so that sums saturate.
+            let arcs: Vec<CallArc> = (0..len)
+                .map(|_| CallArc {
+                    from_pc: 0x1000 + rng.below(40),
+                    self_pc: 0x2000 + rng.below(40),
+                    count: match rng.below(50) {
+                        0 => u64::MAX - rng.below(3),
+                        _ => rng.below(1000),
+                    },
+                })
+                .collect();
+            let mut sums: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+            for a in &arcs {
+                let sum = sums.entry((a.from_pc, a.self_pc)).or_insert(0);
+                *sum = sum.saturating_add(a.count);
+            }
+            let expected: Vec<CallArc> = sums
+                .into_iter()
+                .map(|((from_pc, self_pc), count)| CallArc {
+                    from_pc,
+                    self_pc,
+                    count,
+                })
+                .collect();
+            assert_eq!(merge_arcs(arcs), expected, "{len} records");
+        }
+    }
+}

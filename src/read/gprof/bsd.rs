@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::data::{merge_arcs, CallArc, GmonData, Histogram, Variant};
+use super::data::{merge_arcs, Bins, CallArc, GmonData, Histogram, Variant};
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
 
@@ -122,12 +122,12 @@ fn counter_kind(spare0: i32) -> Option<(usize, bool)> {
 
 /// The histogram counters after the header, and how many of 16-bit ones
 /// are saturated.
-fn read_counters(c: &mut Cursor<'_>, l: &BsdLayout) -> Result<(Vec<u64>, usize)> {
+fn read_counters(c: &mut Cursor<'_>, l: &BsdLayout) -> Result<(Bins, usize)> {
     let counters = ((l.ncnt - l.header as u64) / l.counter_bytes as u64) as usize;
     c.check_items(counters as u64, l.counter_bytes, "histogram counters")?;
-    let mut bins = Vec::with_capacity(counters);
+    let mut bins = Vec::new();
     let mut saturated = 0;
-    for _ in 0..counters {
+    for bins_read in 0..counters {
         let v: u64 = match (l.counter_bytes, l.counter_signed) {
             (1, false) => c.u8("a counter")? as u64,
             (1, true) => (c.u8("a counter")? as i8).max(0) as u64,
@@ -141,9 +141,11 @@ fn read_counters(c: &mut Cursor<'_>, l: &BsdLayout) -> Result<(Vec<u64>, usize)>
         if l.counter_bytes == 2 && v == 0xffff {
             saturated += 1;
         }
-        bins.push(v);
+        if v != 0 {
+            bins.push((bins_read, v));
+        }
     }
-    Ok((bins, saturated))
+    Ok((Bins::from_nonzero(counters, bins), saturated))
 }
 
 /// The clock rate: 4.3BSD records none (`--gmon-rate` or 100 Hz); a 4.4BSD

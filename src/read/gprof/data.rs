@@ -46,18 +46,117 @@ pub struct Histogram {
     /// Its abbreviation (`s`).
     pub dimension_abbrev: char,
     /// Counts (summed over records and files, so wider than the file's u16).
-    pub bins: Vec<u64>,
+    pub bins: Bins,
 }
 
 impl Histogram {
     /// Sum of all bins.
     pub fn total(&self) -> u64 {
-        self.bins.iter().fold(0u64, |t, &b| t.saturating_add(b))
+        self.bins
+            .nonzero()
+            .fold(0u64, |t, (_, b)| t.saturating_add(b))
     }
 
     /// Bytes of text per bin.
     pub fn scale(&self) -> f64 {
         (self.high_pc - self.low_pc) as f64 / self.bins.len().max(1) as f64
+    }
+}
+
+/// A histogram's counts, the non-zero ones by index: a program's histogram
+/// covers its whole text, and few bins are ever hit (153 of the 417 124 of
+/// the 20 000-function benchmark's), so the zeros are only counted. Equal to
+/// a `Vec<u64>` of the same counts, zeros included.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bins {
+    len: usize,
+    /// (index, count) of every non-zero bin, by index.
+    nonzero: Vec<(usize, u64)>,
+}
+
+impl Bins {
+    /// How many bins, zeros included.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there is no bin.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The non-zero bins, (index, count), by index.
+    pub fn nonzero(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.nonzero.iter().copied()
+    }
+
+    /// Every count, zeros included.
+    pub fn to_vec(&self) -> Vec<u64> {
+        let mut out = vec![0; self.len];
+        for &(i, count) in &self.nonzero {
+            out[i] = count;
+        }
+        out
+    }
+
+    /// Adds `other`'s counts bin by bin (as many bins in both), saturating.
+    pub fn add(&mut self, other: &Bins) {
+        debug_assert_eq!(self.len, other.len);
+        let (a, b) = (&self.nonzero, &other.nonzero);
+        let mut sum = Vec::with_capacity(a.len() + b.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let (x, y) = (a.get(i).copied(), b.get(j).copied());
+            sum.push(match (x, y) {
+                (Some(x), Some(y)) if x.0 == y.0 => {
+                    (i, j) = (i + 1, j + 1);
+                    (x.0, x.1.saturating_add(y.1))
+                }
+                (Some(x), Some(y)) if x.0 < y.0 => {
+                    i += 1;
+                    x
+                }
+                (Some(x), None) => {
+                    i += 1;
+                    x
+                }
+                (_, Some(y)) => {
+                    j += 1;
+                    y
+                }
+                (None, None) => unreachable!("one of the two has bins left"),
+            });
+        }
+        self.nonzero = sum;
+    }
+}
+
+impl Bins {
+    /// `len` bins, the non-zero ones `nonzero` (by index, each below `len`).
+    pub(super) fn from_nonzero(len: usize, nonzero: Vec<(usize, u64)>) -> Self {
+        debug_assert!(nonzero.iter().all(|&(i, c)| i < len && c != 0));
+        debug_assert!(nonzero.windows(2).all(|w| w[0].0 < w[1].0));
+        Bins { len, nonzero }
+    }
+}
+
+impl FromIterator<u64> for Bins {
+    /// The bins of these counts, in order.
+    fn from_iter<I: IntoIterator<Item = u64>>(counts: I) -> Self {
+        let mut bins = Bins::default();
+        for count in counts {
+            if count != 0 {
+                bins.nonzero.push((bins.len, count));
+            }
+            bins.len += 1;
+        }
+        bins
+    }
+}
+
+impl PartialEq<Vec<u64>> for Bins {
+    fn eq(&self, counts: &Vec<u64>) -> bool {
+        self.len == counts.len() && self.to_vec() == *counts
     }
 }
 
@@ -147,7 +246,38 @@ pub(super) fn add_count(total: &mut u64, count: u64) {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{merge_arcs, CallArc};
+    use super::{merge_arcs, Bins, CallArc};
+
+    #[test]
+    fn bins_add_as_dense_counts_do() {
+        let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15);
+        for len in [0, 1, 5, 300] {
+            for _ in 0..20 {
+                // Mostly zeros; some counts at the top, so that sums saturate.
+                let mut dense = || -> Vec<u64> {
+                    (0..len)
+                        .map(|_| match rng.below(10) {
+                            0 => u64::MAX - rng.below(2),
+                            1..=3 => 1 + rng.below(70_000),
+                            _ => 0,
+                        })
+                        .collect()
+                };
+                let (a, b) = (dense(), dense());
+                let mut sum: Bins = a.iter().copied().collect();
+                assert_eq!(sum, a);
+                assert_eq!(sum.len(), len);
+                sum.add(&b.iter().copied().collect());
+                let expected: Vec<u64> = a
+                    .iter()
+                    .zip(&b)
+                    .map(|(x, y)| x.saturating_add(*y))
+                    .collect();
+                assert_eq!(sum.to_vec(), expected);
+                assert!(sum.nonzero().all(|(_, c)| c != 0));
+            }
+        }
+    }
 
     #[test]
     fn merged_arcs_are_the_sums_per_pair_in_pair_order() {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use super::data::{add_count, merge_arcs, CallArc, GmonData, Histogram, Variant};
+use super::data::{add_count, merge_arcs, Bins, CallArc, GmonData, Histogram, Variant};
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
 
@@ -107,7 +107,7 @@ pub(super) fn parse_gnu_records(
         match c.u8("a record tag")? {
             TAG_TIME_HIST => {
                 let histogram = read_histogram(&mut c, tag_at)?;
-                out.saturated_bins += histogram.bins.iter().filter(|&&b| b == 0xffff).count();
+                out.saturated_bins += histogram.bins.nonzero().filter(|&(_, b)| b == 0xffff).count();
                 out.histogram_records += 1;
                 add_histogram(file, tag_at, &mut out.histograms, &mut ranges, histogram)?;
             }
@@ -171,7 +171,7 @@ fn read_histogram(c: &mut Cursor<'_>, tag_at: usize) -> Result<Histogram> {
         })?;
     let endian = c.endian;
     let raw = c.bytes(bytes, "histogram bins")?;
-    let bins: Vec<u64> = raw.chunks_exact(2).map(|b| endian.u16(b) as u64).collect();
+    let bins = u16_bins(raw, endian);
     let name = dimen.split(|&b| b == 0).next().unwrap_or(&[]);
     Ok(Histogram {
         low_pc,
@@ -181,6 +181,24 @@ fn read_histogram(c: &mut Cursor<'_>, tag_at: usize) -> Result<Histogram> {
         dimension_abbrev: abbrev as char,
         bins,
     })
+}
+
+/// The bins of a histogram record's 16-bit counts. Most are zero: they are
+/// skipped four at a time.
+fn u16_bins(raw: &[u8], endian: Endian) -> Bins {
+    let mut nonzero = Vec::new();
+    for (q, quad) in raw.chunks(8).enumerate() {
+        if quad.iter().all(|&b| b == 0) {
+            continue;
+        }
+        for (k, bin) in quad.chunks_exact(2).enumerate() {
+            let count = endian.u16(bin) as u64;
+            if count != 0 {
+                nonzero.push((4 * q + k, count));
+            }
+        }
+    }
+    Bins::from_nonzero(raw.len() / 2, nonzero)
 }
 
 /// A basic-block record after its tag: a count, then (address, count)
@@ -228,12 +246,36 @@ pub(super) fn add_histogram(
         );
     }
     if let Some(same) = index.get(&key).and_then(|&i| hists.get_mut(i)) {
-        for (a, b) in same.bins.iter_mut().zip(&h.bins) {
-            *a += b;
-        }
+        same.bins.add(&h.bins);
     } else {
         index.insert(key, hists.len());
         hists.push(h);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::u16_bins;
+    use crate::read::cursor::Endian;
+
+    #[test]
+    fn u16_bins_are_the_counts_read_one_by_one() {
+        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+        for len in [0, 1, 3, 4, 5, 8, 1001] {
+            let raw: Vec<u8> = (0..2 * len)
+                .map(|_| {
+                    if rng.below(6) == 0 {
+                        rng.next() as u8
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            for endian in [Endian::Little, Endian::Big] {
+                let dense: Vec<u64> = raw.chunks_exact(2).map(|b| endian.u16(b) as u64).collect();
+                assert_eq!(u16_bins(&raw, endian), dense, "{len} bins");
+            }
+        }
+    }
 }

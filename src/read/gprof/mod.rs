@@ -11,7 +11,7 @@ mod locate;
 mod profile;
 mod ticks;
 
-pub use data::{sum, CallArc, GmonData, Histogram, Variant};
+pub use data::{sum, Bins, CallArc, GmonData, Histogram, Variant};
 pub use gnu::detect_gnu;
 pub use info::info;
 pub use profile::to_profile;

@@ -117,10 +117,7 @@ pub(super) fn assign_ticks(data: &GmonData, funcs: &[Func<'_>], period_ns: f64) 
     let mut spread = Spread::new(funcs.len());
     for h in &data.histograms {
         let scale = h.scale();
-        for (i, &count) in h.bins.iter().enumerate() {
-            if count == 0 {
-                continue;
-            }
+        for (i, count) in h.bins.nonzero() {
             // Saturating: a crafted histogram may end at the top of the
             // address space.
             let lo = h.low_pc.saturating_add((scale * i as f64) as u64);
@@ -313,7 +310,7 @@ mod tests {
                 prof_rate: 100,
                 dimension: "seconds".into(),
                 dimension_abbrev: 's',
-                bins,
+                bins: bins.into_iter().collect(),
             }],
             arcs: Vec::new(),
             basic_blocks: BTreeMap::new(),

@@ -205,7 +205,10 @@ fn uleb128(bytes: &mut &[u8]) -> Option<u64> {
 }
 
 fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
-    let mut symbols: Vec<(FunctionSymbol, bool)> = Vec::new();
+    /// A text symbol as the table has it: address, size, name (borrowed),
+    /// not global (or weak), and its place in the table.
+    type Entry<'d> = (u64, u64, &'d str, bool, u32);
+    let mut symbols: Vec<Entry<'_>> = Vec::new();
     let sources = if file.symbols().next().is_some() {
         file.symbols()
     } else {
@@ -229,39 +232,28 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
         if raw.is_empty() || raw.starts_with('$') {
             continue;
         }
-        let name = demangle(raw);
-        symbols.push((
-            FunctionSymbol {
-                address: sym.address(),
-                size: sym.size(),
-                name,
-                system_name: raw.to_owned(),
-            },
-            sym.is_global() && !sym.is_weak(),
-        ));
+        let local = !sym.is_global() || sym.is_weak();
+        symbols.push((sym.address(), sym.size(), raw, local, symbols.len() as u32));
     }
     // One symbol per address: prefer a global, non-weak name, then the
     // shortest (aliases such as `__libc_foo`/`foo`), then the first by name,
-    // then the first in the file. Indexes are sorted, not the symbols.
-    // The sort compares small keys (address, not global, name length,
-    // index) and looks at names only for aliases of one address and length.
-    let mut order: Vec<(u64, bool, usize, u32)> = symbols
-        .iter()
-        .enumerate()
-        .map(|(i, (s, global))| (s.address, !global, s.system_name.len(), i as u32))
-        .collect();
-    order.sort_unstable_by(|a, b| {
-        (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)).then_with(|| {
-            let name = |k: &(u64, bool, usize, u32)| &symbols[k.3 as usize].0.system_name;
-            name(a).cmp(name(b)).then(a.3.cmp(&b.3))
-        })
+    // then the first in the file. The names are copied (and demangled) for
+    // the symbols kept only.
+    symbols.sort_unstable_by(|a, b| {
+        (a.0, a.3, a.2.len())
+            .cmp(&(b.0, b.3, b.2.len()))
+            .then_with(|| a.2.cmp(b.2))
+            .then(a.4.cmp(&b.4))
     });
-    order.dedup_by_key(|k| k.0);
-    let mut slots: Vec<Option<FunctionSymbol>> =
-        symbols.into_iter().map(|(s, _)| Some(s)).collect();
-    order
+    symbols.dedup_by_key(|s| s.0);
+    symbols
         .iter()
-        .filter_map(|k| slots[k.3 as usize].take())
+        .map(|&(address, size, raw, _, _)| FunctionSymbol {
+            address,
+            size,
+            name: demangle(raw),
+            system_name: raw.to_owned(),
+        })
         .collect()
 }
 
@@ -927,7 +919,73 @@ fn intern_frames(
 
 #[cfg(test)]
 mod tests {
-    use super::{demangle, FunctionSymbol, SymbolView};
+    use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
+
+    use super::{demangle, text_symbols, FunctionSymbol, SymbolView};
+
+    /// One symbol per address as the rule says, the plain way: of the text
+    /// symbols at an address, the global non-weak one, then the shortest
+    /// name, then the first by name, then the first in the table.
+    fn one_per_address(file: &object::File<'_>) -> Vec<FunctionSymbol> {
+        let table: Vec<_> = if file.symbols().next().is_some() {
+            file.symbols().collect()
+        } else {
+            file.dynamic_symbols().collect()
+        };
+        let mut best: std::collections::BTreeMap<u64, (bool, usize, &str, usize, u64)> =
+            Default::default();
+        for (i, sym) in table.iter().enumerate() {
+            let in_text = sym
+                .section_index()
+                .and_then(|s| file.section_by_index(s).ok())
+                .is_some_and(|s| s.kind() == SectionKind::Text);
+            let Ok(name) = sym.name() else { continue };
+            if sym.kind() != SymbolKind::Text
+                || sym.is_undefined()
+                || sym.address() == 0 && sym.size() == 0
+                || !in_text
+                || name.is_empty()
+                || name.starts_with('$')
+            {
+                continue;
+            }
+            let local = !sym.is_global() || sym.is_weak();
+            let key = (local, name.len(), name, i, sym.size());
+            let kept = best.entry(sym.address()).or_insert(key);
+            if key < *kept {
+                *kept = key;
+            }
+        }
+        best.into_iter()
+            .map(|(address, (_, _, name, _, size))| FunctionSymbol {
+                address,
+                size,
+                name: demangle(name),
+                system_name: name.to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn text_symbols_keep_one_symbol_per_address_by_the_rule() {
+        // The C library's dynamic symbols hold many aliases of one address
+        // (weak and global, `__libc_` prefixes); the fixtures' tables local
+        // and global symbols.
+        let mut files = vec![std::path::PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6")];
+        for name in ["callgraph-nopie", "callgraph-m32"] {
+            files.push(std::path::Path::new("tests/fixtures/gprof").join(name));
+        }
+        let mut checked = 0;
+        for path in files.iter().filter(|p| p.exists()) {
+            let bytes = std::fs::read(path).unwrap();
+            let file = object::File::parse(&*bytes).unwrap();
+            let got = text_symbols(&file);
+            assert!(!got.is_empty(), "{}", path.display());
+            assert_eq!(got, one_per_address(&file), "{}", path.display());
+            checked += 1;
+        }
+        assert!(checked >= 3, "the fixtures are there");
+    }
 
     #[test]
     fn symbol_at_sorted_finds_what_symbol_at_finds() {

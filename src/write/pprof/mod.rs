@@ -65,9 +65,27 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
 /// [`to_proto`] without the samples, and without the locations unless
 /// `locations`.
 fn to_proto_tables(profile: &Profile, locations: bool) -> pb::Profile {
+    let mut message = to_proto_rest(profile, locations);
     // The IR's table already starts with ""; comments and metadata are
     // appended to a copy of it, so the profile itself stays untouched.
-    let mut string_table: Vec<String> = profile.strings().as_slice().to_vec();
+    let mut strings = profile.strings().as_slice().to_vec();
+    strings.append(&mut message.string_table);
+    message.string_table = strings;
+    message.function = profile
+        .functions()
+        .iter()
+        .enumerate()
+        .map(pb_function)
+        .collect();
+    message
+}
+
+/// [`to_proto_tables`] but for the profile's own strings and its functions:
+/// the string table holds only the comments and metadata, which come after
+/// the profile's strings (their ids count from there).
+fn to_proto_rest(profile: &Profile, locations: bool) -> pb::Profile {
+    let own = profile.strings().as_slice().len();
+    let mut string_table = Vec::new();
     let mut comment = Vec::new();
     let texts = profile
         .comments()
@@ -75,7 +93,7 @@ fn to_proto_tables(profile: &Profile, locations: bool) -> pb::Profile {
         .cloned()
         .chain(profile.metadata().iter().map(|(k, v)| format!("{k}: {v}")));
     for text in texts {
-        comment.push(string_table.len() as i64);
+        comment.push((own + string_table.len()) as i64);
         string_table.push(text);
     }
     let vt = pb_value_type;
@@ -94,13 +112,12 @@ fn to_proto_tables(profile: &Profile, locations: bool) -> pb::Profile {
             .collect(),
         false => Vec::new(),
     };
-    let function = profile.functions().iter().enumerate().map(pb_function);
     pb::Profile {
         sample_type,
         sample: Vec::new(),
         mapping: mapping.collect(),
         location,
-        function: function.collect(),
+        function: Vec::new(),
         string_table,
         drop_frames: 0,
         keep_frames: 0,
@@ -229,7 +246,7 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
 /// 5 to 15: what goes before the samples, between them and the locations
 /// (field 4), and after.
 fn encode_tables(profile: &Profile) -> [Vec<u8>; 3] {
-    let mut tables = to_proto_tables(profile, false);
+    let mut tables = to_proto_rest(profile, false);
     let head = pb::Profile {
         sample_type: std::mem::take(&mut tables.sample_type),
         ..Default::default()
@@ -241,8 +258,29 @@ fn encode_tables(profile: &Profile) -> [Vec<u8>; 3] {
     [
         head.encode_to_vec(),
         mappings.encode_to_vec(),
-        tables.encode_to_vec(),
+        encode_tail(profile, tables),
     ]
+}
+
+/// Fields 5 to 15: what `to_proto_tables(profile, false)` encodes from
+/// there, with the functions (field 5) and the profile's own strings (the
+/// start of field 6) encoded straight from the IR instead of copied into
+/// the message first (tens of thousands of strings for a large program).
+/// `rest` is [`to_proto_rest`]'s message, less the fields before 5.
+fn encode_tail(profile: &Profile, mut rest: pb::Profile) -> Vec<u8> {
+    use prost::encoding::{message, string};
+    let own = profile.strings().as_slice();
+    let added = std::mem::take(&mut rest.string_table);
+    let strings_len: usize = own.iter().chain(&added).map(|s| s.len() + 4).sum();
+    let mut out = Vec::with_capacity(16 * profile.functions().len() + strings_len);
+    for (i, f) in profile.functions().iter().enumerate() {
+        message::encode(5, &pb_function((i, f)), &mut out);
+    }
+    // Field 6 then goes on with the comments and metadata.
+    string::encode_repeated(6, own, &mut out);
+    string::encode_repeated(6, &added, &mut out);
+    rest.encode(&mut out).expect("a Vec grows as needed");
+    out
 }
 
 /// Every location as field 4, encoded straight from the IR.
@@ -555,6 +593,9 @@ mod encode_tests {
         let name = p.intern("a.out");
         let m = p.add_mapping(Mapping::new(0x1000, 0x2000, 0, name, StrIdEmpty::EMPTY));
         let f = p.add_function("main", "main", "main.c", 3);
+        // Functions of other names, files and lines (fields 5 and 6).
+        p.add_function("ns::f()", "_ZN2ns1fEv", "", 0);
+        p.add_function("g", "g", "lib/g.c", -1);
         let mut stack = Vec::new();
         for a in 0..300u64 {
             stack.push(p.add_location(Location {

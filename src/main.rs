@@ -37,8 +37,8 @@ fn exit_without_freeing(code: i32) -> ! {
 /// trims the heap's top past 128 KiB free: the next large allocation then
 /// takes fresh pages, each a page fault and a zeroed page (≈ 2 µs per 4 KiB
 /// on these machines). A conversion allocates and frees large buffers in
-/// turn (symbol tables, histogram, samples, encoded pieces): kept in the
-/// heap, freed memory is reused instead. A gprof conversion of 20 000
+/// turn (symbol tables, samples, encoded pieces): kept in the heap when
+/// below 4 MiB, freed memory is reused instead. A gprof conversion of 20 000
 /// functions took 10 000 page faults, 8 000 this way (≈ 8 % of its time);
 /// peak RSS is unchanged (freed memory is what the next allocation takes).
 /// The process is short-lived; a library user keeps its own allocator's

@@ -20,17 +20,49 @@ use crate::profile::{
 };
 use crate::symbolize::{Binary, RawFrame};
 
-/// Every address the profile may name, sorted and distinct.
-pub(super) fn addresses(data: &GmonData, ticks: &[Tick]) -> Vec<u64> {
+/// The addresses of the arcs' ends, sorted and distinct: most of the
+/// addresses a profile names, known as soon as the gmon.out is parsed (so
+/// they are sorted on the thread that parsed it, while the binary is
+/// still being opened).
+pub(super) fn arc_ends(data: &GmonData) -> Vec<u64> {
     let mut out: Vec<u64> = data
         .arcs
         .iter()
         .flat_map(|a| [a.self_pc, a.from_pc])
-        .chain(ticks.iter().map(|t| t.address))
-        .chain(data.basic_blocks.keys().copied())
         .collect();
     radix_sort(&mut out);
     out.dedup();
+    out
+}
+
+/// Every address the profile may name, sorted and distinct: the arcs'
+/// ends ([`arc_ends`]), the ticks' and the basic blocks'.
+pub(super) fn addresses(arc_ends: Vec<u64>, data: &GmonData, ticks: &[Tick]) -> Vec<u64> {
+    let mut rest: Vec<u64> = ticks
+        .iter()
+        .map(|t| t.address)
+        .chain(data.basic_blocks.keys().copied())
+        .collect();
+    if rest.is_empty() {
+        return arc_ends;
+    }
+    radix_sort(&mut rest);
+    rest.dedup();
+    merge_distinct(&arc_ends, &rest)
+}
+
+/// The values of two sorted, distinct lists, sorted and distinct.
+fn merge_distinct(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        out.push(x.min(y));
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
     out
 }
 
@@ -358,7 +390,7 @@ fn add_functions(
 mod tests {
     use std::borrow::Cow;
 
-    use super::{add_locations, radix_sort, Numbering, Resolved};
+    use super::{add_locations, merge_distinct, radix_sort, Numbering, Resolved};
     use crate::profile::{MappingId, Profile};
 
     /// Locations as add_locations makes them, for 2 × `n` addresses: the
@@ -431,6 +463,34 @@ mod tests {
             assert_eq!(got.locations(), want.locations());
             assert_eq!(got.functions(), want.functions());
             assert_eq!(got.strings().as_slice(), want.strings().as_slice());
+        }
+    }
+
+    #[test]
+    fn merged_addresses_are_every_address_sorted_once() {
+        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
+        for (a, b, mask) in [
+            (0, 0, 0xff),
+            (0, 5, 0xff),
+            (7, 0, 0xff),
+            (300, 40, 0x1ff),
+            (2000, 2000, u64::MAX),
+        ] {
+            let mut list = |n: usize| -> Vec<u64> {
+                let mut v: Vec<u64> = (0..n).map(|_| rng.next() & mask).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
+            let (x, y) = (list(a), list(b));
+            let expected: Vec<u64> = x
+                .iter()
+                .chain(&y)
+                .copied()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            assert_eq!(merge_distinct(&x, &y), expected);
         }
     }
 

@@ -88,29 +88,44 @@ fn load(
 /// Inputs of fewer bytes are parsed after the binary is opened, on one thread.
 const PARALLEL_INPUT_BYTES: u64 = 1 << 16;
 
-/// The binary (when given) and the summed inputs. When the binary's header
-/// tells its pointer size (ELF), the inputs are parsed on another thread
-/// while it is opened; its error, if any, comes first either way.
-fn open_and_load(
+/// The summed inputs and the sorted, distinct addresses of their arcs'
+/// ends ([`locate::arc_ends`]).
+type Loaded = (GmonData, Vec<u64>);
+
+/// [`load`], and the arcs' ends.
+fn load_with_ends(
     inputs: &[Input],
     options: &ReadOptions,
-) -> Result<(Option<Rc<Binary>>, GmonData)> {
+    elf_pointer_size: Option<usize>,
+) -> Result<Loaded> {
+    let data = load(inputs, options, elf_pointer_size)?;
+    let ends = locate::arc_ends(&data);
+    Ok((data, ends))
+}
+
+/// The binary (when given) and the summed inputs. When the binary's header
+/// tells its pointer size (ELF), the inputs are parsed (and their arcs'
+/// ends sorted) on another thread while it is opened; its error, if any,
+/// comes first either way.
+fn open_and_load(inputs: &[Input], options: &ReadOptions) -> Result<(Option<Rc<Binary>>, Loaded)> {
     let Some(path) = options.binary.as_deref() else {
-        return Ok((None, load(inputs, options, None)?));
+        return Ok((None, load_with_ends(inputs, options, None)?));
     };
     // A small input parses faster than a thread starts.
     let small = inputs.iter().map(Input::len).sum::<u64>() < PARALLEL_INPUT_BYTES;
     let pointer_size = if small { None } else { elf_pointer_size(path) };
     let Some(pointer_size) = pointer_size else {
         let binary = Binary::open_cached(path)?;
-        let data = load(inputs, options, Some(binary.pointer_size))?;
-        return Ok((Some(binary), data));
+        let loaded = load_with_ends(inputs, options, Some(binary.pointer_size))?;
+        return Ok((Some(binary), loaded));
     };
     std::thread::scope(|scope| {
-        let data = scope.spawn(|| load(inputs, options, Some(pointer_size)));
+        let loaded = scope.spawn(|| load_with_ends(inputs, options, Some(pointer_size)));
         let binary = Binary::open_cached(path);
-        let data = data.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        Ok((Some(binary?), data?))
+        let loaded = loaded
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        Ok((Some(binary?), loaded?))
     })
 }
 
@@ -133,8 +148,9 @@ fn elf_pointer_size(path: &Path) -> Option<usize> {
 
 /// Reads and sums gmon.out inputs into one profile.
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
-    let (binary, data) = open_and_load(inputs, options)?;
-    let mut profile = to_profile(&data, binary.as_deref(), options.gprof.stacks);
+    let (binary, (data, ends)) = open_and_load(inputs, options)?;
+    let mut profile =
+        profile::to_profile_with(&data, ends, binary.as_deref(), options.gprof.stacks);
     {
         if let Some(t) = inputs.first().and_then(Input::modified) {
             if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {

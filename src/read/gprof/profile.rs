@@ -6,7 +6,9 @@ use std::sync::mpsc;
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
-use super::locate::{add_locations, addresses, index_of, resolve_beside, Numbering, Resolved};
+use super::locate::{
+    add_locations, addresses, arc_ends, index_of, resolve_beside, Numbering, Resolved,
+};
 use super::ticks::{assign_ticks, gprof_functions, ArcEnds, Func, Tick};
 use crate::profile::{apportion, Mapping, MappingId, Profile, SampleSet, SymbolFlags};
 use crate::read::options::GprofStacks;
@@ -343,11 +345,22 @@ fn add_flat_samples(
 
 /// The profile gprof's data stands for (§4).
 pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks) -> Profile {
+    to_profile_with(data, arc_ends(data), binary, stacks)
+}
+
+/// [`to_profile`], the sorted, distinct addresses of the arcs' ends
+/// ([`arc_ends`]) given.
+pub(super) fn to_profile_with(
+    data: &GmonData,
+    arc_ends: Vec<u64>,
+    binary: Option<&Binary>,
+    stacks: GprofStacks,
+) -> Profile {
     let (mut profile, period_ns, bb_type) = new_profile(data);
     let mapping = add_image_mapping(&mut profile, binary);
     let funcs = binary.map(gprof_functions).unwrap_or_default();
     let ticks = assign_ticks(data, &funcs, period_ns);
-    let addresses = addresses(data, &ticks);
+    let addresses = addresses(arc_ends, data, &ticks);
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
     let (kept_to_main, kept) = mpsc::sync_channel(1);

@@ -526,7 +526,7 @@ impl Binary {
     /// The file and line of each of the sorted `addresses`, found in one
     /// pass over the line tables ([`lines::sorted_lines`]): what
     /// [`SymbolView::single_frame_at`] would find, for the addresses
-    /// [`SymbolView::single_frame_with`] takes. `None` when the DWARF has
+    /// [`SymbolView::single_frame_index_with`] takes. `None` when the DWARF has
     /// inlined frames or was not loaded.
     pub fn sorted_lines(&self, addresses: &[u64]) -> Option<lines::SortedLines> {
         if !self.single_frames {
@@ -678,32 +678,35 @@ impl<'a> SymbolView<'a> {
         Some((sym, file, line))
     }
 
-    /// [`SymbolView::single_frame_at`] with the file and line already found
+    /// The symbol of [`SymbolView::single_frame_at`]'s frame (an index into
+    /// the symbols), the file and line being already found
     /// ([`Binary::sorted_lines`]), for addresses asked in ascending order:
     /// `cursor` (0 at first) is where the symbol search resumes
     /// ([`SymbolView::symbol_at_sorted`]).
-    pub fn single_frame_with<'d>(
-        self,
-        svma: u64,
-        (file, line): (&'d str, i64),
-        cursor: &mut usize,
-    ) -> Option<(&'a FunctionSymbol, &'d str, i64)> {
+    pub fn single_frame_index_with(self, svma: u64, cursor: &mut usize) -> Option<usize> {
         if !self.single_frames || svma == u64::MAX {
             return None;
         }
-        Some((self.symbol_at_sorted(svma, cursor)?, file, line))
+        self.symbol_index_at_sorted(svma, cursor)
     }
 
     /// [`SymbolView::symbol_at`] for addresses asked in ascending order:
     /// `cursor` counts the symbols at or below the last address asked (0 at
     /// first), so that all the lookups walk the symbols once.
     pub fn symbol_at_sorted(self, address: u64, cursor: &mut usize) -> Option<&'a FunctionSymbol> {
+        let i = self.symbol_index_at_sorted(address, cursor)?;
+        self.symbols.get(i)
+    }
+
+    /// [`SymbolView::symbol_at_sorted`]'s symbol as an index.
+    fn symbol_index_at_sorted(self, address: u64, cursor: &mut usize) -> Option<usize> {
         let symbols = self.symbols;
         // What `partition_point` finds, from where it was last time.
         while symbols.get(*cursor).is_some_and(|s| s.address <= address) {
             *cursor += 1;
         }
-        self.holding(cursor.checked_sub(1)?, address)
+        let i = cursor.checked_sub(1)?;
+        self.holding(i, address).map(|_| i)
     }
 
     /// The frames at `svma`, innermost first, names from the symbols (the

@@ -18,7 +18,8 @@ use super::ticks::{function_at, Func, Tick};
 use crate::profile::{
     Function, FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, StrId, SymbolFlags,
 };
-use crate::symbolize::{Binary, RawFrame};
+use crate::symbolize::lines::Found;
+use crate::symbolize::{Binary, FunctionSymbol, RawFrame};
 
 /// The addresses of the arcs' ends, sorted and distinct: most of the
 /// addresses a profile names, known as soon as the gmon.out is parsed (so
@@ -104,9 +105,91 @@ pub(super) fn index_of(addresses: &[u64], address: u64) -> u32 {
 
 /// The frames of each address, innermost first, borrowed from the binary.
 pub(super) struct Resolved<'a> {
-    /// Frames of the i-th address: `frames[starts[i]..starts[i + 1]]`.
+    /// The symbols and the line tables' file names that [`OneFrame`]s name.
+    symbols: &'a [FunctionSymbol],
+    files: &'a [String],
+    /// The one frame of each address the line tables answered for, or
+    /// [`OneFrame::NONE`]: most addresses, 16 bytes each instead of a frame.
+    one: Vec<OneFrame>,
+    /// The frames of the other addresses: those of the i-th are
+    /// `frames[starts[i]..starts[i + 1]]` (none for one with a [`OneFrame`]).
     starts: Vec<usize>,
     frames: Vec<RawFrame<'a>>,
+}
+
+/// A single frame found in one pass over the line tables: its symbol and
+/// file (indexes into [`Resolved`]'s) and line.
+#[derive(Debug, Clone, Copy)]
+struct OneFrame {
+    symbol: u32,
+    /// `u32::MAX`: no file.
+    file: u32,
+    line: i64,
+}
+
+impl OneFrame {
+    /// The address's frames are a [`RawFrame`] list.
+    const NONE: OneFrame = OneFrame {
+        symbol: u32::MAX,
+        file: u32::MAX,
+        line: 0,
+    };
+}
+
+/// A frame's function name, name in the symbol table, file and line.
+type Frame<'r> = (&'r str, &'r str, &'r str, i64);
+
+/// The one frame of `address` in `binary`, its file and line `found` in the
+/// line tables (named by `files`); or [`OneFrame::NONE`], its frames
+/// appended to `frames` (addr2line's reader opened only if an address
+/// needs it; the padding frame where it finds none, §3). `cursor` is
+/// [`SymbolView::symbol_at_sorted`]'s.
+///
+/// [`SymbolView::symbol_at_sorted`]: crate::symbolize::SymbolView::symbol_at_sorted
+fn look_up<'a>(
+    binary: &'a Binary,
+    funcs: &[Func<'a>],
+    files: &[String],
+    (found, address): (Option<Found>, u64),
+    cursor: &mut usize,
+    frames: &mut Vec<RawFrame<'a>>,
+) -> OneFrame {
+    let view = binary.symbol_view();
+    let before = frames.len();
+    match found.and_then(|f| Some((f, f.location(files)?))) {
+        Some((f, (_, line))) => {
+            if let Some(symbol) = view.single_frame_index_with(address, cursor) {
+                return one_frame(symbol, f, line);
+            }
+        }
+        None => {
+            let dwarf = binary.dwarf_reader();
+            if let Some((sym, file, line)) = dwarf.and_then(|d| view.single_frame_at(d, address)) {
+                let (name, system) = (sym.name.as_str(), sym.system_name.as_str());
+                frames.push((Cow::Borrowed(name), Cow::Borrowed(system), file, line));
+                return OneFrame::NONE;
+            }
+        }
+    }
+    frames.extend(binary.frames_at(address));
+    if frames.len() == before && !funcs.is_empty() {
+        frames.push(padding_frame(funcs, address));
+    }
+    OneFrame::NONE
+}
+
+/// The one frame of an address in `symbol`, at the file and line `found`
+/// in the line tables (`line` as [`Found::location`] gives it).
+fn one_frame(symbol: usize, found: Found, line: i64) -> OneFrame {
+    let file = match found {
+        Found::At { file, .. } => file,
+        _ => u32::MAX,
+    };
+    OneFrame {
+        symbol: symbol as u32,
+        file,
+        line,
+    }
 }
 
 /// The frame gprof gives an address in the padding between functions: the
@@ -128,9 +211,9 @@ impl<'a> Resolved<'a> {
         addresses: &[u64],
         files: &'a mut Vec<String>,
     ) -> Self {
+        let mut one = Vec::with_capacity(addresses.len());
         let mut starts = Vec::with_capacity(addresses.len() + 1);
-        // Mostly one frame per address.
-        let mut frames = Vec::with_capacity(if binary.is_some() { addresses.len() } else { 0 });
+        let mut frames = Vec::new();
         starts.push(0);
         let sorted = binary.and_then(|b| b.sorted_lines(addresses));
         let found = match sorted {
@@ -143,36 +226,44 @@ impl<'a> Resolved<'a> {
         let files: &'a [String] = files;
         let mut cursor = 0; // the symbols below the address (ascending)
         for (i, &address) in addresses.iter().enumerate() {
-            if let Some(binary) = binary {
-                // The one frame of an address, without a frame list.
-                // addr2line's reader opens only if an address needs it.
-                let view = binary.symbol_view();
-                let one = match found.get(i).and_then(|f| f.location(files)) {
-                    Some(location) => view.single_frame_with(address, location, &mut cursor),
-                    None => binary
-                        .dwarf_reader()
-                        .and_then(|dwarf| view.single_frame_at(dwarf, address)),
-                };
-                if let Some((sym, file, line)) = one {
-                    let (name, system) = (sym.name.as_str(), sym.system_name.as_str());
-                    frames.push((Cow::Borrowed(name), Cow::Borrowed(system), file, line));
-                    starts.push(frames.len());
-                    continue;
+            let this = match binary {
+                Some(binary) => {
+                    let at = (found.get(i).copied(), address);
+                    look_up(binary, funcs, files, at, &mut cursor, &mut frames)
                 }
-                let found = binary.frames_at(address);
-                if found.is_empty() && !funcs.is_empty() {
-                    frames.push(padding_frame(funcs, address));
-                } else {
-                    frames.extend(found);
-                }
-            }
+                None => OneFrame::NONE,
+            };
+            one.push(this);
             starts.push(frames.len());
         }
-        Resolved { starts, frames }
+        let symbols = binary.map_or(&[][..], |b| b.symbols());
+        Resolved {
+            symbols,
+            files,
+            one,
+            starts,
+            frames,
+        }
     }
 
-    fn frames(&self, index: usize) -> &[RawFrame<'a>] {
-        &self.frames[self.starts[index]..self.starts[index + 1]]
+    /// How many frames the `index`-th address has.
+    fn frame_count(&self, index: usize) -> usize {
+        match self.one[index].symbol {
+            u32::MAX => self.starts[index + 1] - self.starts[index],
+            _ => 1,
+        }
+    }
+
+    /// The `k`-th frame of the `index`-th address.
+    fn frame(&self, index: usize, k: usize) -> Frame<'_> {
+        let one = self.one[index];
+        if one.symbol == u32::MAX {
+            let (name, system, file, line) = &self.frames[self.starts[index] + k];
+            return (name, system, file, *line);
+        }
+        let sym = &self.symbols[one.symbol as usize];
+        let file = self.files.get(one.file as usize).map_or("", String::as_str);
+        (&sym.name, &sym.system_name, file, one.line)
     }
 }
 
@@ -245,7 +336,7 @@ impl Numbering {
 type FunctionKey = [usize; 6];
 
 /// The key of a frame's function.
-fn function_key((name, system, file, _): &RawFrame<'_>) -> FunctionKey {
+fn function_key((name, system, file, _): &Frame<'_>) -> FunctionKey {
     let ([a, b], [c, d], [e, f]) = (at(name), at(system), at(file));
     [a, b, c, d, e, f]
 }
@@ -280,11 +371,11 @@ pub(super) fn add_locations(
     let build = move || build_locations(addresses, resolved, mapping, order, base, tx);
     let ((mut locations, mut found), (ids, filenames)) = if order.len() < PARALLEL_LOCATIONS {
         let built = build();
-        (built, add_functions(profile, &resolved.frames, rx))
+        (built, add_functions(profile, resolved, rx))
     } else {
         std::thread::scope(|scope| {
             let built = scope.spawn(build);
-            let functions = add_functions(profile, &resolved.frames, rx);
+            let functions = add_functions(profile, resolved, rx);
             (join(built), functions)
         })
     };
@@ -308,25 +399,25 @@ fn build_locations(
     mapping: MappingId,
     order: &[u32],
     base: usize,
-    slots: mpsc::Sender<Vec<u32>>,
+    slots: mpsc::Sender<Vec<(u32, u32)>>,
 ) -> (Vec<Location>, SymbolFlags) {
-    // About one function per two frames here.
-    let capacity = resolved.frames.len() / 2;
+    // About one function per two locations here.
+    let capacity = order.len() / 2;
     let mut keys: HashMap<FunctionKey, u32> =
         HashMap::with_capacity_and_hasher(capacity, Default::default());
     let mut batch = Vec::with_capacity(BATCH);
     let mut found = SymbolFlags::default();
     let mut locations = Vec::with_capacity(order.len());
     for &index in order {
-        let index = index as usize;
-        let (start, frames) = (resolved.starts[index], resolved.frames(index));
-        found.inline_frames |= frames.len() > 1;
-        let mut lines = Lines::with_capacity(frames.len());
-        for (k, frame) in (start..).zip(frames) {
+        let count = resolved.frame_count(index as usize);
+        found.inline_frames |= count > 1;
+        let mut lines = Lines::with_capacity(count);
+        for k in 0..count {
+            let frame = resolved.frame(index as usize, k);
             found.line_numbers |= frame.3 > 0;
             let next = keys.len() as u32;
-            let slot = *keys.entry(function_key(frame)).or_insert_with(|| {
-                batch.push(k as u32);
+            let slot = *keys.entry(function_key(&frame)).or_insert_with(|| {
+                batch.push((index, k as u32));
                 if batch.len() == BATCH {
                     // A receiver gone has panicked: its panic is passed on.
                     let _ = slots.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
@@ -342,7 +433,7 @@ fn build_locations(
         // Each address is one location: nothing to look up.
         locations.push(Location {
             mapping: Some(mapping),
-            address: addresses[index],
+            address: addresses[index as usize],
             is_return_address: false,
             lines,
         });
@@ -356,14 +447,14 @@ fn build_locations(
 /// only once); returns their ids and whether some has a file.
 fn add_functions(
     profile: &mut Profile,
-    frames: &[RawFrame<'_>],
-    slots: mpsc::Receiver<Vec<u32>>,
+    resolved: &Resolved<'_>,
+    slots: mpsc::Receiver<Vec<(u32, u32)>>,
 ) -> (Vec<FunctionId>, bool) {
     let mut files: HashMap<[usize; 2], StrId> = HashMap::default();
     let mut ids = Vec::new();
     let mut filenames = false;
-    for k in slots.into_iter().flatten() {
-        let (name, system, file, _) = &frames[k as usize];
+    for (index, k) in slots.into_iter().flatten() {
+        let (name, system, file, _) = resolved.frame(index as usize, k as usize);
         filenames |= !file.is_empty();
         // The strings in add_function's order: the same ids (a system name
         // equal to the name, as in C, is the name's).
@@ -390,8 +481,9 @@ fn add_functions(
 mod tests {
     use std::borrow::Cow;
 
-    use super::{add_locations, merge_distinct, radix_sort, Numbering, Resolved};
+    use super::{add_locations, merge_distinct, radix_sort, Numbering, OneFrame, Resolved};
     use crate::profile::{MappingId, Profile};
+    use crate::symbolize::FunctionSymbol;
 
     /// Locations as add_locations makes them, for 2 × `n` addresses: the
     /// function `f{i % 7}` (inlined into `g` at odd addresses), its name
@@ -399,22 +491,44 @@ mod tests {
     /// another key) at odd ones, used in the order of `order`.
     fn locations_of(n: usize, order: &[u32]) -> Profile {
         let names: Vec<String> = (0..7).map(|i| format!("f{i}")).collect();
+        let symbols: Vec<FunctionSymbol> = names
+            .iter()
+            .map(|name| FunctionSymbol {
+                address: 0,
+                size: 0,
+                name: name.clone(),
+                system_name: name.clone(),
+            })
+            .collect();
+        let files = vec!["b.c".to_owned(), "a.c".to_owned()];
         let mut starts = vec![0];
         let mut frames = Vec::new();
+        let mut one = Vec::new();
         for i in 0..2 * n {
-            let name = &names[i % 7];
-            let name = if i % 2 == 0 {
-                Cow::Borrowed(name.as_str())
+            if i % 2 == 0 {
+                // One frame from the line tables; every other one without
+                // a file.
+                let file = if i % 4 == 0 { 1 } else { u32::MAX };
+                one.push(OneFrame {
+                    symbol: (i % 7) as u32,
+                    file,
+                    line: i as i64,
+                });
             } else {
-                Cow::Owned(name.clone())
-            };
-            frames.push((name.clone(), name, "a.c", i as i64));
-            if i % 2 == 1 {
+                let name: Cow<str> = Cow::Owned(names[i % 7].clone());
+                frames.push((name.clone(), name, "a.c", i as i64));
                 frames.push((Cow::Borrowed("g"), Cow::Borrowed("_Z1gv"), "b.c", 7));
+                one.push(OneFrame::NONE);
             }
             starts.push(frames.len());
         }
-        let resolved = Resolved { starts, frames };
+        let resolved = Resolved {
+            symbols: &symbols,
+            files: &files,
+            one,
+            starts,
+            frames,
+        };
         let addresses: Vec<u64> = (0..2 * n as u64).map(|a| 0x1000 + a).collect();
         let mut numbering = Numbering::new(addresses.len());
         for &index in order {
@@ -433,7 +547,8 @@ mod tests {
             let i = index as usize;
             let name = format!("f{}", i % 7);
             let mut lines = crate::profile::Lines::new();
-            let function = profile.add_function(&name, &name, "a.c", 0);
+            let file = if i % 4 == 2 { "" } else { "a.c" };
+            let function = profile.add_function(&name, &name, file, 0);
             lines.push(crate::profile::Line {
                 function,
                 line: i as i64,

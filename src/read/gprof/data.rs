@@ -99,9 +99,10 @@ impl Bins {
         out
     }
 
-    /// Adds `other`'s counts bin by bin (as many bins in both), saturating.
+    /// Adds `other`'s counts bin by bin, saturating (the bins of the
+    /// longer of the two).
     pub fn add(&mut self, other: &Bins) {
-        debug_assert_eq!(self.len, other.len);
+        self.len = self.len.max(other.len);
         let (a, b) = (&self.nonzero, &other.nonzero);
         let mut sum = Vec::with_capacity(a.len() + b.len());
         let (mut i, mut j) = (0, 0);
@@ -129,9 +130,7 @@ impl Bins {
         }
         self.nonzero = sum;
     }
-}
 
-impl Bins {
     /// `len` bins, the non-zero ones `nonzero` (by index, each below `len`).
     pub(super) fn from_nonzero(len: usize, nonzero: Vec<(usize, u64)>) -> Self {
         debug_assert!(nonzero.iter().all(|&(i, c)| i < len && c != 0));

@@ -2,8 +2,8 @@
 //! call arcs and basic-block counts, and how several files are summed
 //! (like `gprof -s`).
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
-
 use std::path::Path;
 
 use super::gnu::add_histogram;
@@ -106,28 +106,24 @@ impl Bins {
         let (a, b) = (&self.nonzero, &other.nonzero);
         let mut sum = Vec::with_capacity(a.len() + b.len());
         let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            let (x, y) = (a.get(i).copied(), b.get(j).copied());
-            sum.push(match (x, y) {
-                (Some(x), Some(y)) if x.0 == y.0 => {
-                    (i, j) = (i + 1, j + 1);
-                    (x.0, x.1.saturating_add(y.1))
-                }
-                (Some(x), Some(y)) if x.0 < y.0 => {
+        while let (Some(&x), Some(&y)) = (a.get(i), b.get(j)) {
+            sum.push(match x.0.cmp(&y.0) {
+                Ordering::Less => {
                     i += 1;
                     x
                 }
-                (Some(x), None) => {
-                    i += 1;
-                    x
-                }
-                (_, Some(y)) => {
+                Ordering::Greater => {
                     j += 1;
                     y
                 }
-                (None, None) => unreachable!("one of the two has bins left"),
+                Ordering::Equal => {
+                    (i, j) = (i + 1, j + 1);
+                    (x.0, x.1.saturating_add(y.1))
+                }
             });
         }
+        sum.extend_from_slice(&a[i..]);
+        sum.extend_from_slice(&b[j..]);
         self.nonzero = sum;
     }
 

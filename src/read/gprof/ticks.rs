@@ -143,13 +143,9 @@ impl<'a> AddressIndex<'a> {
         if bucket >= (self.starts.len() - 1) as u64 {
             return (self.addresses.len(), false);
         }
-        let (start, end) = (
-            self.starts[bucket as usize],
-            self.starts[bucket as usize + 1],
-        );
-        let start = start as usize;
-        let slice = &self.addresses[start..end as usize];
-        let i = start + slice.partition_point(|&a| a < address);
+        let b = bucket as usize;
+        let (start, end) = (self.starts[b] as usize, self.starts[b + 1] as usize);
+        let i = start + self.addresses[start..end].partition_point(|&a| a < address);
         (i, self.addresses.get(i) == Some(&address))
     }
 }

@@ -134,35 +134,39 @@ impl OneFrame {
         file: u32::MAX,
         line: 0,
     };
+
+    /// True for [`OneFrame::NONE`].
+    fn is_none(self) -> bool {
+        self.symbol == u32::MAX
+    }
 }
 
 /// A frame's function name, name in the symbol table, file and line.
 type Frame<'r> = (&'r str, &'r str, &'r str, i64);
 
 /// The one frame of `address` in `binary`, its file and line `found` in the
-/// line tables (named by `files`); or [`OneFrame::NONE`], its frames
-/// appended to `frames` (addr2line's reader opened only if an address
-/// needs it; the padding frame where it finds none, §3). `cursor` is
-/// [`SymbolView::symbol_at_sorted`]'s.
+/// line tables; or [`OneFrame::NONE`], its frames appended to `frames`
+/// (addr2line's reader opened only if an address needs it; the padding
+/// frame where it finds none, §3). `cursor` is
+/// [`SymbolView::single_frame_index_with`]'s.
 ///
-/// [`SymbolView::symbol_at_sorted`]: crate::symbolize::SymbolView::symbol_at_sorted
+/// [`SymbolView::single_frame_index_with`]: crate::symbolize::SymbolView::single_frame_index_with
 fn look_up<'a>(
     binary: &'a Binary,
     funcs: &[Func<'a>],
-    files: &[String],
     (found, address): (Option<Found>, u64),
     cursor: &mut usize,
     frames: &mut Vec<RawFrame<'a>>,
 ) -> OneFrame {
     let view = binary.symbol_view();
     let before = frames.len();
-    match found.and_then(|f| Some((f, f.location(files)?))) {
-        Some((f, (_, line))) => {
+    match found {
+        Some(found @ (Found::At { .. } | Found::Nowhere)) => {
             if let Some(symbol) = view.single_frame_index_with(address, cursor) {
-                return one_frame(symbol, f, line);
+                return one_frame(symbol, found);
             }
         }
-        None => {
+        Some(Found::Ask) | None => {
             let dwarf = binary.dwarf_reader();
             if let Some((sym, file, line)) = dwarf.and_then(|d| view.single_frame_at(d, address)) {
                 let (name, system) = (sym.name.as_str(), sym.system_name.as_str());
@@ -179,11 +183,12 @@ fn look_up<'a>(
 }
 
 /// The one frame of an address in `symbol`, at the file and line `found`
-/// in the line tables (`line` as [`Found::location`] gives it).
-fn one_frame(symbol: usize, found: Found, line: i64) -> OneFrame {
-    let file = match found {
-        Found::At { file, .. } => file,
-        _ => u32::MAX,
+/// in the line tables (as [`Found::location`] gives them: no file and line
+/// 0 where no table holds the address).
+fn one_frame(symbol: usize, found: Found) -> OneFrame {
+    let (file, line) = match found {
+        Found::At { file, line } => (file, i64::from(line)),
+        _ => (u32::MAX, 0),
     };
     OneFrame {
         symbol: symbol as u32,
@@ -229,7 +234,7 @@ impl<'a> Resolved<'a> {
             let this = match binary {
                 Some(binary) => {
                     let at = (found.get(i).copied(), address);
-                    look_up(binary, funcs, files, at, &mut cursor, &mut frames)
+                    look_up(binary, funcs, at, &mut cursor, &mut frames)
                 }
                 None => OneFrame::NONE,
             };
@@ -248,16 +253,17 @@ impl<'a> Resolved<'a> {
 
     /// How many frames the `index`-th address has.
     fn frame_count(&self, index: usize) -> usize {
-        match self.one[index].symbol {
-            u32::MAX => self.starts[index + 1] - self.starts[index],
-            _ => 1,
+        if self.one[index].is_none() {
+            self.starts[index + 1] - self.starts[index]
+        } else {
+            1
         }
     }
 
     /// The `k`-th frame of the `index`-th address.
     fn frame(&self, index: usize, k: usize) -> Frame<'_> {
         let one = self.one[index];
-        if one.symbol == u32::MAX {
+        if one.is_none() {
             let (name, system, file, line) = &self.frames[self.starts[index] + k];
             return (name, system, file, *line);
         }

@@ -681,8 +681,8 @@ impl<'a> SymbolView<'a> {
     /// The symbol of [`SymbolView::single_frame_at`]'s frame (an index into
     /// the symbols), the file and line being already found
     /// ([`Binary::sorted_lines`]), for addresses asked in ascending order:
-    /// `cursor` (0 at first) is where the symbol search resumes
-    /// ([`SymbolView::symbol_at_sorted`]).
+    /// `cursor` (0 at first) counts the symbols at or below the last address
+    /// asked, so that all the lookups walk the symbols once.
     pub fn single_frame_index_with(self, svma: u64, cursor: &mut usize) -> Option<usize> {
         if !self.single_frames || svma == u64::MAX {
             return None;
@@ -690,15 +690,9 @@ impl<'a> SymbolView<'a> {
         self.symbol_index_at_sorted(svma, cursor)
     }
 
-    /// [`SymbolView::symbol_at`] for addresses asked in ascending order:
-    /// `cursor` counts the symbols at or below the last address asked (0 at
-    /// first), so that all the lookups walk the symbols once.
-    pub fn symbol_at_sorted(self, address: u64, cursor: &mut usize) -> Option<&'a FunctionSymbol> {
-        let i = self.symbol_index_at_sorted(address, cursor)?;
-        self.symbols.get(i)
-    }
-
-    /// [`SymbolView::symbol_at_sorted`]'s symbol as an index.
+    /// The index of [`SymbolView::symbol_at`]'s symbol, for addresses asked
+    /// in ascending order (`cursor` as [`SymbolView::single_frame_index_with`]
+    /// keeps it).
     fn symbol_index_at_sorted(self, address: u64, cursor: &mut usize) -> Option<usize> {
         let symbols = self.symbols;
         // What `partition_point` finds, from where it was last time.
@@ -991,7 +985,7 @@ mod tests {
     }
 
     #[test]
-    fn symbol_at_sorted_finds_what_symbol_at_finds() {
+    fn symbol_index_at_sorted_finds_what_symbol_at_finds() {
         let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1d);
         let mut next = move || rng.next();
         // Sizes 0 (up to the next symbol), short (padding after) and long
@@ -1022,7 +1016,9 @@ mod tests {
         probes.sort_unstable();
         let mut cursor = 0;
         for probe in probes {
-            let sorted = view.symbol_at_sorted(probe, &mut cursor);
+            let sorted = view
+                .symbol_index_at_sorted(probe, &mut cursor)
+                .map(|i| &symbols[i]);
             assert_eq!(sorted, view.symbol_at(probe), "at {probe:#x}");
         }
     }

@@ -365,8 +365,10 @@ impl CallGraph {
             match arcs {
                 [] => {}
                 // What `apportion` gives one arc of calls (entering arcs
-                // have some) for a time ≥ 0, without its allocations.
+                // have some) for a time ≥ 0, and any arcs for no time,
+                // without its allocations.
                 [_] => shares[0] = inclusive[comp],
+                _ if inclusive[comp] == 0 => {}
                 _ => {
                     counts.clear();
                     counts.extend(arcs.iter().map(|a| a.count as f64));
@@ -409,34 +411,34 @@ impl CallGraph {
     /// arcs with flow left, carrying at most `left` nanoseconds; its call
     /// sites appended to `sites`. Returns the nanoseconds it carries.
     fn climb(&self, func: u32, left: i64, state: &mut Climb, sites: &mut Vec<u32>) -> i64 {
-        let Climb { arcs, cursor, used } = state;
-        used.clear();
+        state.used.clear();
         let mut nanos = left;
         let mut at = func;
-        let mut comp = self.component[at as usize] as usize;
+        let mut comp = self.component[at as usize];
         loop {
-            let (mut i, end) = cursor[comp];
-            while i < end && arcs[i].flow == 0 {
-                i += 1;
-            }
-            cursor[comp].0 = i;
-            if i == end {
+            let head = state.heads[comp as usize];
+            self.inner_path(head.entry, at, sites);
+            if head.caller == NO_ARC {
                 // A root. (Flow is conserved, so a component with callers
                 // always has an arc with flow left when a path reaches it.)
-                debug_assert!(self.entering.row(comp).is_empty(), "flow not conserved");
-                self.inner_path(self.root_entry[comp], at, sites);
+                debug_assert!(
+                    self.entering.row(comp as usize).is_empty(),
+                    "flow not conserved"
+                );
                 break;
             }
-            let arc = arcs[i];
-            self.inner_path(arc.entry, at, sites);
-            sites.push(arc.site);
-            nanos = nanos.min(arc.flow);
-            used.push(i);
-            at = arc.caller;
-            comp = arc.caller_comp as usize;
+            sites.push(head.site);
+            nanos = nanos.min(head.flow);
+            state.used.push(comp);
+            at = head.caller;
+            comp = head.caller_comp;
         }
-        for &i in used.iter() {
-            arcs[i].flow -= nanos;
+        for k in 0..state.used.len() {
+            let comp = state.used[k] as usize;
+            state.heads[comp].flow -= nanos;
+            if state.heads[comp].flow == 0 {
+                state.advance(self, comp);
+            }
         }
         nanos
     }
@@ -470,51 +472,95 @@ impl Synthesis<'_> {
 }
 
 /// What [`CallGraph::climb`] reads and updates, laid out for it: a climb
-/// step reads one cursor and one arc.
+/// step reads one [`Head`] (24 bytes per component, so the whole table of a
+/// 20 000-function program stays in a core's cache), the flow left on the
+/// other arcs is read only when a head's runs out.
 struct Climb {
-    /// The entering arcs (as `entering.items`) with the flow left on each.
-    arcs: Vec<FlowArc>,
-    /// Per component: its first entering arc with flow left (arcs only lose
-    /// flow, so it only moves forward: O(arcs) over the whole run), and the
-    /// end of its entering arcs.
-    cursor: Vec<(usize, usize)>,
-    /// The arcs of the path being climbed.
-    used: Vec<usize>,
+    /// Per component: its first entering arc with flow left.
+    heads: Vec<Head>,
+    /// Per component: the index (as `entering.items`) of its head's arc.
+    /// Arcs only lose flow, so it only moves forward: O(arcs) over the
+    /// whole run.
+    next: Vec<usize>,
+    /// The flow left on each entering arc (as `entering.items`) behind
+    /// the heads; a head's own flow is in the head.
+    flow: Vec<i64>,
+    /// The components of the path being climbed.
+    used: Vec<u32>,
 }
 
-/// An entering arc during [`CallGraph::stacks`].
+/// What [`Head::caller`] holds for a component with no entering arc with
+/// flow left: a root.
+const NO_ARC: u32 = u32::MAX;
+
+/// A component's first entering arc with flow left during
+/// [`CallGraph::climb`], or, for a root, the member its stacks start at.
 #[derive(Clone, Copy)]
-struct FlowArc {
+struct Head {
+    /// The flow left on the arc (0 for a root).
     flow: i64,
+    /// The member the arc calls; for a root its `root_entry`.
     entry: u32,
+    /// The calling function, or [`NO_ARC`].
     caller: u32,
     caller_comp: u32,
     site: u32,
 }
 
+impl Head {
+    /// The head of root component `comp`.
+    fn root(graph: &CallGraph, comp: usize) -> Self {
+        Head {
+            flow: 0,
+            entry: graph.root_entry[comp],
+            caller: NO_ARC,
+            caller_comp: NO_ARC,
+            site: NO_ARC,
+        }
+    }
+}
+
 impl Climb {
     fn new(graph: &CallGraph, flow: Vec<i64>) -> Self {
-        let arcs = graph
-            .entering
-            .items
-            .iter()
-            .zip(flow)
-            .map(|(a, flow)| FlowArc {
-                flow,
-                entry: a.entry,
-                caller: a.caller,
-                caller_comp: graph.component[a.caller as usize],
-                site: a.site,
-            })
-            .collect();
-        let cursor = (0..graph.entering.rows())
-            .map(|c| (graph.entering.starts[c], graph.entering.starts[c + 1]))
-            .collect();
-        Climb {
-            arcs,
-            cursor,
+        let ncomp = graph.entering.rows();
+        let mut climb = Climb {
+            heads: (0..ncomp).map(|comp| Head::root(graph, comp)).collect(),
+            next: graph.entering.starts[..ncomp].to_vec(),
+            flow,
             used: Vec::new(),
+        };
+        for comp in 0..ncomp {
+            climb.find_head(graph, comp);
         }
+        climb
+    }
+
+    /// Moves `comp`'s head past its arc, now without flow.
+    fn advance(&mut self, graph: &CallGraph, comp: usize) {
+        self.next[comp] += 1;
+        self.find_head(graph, comp);
+    }
+
+    /// Makes `comp`'s head its first arc with flow left from `next[comp]`
+    /// on, or a root's when none is left (as a root's stacks start: flow
+    /// conservation keeps paths from a component whose arcs are emptied).
+    fn find_head(&mut self, graph: &CallGraph, comp: usize) {
+        let end = graph.entering.starts[comp + 1];
+        let mut i = self.next[comp];
+        while i < end && self.flow[i] == 0 {
+            i += 1;
+        }
+        self.next[comp] = i;
+        self.heads[comp] = match graph.entering.items.get(i).filter(|_| i < end) {
+            Some(arc) => Head {
+                flow: self.flow[i],
+                entry: arc.entry,
+                caller: arc.caller,
+                caller_comp: graph.component[arc.caller as usize],
+                site: arc.site,
+            },
+            None => Head::root(graph, comp),
+        };
     }
 }
 

@@ -11,7 +11,7 @@ use std::ops::Range;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::profile::apportion;
+use crate::profile::Apportioner;
 
 /// How many nodes of [`CallGraph::search_down`] trees are kept at most
 /// (about 8 MB).
@@ -357,6 +357,7 @@ impl CallGraph {
         }
         let mut times = vec![0i64; self.entering.items.len()];
         let mut counts = Vec::new();
+        let mut split = Apportioner::default();
         // Callees before callers: components in decreasing number.
         for comp in (0..ncomp).rev() {
             let range = self.entering.range(comp);
@@ -372,7 +373,7 @@ impl CallGraph {
                 _ => {
                     counts.clear();
                     counts.extend(arcs.iter().map(|a| a.count as f64));
-                    shares.copy_from_slice(&apportion(inclusive[comp], &counts));
+                    split.split_into(inclusive[comp], &counts, shares);
                 }
             }
             for (arc, &share) in arcs.iter().zip(shares.iter()) {

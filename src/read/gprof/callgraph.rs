@@ -126,6 +126,20 @@ pub(super) struct Path {
 }
 
 impl Stacks {
+    /// Empty, with room for `sites` call sites and `paths` paths.
+    pub(super) fn with_capacity(sites: usize, paths: usize) -> Self {
+        Stacks {
+            paths: Vec::with_capacity(paths),
+            sites: Vec::with_capacity(sites),
+        }
+    }
+
+    /// Emptied, its room kept.
+    pub(super) fn clear(&mut self) {
+        self.paths.clear();
+        self.sites.clear();
+    }
+
     /// The paths numbered `range`.
     pub(super) fn paths(&self, range: Range<usize>) -> &[Path] {
         &self.paths[range]

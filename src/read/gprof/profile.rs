@@ -116,9 +116,27 @@ pub(super) struct Synthesized {
 /// enough that the samples are made while the stacks still are.
 const BATCH_SITES: usize = 1 << 15;
 
+impl Synthesized {
+    /// An empty batch with room for [`BATCH_SITES`] call sites and more
+    /// (the last path may cross it), so that filling it copies nothing.
+    fn with_room() -> Self {
+        Synthesized {
+            stacks: Stacks::with_capacity(2 * BATCH_SITES, BATCH_SITES / 8),
+            pieces: Vec::with_capacity(BATCH_SITES / 8),
+        }
+    }
+
+    /// Emptied, its room kept, to be filled again.
+    fn clear(&mut self) {
+        self.stacks.clear();
+        self.pieces.clear();
+    }
+}
+
 /// Every function's ticks put on its synthesized stacks, handed to `send`
 /// in batches, functions in order (the ticks outside every function
-/// first, in the first batch).
+/// first, in the first batch); `send` gives back an empty batch to fill
+/// next.
 ///
 /// A function's ticks (one per address) and its stacks are matched in
 /// order, each piece taking what is left of the smaller, so each stack gets
@@ -128,13 +146,14 @@ pub(super) fn synthesize(
     ticks: &[Tick],
     graph: &CallGraph,
     addresses: &[u64],
-    mut send: impl FnMut(Synthesized),
+    mut send: impl FnMut(Synthesized) -> Synthesized,
 ) {
-    let mut per_func: Vec<Vec<Tick>> = vec![Vec::new(); graph.component.len()];
-    let mut batch = Synthesized::default();
-    for t in ticks {
+    let mut batch = Synthesized::with_room();
+    // The ticks of each function, in tick order: (function, tick).
+    let mut by_func = Vec::new();
+    for (i, t) in ticks.iter().enumerate() {
         match t.func {
-            Some(f) => per_func[f].push(*t),
+            Some(f) => by_func.push((f, i)),
             None => batch.pieces.push(Piece {
                 leaf: index_of(addresses, t.address),
                 path: None,
@@ -143,21 +162,25 @@ pub(super) fn synthesize(
             }),
         }
     }
-    let self_ns: Vec<i64> = per_func
-        .iter()
-        .map(|ts| {
-            ts.iter()
-                .fold(0i64, |t, x| t.saturating_add(x.nanos.max(0)))
-        })
-        .collect();
+    by_func.sort_unstable();
+    let mut self_ns = vec![0i64; graph.component.len()];
+    for &(f, i) in &by_func {
+        self_ns[f] = self_ns[f].saturating_add(ticks[i].nanos.max(0));
+    }
     let mut synthesis = graph.synthesis(&self_ns);
-    for (f, fticks) in per_func.iter().enumerate() {
+    // Functions without ticks have no self time, so no stacks: only those
+    // with ticks are visited, in function order as the flow needs.
+    let mut fticks = Vec::new();
+    for group in by_func.chunk_by(|a, b| a.0 == b.0) {
+        let f = group[0].0;
+        fticks.clear();
+        fticks.extend(group.iter().map(|&(_, i)| ticks[i]));
         let range = synthesis.paths_of(f, &mut batch.stacks);
         let first = range.start as u32;
         let paths = batch.stacks.paths(range);
-        split_ticks(first, fticks, paths, addresses, &mut batch.pieces);
+        split_ticks(first, &fticks, paths, addresses, &mut batch.pieces);
         if batch.stacks.sites_len() >= BATCH_SITES {
-            send(std::mem::take(&mut batch));
+            batch = send(batch);
         }
     }
     send(batch);
@@ -270,10 +293,12 @@ struct Plan {
 type Kept = (Vec<(u32, u32, u64)>, u64);
 
 /// Where [`plan_stacks`] hands on what it makes: the arcs kept, then the
-/// batches of synthesized stacks.
+/// batches of synthesized stacks; and where the batches come back empty,
+/// to be filled again (their memory is then touched once, not per batch).
 struct ToMain {
     kept: mpsc::SyncSender<Kept>,
     batches: mpsc::Sender<Synthesized>,
+    emptied: mpsc::Receiver<Synthesized>,
 }
 
 /// The call graph of the arcs (its [`Kept`] sent at once), then the stacks
@@ -293,6 +318,10 @@ fn plan_stacks(
     if synthesized {
         synthesize(ticks, &arcs.graph, addresses, |batch| {
             let _ = to_main.batches.send(batch);
+            to_main
+                .emptied
+                .try_recv()
+                .unwrap_or_else(|_| Synthesized::with_room())
         });
     }
 }
@@ -302,6 +331,7 @@ fn plan_stacks(
 struct FromPlan {
     kept: mpsc::Receiver<Kept>,
     batches: mpsc::Receiver<Synthesized>,
+    emptied: mpsc::Sender<Synthesized>,
 }
 
 /// The `calls` samples of the arcs kept, then the samples of the
@@ -312,8 +342,11 @@ fn planned_samples(from: FromPlan, width: usize, addresses: usize, more: usize) 
     let mut samples = SampleSet::with_capacity(width, kept.len() + more);
     let mut numbering = Numbering::new(addresses);
     add_arcs(&mut samples, &kept, &mut numbering);
-    for batch in from.batches {
+    for mut batch in from.batches {
         add_synthesized(&mut samples, &batch, &mut numbering);
+        batch.clear();
+        // Refused once the stacks are all made.
+        let _ = from.emptied.send(batch);
     }
     Plan {
         samples,
@@ -365,9 +398,11 @@ pub(super) fn to_profile_with(
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
     let (kept_to_main, kept) = mpsc::sync_channel(1);
     let (batches_to_main, batches) = mpsc::channel();
+    let (emptied_to_plan, emptied) = mpsc::channel();
     let to_main = ToMain {
         kept: kept_to_main,
         batches: batches_to_main,
+        emptied,
     };
     let plan = || {
         let inputs = (&funcs[..], &ticks[..], &addresses[..]);
@@ -377,7 +412,11 @@ pub(super) fn to_profile_with(
     // more on synthesized stacks).
     let width = profile.sample_types().len();
     let more = 4 * ticks.len() + data.basic_blocks.len();
-    let from_plan = FromPlan { kept, batches };
+    let from_plan = FromPlan {
+        kept,
+        batches,
+        emptied: emptied_to_plan,
+    };
     let samples = || planned_samples(from_plan, width, addresses.len(), more);
     // The addresses are looked up on this thread, then the `calls` samples
     // made, and those of the synthesized stacks as they come, while the

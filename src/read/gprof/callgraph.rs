@@ -201,26 +201,31 @@ impl CallGraph {
         let callers = Table::grouped(n, arcs.iter().map(|&(f, c)| (f as usize, c)));
         let component = strongly_connected_components(&callers);
         let ncomp = component.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
-        // Arcs entering each component from outside, and arcs inside one.
-        let (mut entering, mut inner) = (Vec::new(), Vec::new());
-        for f in 0..n {
-            let comp = component[f];
-            for c in callers.row(f) {
-                if component[c.func as usize] == comp {
-                    inner.push((c.func as usize, (f as u32, c.site)));
-                } else if c.count > 0 {
-                    let arc = Entering {
-                        entry: f as u32,
-                        caller: c.func,
-                        site: c.site,
-                        count: c.count,
-                    };
-                    entering.push((comp as usize, arc));
-                }
-            }
-        }
-        let entering = Table::grouped(ncomp, entering.into_iter());
-        let inner_callees = Table::grouped(n, inner.into_iter());
+        // Arcs entering each component from outside, and arcs inside one,
+        // grouped straight from the caller lists (read twice, no list of
+        // pairs made).
+        let arcs = || {
+            (0..n).flat_map(|f| {
+                let comp = component[f];
+                callers.row(f).iter().map(move |c| (f, comp, c))
+            })
+        };
+        let entering = arcs()
+            .filter(|&(_, comp, c)| component[c.func as usize] != comp && c.count > 0)
+            .map(|(f, comp, c)| {
+                let arc = Entering {
+                    entry: f as u32,
+                    caller: c.func,
+                    site: c.site,
+                    count: c.count,
+                };
+                (comp as usize, arc)
+            });
+        let entering = Table::grouped(ncomp, entering);
+        let inner = arcs()
+            .filter(|&(_, comp, c)| component[c.func as usize] == comp)
+            .map(|(f, _, c)| (c.func as usize, (f as u32, c.site)));
+        let inner_callees = Table::grouped(n, inner);
         let (root_entry, members, position) = root_entries(&component, ncomp, spontaneous);
         CallGraph {
             callers,

@@ -37,7 +37,7 @@ pub(super) fn call_graph(
     addresses: &[u64],
 ) -> Arcs {
     let ends = ArcEnds::new(addresses, funcs);
-    let mut arcs = Vec::new();
+    let mut arcs = Vec::with_capacity(data.arcs.len());
     let mut spontaneous = vec![false; funcs.len()];
     let mut dropped_calls = 0u64;
     let mut kept = Vec::with_capacity(data.arcs.len());

@@ -12,7 +12,8 @@
 #    0.10 (about 10 M distinct addresses) and 0.57 (about 57 M).
 # 2. Warms the page cache with one `cat`, then measures with benches/measure.py, in one run:
 #      profconv DB -o out.pb.gz   against   cat of every file (> /dev/null)
-#        goal: >= 500 MB/s, peak RSS <= the database's size
+#        goal: peak RSS <= the database's size, and >= 500 MB/s for the sparse database
+#        (SAMPLED <= 0.10) and the many-epoch one; the dense one has to complete within it
 #      profconv info DB
 #        goal: <= 0.4 s, peak RSS <= 64 MiB (RSS in MiB throughout)
 #    profconv runs under `prlimit --as=CAP_MB MiB` (default 8192): a run that would need
@@ -69,8 +70,10 @@ generate() {
     echo "$stamp" > "$db/.complete"
 }
 
-bench() { # DB LABEL
-    local db=$1 label=$2 bytes files
+bench() { # DB LABEL [MB/s goal, none if empty]
+    local db=$1 label=$2 mbps=${3-500} bytes files
+    local speed=()
+    [ -n "$mbps" ] && speed=(--goal-mbps "$mbps")
     bytes=$(find "$db" -type f ! -name .complete -printf '%s\n' | awk '{s += $1} END {print s}')
     files=$(find "$db" -type f ! -name .complete | wc -l)
     echo "   $files files, $bytes bytes ($((bytes / 1048576)) MiB), df: $(df -h --output=avail "$WORK" | tail -1)"
@@ -78,13 +81,13 @@ bench() { # DB LABEL
     sh -c "find '$db' -type f ! -name .complete -print0 | xargs -0 cat > /dev/null" # warm the cache
     if [ -n "$OLD" ]; then
         "${MEASURE[@]}" --case "DCPI $label → .pb.gz (OLD)" --name old --bytes "$bytes" \
-            --goal-mbps 500 --goal-rss-mb "$((bytes / 1048576))" --fresh "$WORK/old.pb.gz" \
+            "${speed[@]}" --goal-rss-mb "$((bytes / 1048576))" --fresh "$WORK/old.pb.gz" \
             --profconv "prlimit --as=$((CAP_MB * 1048576)) $OLD $db -o $WORK/old.pb.gz" \
             --reference cat "$cat_all" || true
         rm -f "$WORK/old.pb.gz"
     fi
     "${MEASURE[@]}" --case "DCPI $label → .pb.gz" --bytes "$bytes" \
-        --goal-mbps 500 --goal-rss-mb "$((bytes / 1048576))" --fresh "$WORK/out.pb.gz" \
+        "${speed[@]}" --goal-rss-mb "$((bytes / 1048576))" --fresh "$WORK/out.pb.gz" \
         --profconv "prlimit --as=$((CAP_MB * 1048576)) $PROFCONV $db -o $WORK/out.pb.gz" \
         --reference cat "$cat_all"
     [ -f "$WORK/out.pb.gz" ] && echo "   output: $(stat -c %s "$WORK/out.pb.gz") bytes" && rm -f "$WORK/out.pb.gz"
@@ -104,6 +107,8 @@ for s in $SAMPLED; do
     db=$WORK/db-$IMAGES-$INSNS-$s
     generate "$db" --images "$IMAGES" --insns "$INSNS" --sampled "$s"
     pct=$(python3 -c "print('%g %%' % (100 * $s))")
-    bench "$db" "$IMAGES images x $INSNS insns, $pct sampled"
+    # Issue 12 sets 500 MB/s for the sparse shape; the dense one is to complete in the bound.
+    mbps=$(python3 -c "print(500 if $s <= 0.10 else '')")
+    bench "$db" "$IMAGES images x $INSNS insns, $pct sampled" "$mbps"
     [ "$KEEP" = 1 ] || rm -rf "$db"
 done

@@ -1520,13 +1520,15 @@ mod tests {
             }
             rest = 0;
         }
-        for &i in order.iter().rev() {
-            if rest >= 0 {
-                break;
-            }
-            let take = (-rest).min(i128::from(parts[i].max(0)));
-            parts[i] -= take as i64;
-            rest += take;
+        // Rounded up: the excess comes back from the smallest remainders,
+        // as much as each positive part holds.
+        let mut excess = -rest;
+        let mut k = order.len();
+        while excess > 0 && k > 0 {
+            k -= 1;
+            let back = excess.min(i128::from(parts[order[k]]).max(0));
+            parts[order[k]] -= back as i64;
+            excess -= back;
         }
         parts
     }

@@ -535,3 +535,80 @@ fn stacks_comment(symbolized: bool, stacks: GprofStacks) -> &'static str {
         (false, _) => "stacks: flat, unsymbolized: no --binary was given, so functions and the call graph are unknown",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chain 0 → 1 → … → 199 and `leaves` functions called from 199, each
+    /// with one tick at its own address: stacks of 200 call sites, so that
+    /// 400 leaves fill more than two batches.
+    fn chain_with_leaves(leaves: usize) -> (CallGraph, Vec<Tick>, Vec<u64>) {
+        const CHAIN: usize = 200;
+        let n = CHAIN + leaves;
+        let address = |f: usize| 0x1000 + 0x10 * f as u64;
+        let mut arcs = Vec::new();
+        for f in 1..n {
+            let caller = (f - 1).min(CHAIN - 1);
+            let site = Caller {
+                func: caller as u32,
+                site: (n + f) as u32,
+                count: 1 + f as u64 % 3,
+            };
+            arcs.push((f as u32, site));
+        }
+        let graph = CallGraph::new(n, &arcs, &[true]);
+        let ticks = (CHAIN..n)
+            .map(|f| Tick {
+                func: Some(f),
+                address: address(f),
+                samples: 1 + f as i64 % 2,
+                nanos: 1_000 * (1 + f as i64 % 5),
+            })
+            .collect();
+        let addresses = (0..2 * n).map(address).collect();
+        (graph, ticks, addresses)
+    }
+
+    /// What a batch carries, piece by piece (leaf, path number and its call
+    /// sites, samples, nanoseconds), and how many call sites it holds.
+    type Sent = (Vec<(u32, Option<u32>, Vec<u32>, i64, i64)>, usize);
+
+    fn sent(batch: &Synthesized) -> Sent {
+        let pieces = batch
+            .pieces
+            .iter()
+            .map(|p| {
+                let sites = p
+                    .path
+                    .map_or(Vec::new(), |k| batch.stacks.sites(k as usize).to_vec());
+                (p.leaf, p.path, sites, p.samples, p.nanos)
+            })
+            .collect();
+        (pieces, batch.stacks.sites_len())
+    }
+
+    #[test]
+    fn batches_filled_again_carry_what_new_ones_do() {
+        let (graph, ticks, addresses) = chain_with_leaves(400);
+        let mut new = Vec::new();
+        synthesize(&ticks, &graph, &addresses, |batch| {
+            new.push(sent(&batch));
+            Synthesized::with_room()
+        });
+        let mut again = Vec::new();
+        synthesize(&ticks, &graph, &addresses, |mut batch| {
+            again.push(sent(&batch));
+            batch.clear();
+            batch
+        });
+        assert!(
+            new.len() >= 3,
+            "{} batches: the test needs several",
+            new.len()
+        );
+        let sites: usize = new.iter().map(|b| b.1).sum();
+        assert_eq!(sites, 400 * 200, "every leaf's stack climbs the chain");
+        assert_eq!(again, new);
+    }
+}

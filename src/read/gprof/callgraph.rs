@@ -385,10 +385,8 @@ impl CallGraph {
             match arcs {
                 [] => {}
                 // What `apportion` gives one arc of calls (entering arcs
-                // have some) for a time ≥ 0, and any arcs for no time,
-                // without its allocations.
+                // have some) for a time ≥ 0.
                 [_] => shares[0] = inclusive[comp],
-                _ if inclusive[comp] == 0 => {}
                 _ => {
                     counts.clear();
                     counts.extend(arcs.iter().map(|a| a.count as f64));
@@ -571,7 +569,7 @@ impl Climb {
             i += 1;
         }
         self.next[comp] = i;
-        self.heads[comp] = match graph.entering.items.get(i).filter(|_| i < end) {
+        self.heads[comp] = match (i < end).then(|| graph.entering.items[i]) {
             Some(arc) => Head {
                 flow: self.flow[i],
                 entry: arc.entry,

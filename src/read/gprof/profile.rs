@@ -106,7 +106,6 @@ pub(super) struct Piece {
 /// Some functions' ticks put on the stacks [`CallGraph::synthesis`] makes
 /// for them (§4), as pieces; call sites as address indexes. A batch of
 /// [`synthesize`].
-#[derive(Default)]
 pub(super) struct Synthesized {
     stacks: Stacks,
     pieces: Vec<Piece>,

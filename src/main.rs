@@ -6,6 +6,7 @@ mod cli;
 
 fn main() {
     keep_freed_memory();
+    heap_in_huge_pages();
     keep_a_second_cpu_in_use();
     let code = cli::main();
     exit_without_freeing(code);
@@ -33,6 +34,12 @@ fn exit_without_freeing(code: i32) -> ! {
     std::process::exit(code)
 }
 
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" {
+    /// glibc's allocator parameters.
+    fn mallopt(param: std::os::raw::c_int, value: std::os::raw::c_int) -> std::os::raw::c_int;
+}
+
 /// glibc's malloc gives large blocks (from 128 KiB, rising as they are
 /// freed) their own `mmap` and returns them to the system when freed, and
 /// trims the heap's top past 128 KiB free: the next large allocation then
@@ -47,9 +54,6 @@ fn exit_without_freeing(code: i32) -> ! {
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn keep_freed_memory() {
     use std::os::raw::c_int;
-    extern "C" {
-        fn mallopt(param: c_int, value: c_int) -> c_int;
-    }
     const M_TRIM_THRESHOLD: c_int = -1;
     const M_MMAP_THRESHOLD: c_int = -3;
     // Blocks of 4 MiB or more still get their own mapping, returned when
@@ -68,6 +72,83 @@ fn keep_freed_memory() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn keep_freed_memory() {}
+
+/// The heap grows this much at a time (glibc's `M_TOP_PAD`), and the first
+/// such growth is asked to be backed by huge pages.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const HEAP_STEP: usize = 32 << 20;
+
+/// Asks for the heap in 2 MiB pages (transparent huge pages, where the
+/// system allows them for regions that ask: `madvise`, the common setting,
+/// or `always`). A page fault costs ≈ 2.2 µs on the machines profconv is
+/// benchmarked on, and a conversion touches most of its memory once: a gprof
+/// conversion of 3000 functions took 1 320 page faults (≈ 2.9 ms of its
+/// 13 ms of CPU), one of 20 000 functions 6 700; in huge pages, 210 and 280
+/// (wall time 9.0 → 8.2 and 45 → 42 ms, medians of interleaved runs; an
+/// APS conversion of 308 MB 97 → 84 ms). Peak RSS grows by up to the last
+/// huge page's unused part: 33 → 37 MiB at 20 000 functions, and a DCPI
+/// database of 57 M addresses 71 → 85 MiB.
+///
+/// Every thread allocates from the one heap (`M_ARENA_MAX` 1): glibc would
+/// otherwise give each thread that allocates its own arena, in 4 KiB pages.
+/// The heap then grows [`HEAP_STEP`] at a time (address space only: memory
+/// comes as it is touched), and its first step, made here, is advised
+/// `MADV_HUGEPAGE`. Growth past it is in 4 KiB pages, as before. Where huge
+/// pages are off, or anything here fails, the heap is as it was.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn heap_in_huge_pages() {
+    use std::os::raw::{c_int, c_void};
+    extern "C" {
+        fn malloc(size: usize) -> *mut c_void;
+        fn free(ptr: *mut c_void);
+        fn sbrk(increment: isize) -> *mut c_void;
+        fn madvise(addr: *mut c_void, length: usize, advice: c_int) -> c_int;
+    }
+    const M_TOP_PAD: c_int = -2;
+    const M_ARENA_MAX: c_int = -8;
+    const MADV_HUGEPAGE: c_int = 14;
+    const HUGE_PAGE: usize = 2 << 20;
+    const PROBE: usize = 256 << 10;
+    // SAFETY: mallopt sets the allocator's parameters, before any other
+    // thread exists; the probe is freed at once, the filler never used nor
+    // freed; sbrk(0) only reads the break; madvise changes how memory is
+    // backed, not what it holds.
+    unsafe {
+        mallopt(M_ARENA_MAX, 1);
+        mallopt(M_TOP_PAD, HEAP_STEP as c_int);
+        // More than the heap has free, less than M_MMAP_THRESHOLD: the heap
+        // grows by it and HEAP_STEP.
+        let probe = std::hint::black_box(malloc(PROBE));
+        if probe.is_null() {
+            return;
+        }
+        let (top, end) = (probe as usize, sbrk(0) as usize);
+        // Only a huge page's worth of memory wholly inside the advised range,
+        // and untouched when advised, can be one. Past the probe (and the
+        // free top's header that malloc wrote after it) nothing is touched
+        // yet: from the next 2 MiB boundary, the heap is advised. (glibc
+        // maps the heap's memory elsewhere when the break cannot move: then
+        // nothing is.)
+        let boundary = (top + PROBE + 64).next_multiple_of(HUGE_PAGE);
+        if top >= end || end - top > 2 * HEAP_STEP || end < boundary + HUGE_PAGE {
+            free(probe);
+            return;
+        }
+        madvise(boundary as *mut c_void, end - boundary, MADV_HUGEPAGE);
+        // Freed, the probe is the start of the heap's free top, where the
+        // next blocks are cut from. The blocks up to the boundary would be in
+        // 4 KiB pages, and they are the first used, the most touched: a
+        // filler takes them, never touched (address space only), so that the
+        // next block starts at the boundary. A block of n bytes is a chunk of
+        // n + 8 rounded up to 16, after a 16-byte header.
+        free(probe);
+        // (Kept from the optimizer, which drops a block never used.)
+        std::hint::black_box(malloc(boundary - top + 8));
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn heap_in_huge_pages() {}
 
 /// Starts a thread that sleeps until the process ends, so that the process
 /// never drops back to one thread while a conversion starts and ends its

@@ -42,6 +42,7 @@
 
 pub mod archive;
 pub mod error;
+pub mod helper;
 pub mod profile;
 pub mod read;
 pub mod symbolize;

@@ -151,9 +151,9 @@ fn heap_in_huge_pages() {
 fn heap_in_huge_pages() {}
 
 /// Starts a thread that sleeps until the process ends, so that the process
-/// never drops back to one thread while a conversion starts and ends its
-/// own (the gmon.out loader, the stack planner, the location builder, the
-/// writers).
+/// never drops back to one thread while a conversion starts its own (the
+/// library's helper, `profconv::helper`, at its first task; the streaming
+/// writers' compressors).
 ///
 /// On the 2-CPU virtual machines profconv is benchmarked on (Firecracker,
 /// whose guest kernel packs tasks onto few virtual CPUs), those threads were

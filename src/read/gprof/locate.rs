@@ -274,7 +274,7 @@ impl<'a> Resolved<'a> {
 }
 
 /// Looks every address up, as [`Resolved::new`], then runs `then`, while
-/// `beside` runs on another thread.
+/// `beside` runs on another thread ([`crate::helper::join`]).
 pub(super) fn resolve_beside<'a, T: Send, U>(
     binary: Option<&'a Binary>,
     funcs: &[Func<'a>],
@@ -283,19 +283,11 @@ pub(super) fn resolve_beside<'a, T: Send, U>(
     then: impl FnOnce() -> U,
     files: &'a mut Vec<String>,
 ) -> (Resolved<'a>, U, T) {
-    std::thread::scope(|scope| {
-        let beside = scope.spawn(beside);
+    let (beside, (resolved, then)) = crate::helper::join(beside, || {
         let resolved = Resolved::new(binary, funcs, addresses, files);
-        let then = then();
-        (resolved, then, join(beside))
-    })
-}
-
-/// What a thread returned, its panic passed on.
-fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    handle
-        .join()
-        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        (resolved, then())
+    });
+    (resolved, then, beside)
 }
 
 /// Location ids in order of first use: the `i`-th location of the profile
@@ -379,11 +371,7 @@ pub(super) fn add_locations(
         let built = build();
         (built, add_functions(profile, resolved, rx))
     } else {
-        std::thread::scope(|scope| {
-            let built = scope.spawn(build);
-            let functions = add_functions(profile, resolved, rx);
-            (join(built), functions)
-        })
+        crate::helper::join(build, || add_functions(profile, resolved, rx))
     };
     found.filenames = filenames;
     let numbered = |(slot, id): (usize, &FunctionId)| id.index() == base + slot;

@@ -119,14 +119,11 @@ fn open_and_load(inputs: &[Input], options: &ReadOptions) -> Result<(Option<Rc<B
         let loaded = load_with_ends(inputs, options, Some(binary.pointer_size))?;
         return Ok((Some(binary), loaded));
     };
-    std::thread::scope(|scope| {
-        let loaded = scope.spawn(|| load_with_ends(inputs, options, Some(pointer_size)));
-        let binary = Binary::open_cached(path);
-        let loaded = loaded
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        Ok((Some(binary?), loaded?))
-    })
+    let (loaded, binary) = crate::helper::join(
+        || load_with_ends(inputs, options, Some(pointer_size)),
+        || Binary::open_cached(path),
+    );
+    Ok((Some(binary?), loaded?))
 }
 
 /// The pointer size an ELF file's identification bytes declare (what

@@ -91,24 +91,20 @@ pub(super) fn gzip_members(profile: &Profile, piece: usize) -> io::Result<Vec<Ve
     let (pieces, waiting) = mpsc::channel::<Piece>();
     let waiting = Mutex::new(waiting);
     let waiting = &waiting;
-    let mut members = std::thread::scope(|scope| -> io::Result<Vec<Piece>> {
-        let theirs = pieces.clone();
-        let rest = scope.spawn(move || -> io::Result<Vec<Piece>> {
-            // The sender is dropped before compressing: then no thread
-            // waits for pieces that will not come.
-            encode_rest_in_pieces(profile, theirs, piece);
-            let mut members = Vec::new();
-            compress_waiting(waiting, &mut member_deflate(), &mut members)?;
-            Ok(members)
-        });
+    let theirs = pieces.clone();
+    // Each sender is dropped before compressing: then no thread waits for
+    // pieces that will not come.
+    let rest = move || {
+        encode_rest_in_pieces(profile, theirs, piece);
+        compress_all_waiting(waiting)
+    };
+    let samples = || {
         encode_samples_in_pieces(profile, pieces, piece);
-        let mut members = Vec::new();
-        let mine = compress_waiting(waiting, &mut member_deflate(), &mut members);
-        let theirs = rest.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        mine?;
-        members.extend(theirs?);
-        Ok(members)
-    })?;
+        compress_all_waiting(waiting)
+    };
+    let (theirs, mine) = crate::helper::join(rest, samples);
+    let mut members = mine?;
+    members.extend(theirs?);
     members.sort_unstable_by_key(|(i, _)| *i);
     Ok(members.into_iter().map(|(_, m)| m).collect())
 }
@@ -152,24 +148,22 @@ fn compress_in_order(waiting: mpsc::Receiver<Piece>) -> io::Result<(Vec<u8>, Vec
 }
 
 /// Compresses the pieces sent to `waiting` until none is left and no more
-/// will come, into `members`.
-fn compress_waiting(
-    waiting: &Mutex<mpsc::Receiver<Piece>>,
-    deflate: &mut flate2::Compress,
-    members: &mut Vec<Piece>,
-) -> io::Result<()> {
+/// will come: the members this thread made.
+fn compress_all_waiting(waiting: &Mutex<mpsc::Receiver<Piece>>) -> io::Result<Vec<Piece>> {
+    let mut deflate = member_deflate();
+    let mut members = Vec::new();
     loop {
         // A poisoned lock means the other thread panicked: its panic is
         // resumed when it is joined.
         let next = match waiting.lock() {
             Ok(receiver) => receiver.recv(),
-            Err(_) => return Ok(()),
+            Err(_) => return Ok(members),
         };
         let Ok((i, piece)) = next else {
-            return Ok(());
+            return Ok(members);
         };
         // Each compressor sizes the member's buffer itself.
-        let member = large_member_into(&piece, Vec::new(), deflate)?;
+        let member = large_member_into(&piece, Vec::new(), &mut deflate)?;
         members.push((i, member));
     }
 }

@@ -6,8 +6,8 @@ mod cli;
 
 fn main() {
     keep_freed_memory();
-    heap_in_huge_pages();
-    keep_a_second_cpu_in_use();
+    let next = heap_in_huge_pages();
+    keep_a_second_cpu_in_use(next);
     let code = cli::main();
     exit_without_freeing(code);
 }
@@ -38,6 +38,12 @@ fn exit_without_freeing(code: i32) -> ! {
 extern "C" {
     /// glibc's allocator parameters.
     fn mallopt(param: std::os::raw::c_int, value: std::os::raw::c_int) -> std::os::raw::c_int;
+    /// How a range of memory is backed.
+    fn madvise(
+        addr: *mut std::os::raw::c_void,
+        length: usize,
+        advice: std::os::raw::c_int,
+    ) -> std::os::raw::c_int;
 }
 
 /// glibc's malloc gives large blocks (from 128 KiB, rising as they are
@@ -94,15 +100,16 @@ const HEAP_STEP: usize = 32 << 20;
 /// The heap then grows [`HEAP_STEP`] at a time (address space only: memory
 /// comes as it is touched), and its first step, made here, is advised
 /// `MADV_HUGEPAGE`. Growth past it is in 4 KiB pages, as before. Where huge
-/// pages are off, or anything here fails, the heap is as it was.
+/// pages are off, or anything here fails, the heap is as it was. Returns
+/// the heap past the first huge page, to be made ready beside
+/// ([`HeapAhead`]).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn heap_in_huge_pages() {
+fn heap_in_huge_pages() -> Option<HeapAhead> {
     use std::os::raw::{c_int, c_void};
     extern "C" {
         fn malloc(size: usize) -> *mut c_void;
         fn free(ptr: *mut c_void);
         fn sbrk(increment: isize) -> *mut c_void;
-        fn madvise(addr: *mut c_void, length: usize, advice: c_int) -> c_int;
     }
     const M_TOP_PAD: c_int = -2;
     const M_ARENA_MAX: c_int = -8;
@@ -120,7 +127,7 @@ fn heap_in_huge_pages() {
         // grows by it and HEAP_STEP.
         let probe = std::hint::black_box(malloc(PROBE));
         if probe.is_null() {
-            return;
+            return None;
         }
         let (top, end) = (probe as usize, sbrk(0) as usize);
         // Only a huge page's worth of memory wholly inside the advised range,
@@ -132,7 +139,7 @@ fn heap_in_huge_pages() {
         let boundary = (top + PROBE + 64).next_multiple_of(HUGE_PAGE);
         if top >= end || end - top > 2 * HEAP_STEP || end < boundary + HUGE_PAGE {
             free(probe);
-            return;
+            return None;
         }
         madvise(boundary as *mut c_void, end - boundary, MADV_HUGEPAGE);
         // Freed, the probe is the start of the heap's free top, where the
@@ -144,11 +151,48 @@ fn heap_in_huge_pages() {
         free(probe);
         // (Kept from the optimizer, which drops a block never used.)
         std::hint::black_box(malloc(boundary - top + 8));
+        Some(HeapAhead {
+            start: boundary + HUGE_PAGE,
+            len: (end - boundary - HUGE_PAGE).min(PREFAULTED),
+        })
     }
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn heap_in_huge_pages() {}
+fn heap_in_huge_pages() -> Option<HeapAhead> {
+    None
+}
+
+/// Heap memory the next allocations will take, past the huge page the
+/// first ones are in: [`PREFAULTED`] bytes, or what is left of the step.
+struct HeapAhead {
+    start: usize,
+    len: usize,
+}
+
+/// How much of the heap ahead is made ready on another CPU while the
+/// command starts: two huge pages. Zeroing one takes ≈ 0.22 ms; a gprof
+/// conversion of 3000 functions uses three (the first is made ready by
+/// [`heap_in_huge_pages`]), and took 5.96 instead of 6.99 ms with the next
+/// two ready (medians of 60 interleaved runs). A conversion that uses less
+/// holds them anyway: 4 MiB of RSS.
+const PREFAULTED: usize = 4 << 20;
+
+impl HeapAhead {
+    /// Has the system back this memory now (`MADV_POPULATE_WRITE`, Linux
+    /// 5.14: as if written, without writing), on the thread that calls.
+    /// Where the call is not known, nothing happens.
+    fn populate(self) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            const MADV_POPULATE_WRITE: std::os::raw::c_int = 23;
+            // SAFETY: the range is the heap's, mapped; populating changes
+            // how it is backed, not what it holds (malloc may hand it out
+            // meanwhile: nothing is written).
+            unsafe { madvise(self.start as *mut _, self.len, MADV_POPULATE_WRITE) };
+        }
+    }
+}
 
 /// Starts a thread that sleeps until the process ends, so that the process
 /// never drops back to one thread while a conversion starts its own (the
@@ -165,10 +209,18 @@ fn heap_in_huge_pages() {}
 /// places threads otherwise was not found out: a thread that ends at once
 /// changes nothing, one asleep does, pinned to either CPU or not. Elsewhere
 /// it costs a thread start and a 16 KiB stack.
-fn keep_a_second_cpu_in_use() {
+///
+/// Before it sleeps, it has the heap ahead backed (`next`), on its CPU
+/// while this one goes on.
+fn keep_a_second_cpu_in_use(next: Option<HeapAhead>) {
     let _ = std::thread::Builder::new()
         .stack_size(16 << 10)
-        .spawn(|| loop {
-            std::thread::park();
+        .spawn(move || {
+            if let Some(next) = next {
+                next.populate();
+            }
+            loop {
+                std::thread::park();
+            }
         });
 }

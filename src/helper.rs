@@ -32,6 +32,14 @@ const SPIN: Duration = Duration::from_millis(2);
 /// sleeping until it does.
 const CALLER_SPIN: Duration = Duration::from_micros(200);
 
+/// How many threads can run at once here (`available_parallelism`, 1 when
+/// unknown), found once: each look reads the cgroup's CPU quota and the
+/// affinity mask, 60 to 100 µs.
+pub fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Runs `beside` on the helper thread (or a new one when it is busy) while
 /// `here` runs on this one, and returns both results once both are done. A
 /// panic in either is resumed here once both are done (`here`'s first).

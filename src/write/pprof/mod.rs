@@ -406,7 +406,7 @@ fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
 
 /// How many members [`gzip_members`] makes of `len` encoded bytes.
 fn gzip_member_count(len: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::helper::cores();
     (len / GZIP_MEMBER_MIN).clamp(1, cores)
 }
 
@@ -538,7 +538,7 @@ mod gzip_tests {
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
             .collect();
         let members = gzip_members(&bytes).unwrap();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = crate::helper::cores();
         assert_eq!(members.len(), cores.min(3));
         let joined: Vec<u8> = members.concat();
         let mut back = Vec::new();

@@ -414,7 +414,7 @@ impl Streaming {
         let pool = match &mut self.pool {
             Some(pool) => pool,
             None => {
-                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let cores = crate::helper::cores();
                 let pool = Pool::new(cores, super::member_deflate).map_err(io_error)?;
                 self.pool.insert(pool)
             }

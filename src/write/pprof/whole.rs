@@ -64,8 +64,7 @@ const PIPED_BYTES: usize = 2 << 20;
 /// The way for `profile`: with rows enough to pay for a thread and a second
 /// core, by the size its encoding is guessed at.
 pub(super) fn way(profile: &Profile) -> Way {
-    let threads = super::worth_a_thread(profile)
-        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let threads = super::worth_a_thread(profile) && crate::helper::cores() > 1;
     if !threads {
         return Way::Encoded;
     }
@@ -264,7 +263,7 @@ mod tests {
     #[test]
     fn members_decompress_to_the_encoded_message() {
         let p = profile(80_000);
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = crate::helper::cores();
         assert!(way(&p) == Way::Members(PIECE) || cores == 1);
         let members = gzip_members(&p, PIECE).unwrap();
         assert!(members.len() > 2, "{} members", members.len());
@@ -283,7 +282,7 @@ mod tests {
 
     #[test]
     fn piped_is_what_encoding_then_compressing_gives() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = crate::helper::cores();
         // One member of many pieces; then a message past one member, whose
         // pieces are compressed again as members.
         for n in [6_000, 80_000] {

@@ -55,6 +55,7 @@ where
         result: UnsafeCell::new(None),
         done: AtomicBool::new(false),
         caller: thread::current(),
+        caller_cpu: cpu::current(),
     };
     helper.post(&task);
     let here = catch_unwind(AssertUnwindSafe(here));
@@ -91,15 +92,23 @@ struct Posted<F, R> {
     result: UnsafeCell<Option<thread::Result<R>>>,
     done: AtomicBool,
     caller: Thread,
+    /// The CPU the caller posted it from, when known.
+    caller_cpu: Option<usize>,
 }
 
 /// A [`Posted`] task of any type, as the helper sees it.
 trait Task {
+    /// The CPU the caller posted it from, when known.
+    fn caller_cpu(&self) -> Option<usize>;
     /// Runs the task and marks it done; it may be gone as soon as it is.
     fn run_once(&self);
 }
 
 impl<F: FnOnce() -> R, R> Task for Posted<F, R> {
+    fn caller_cpu(&self) -> Option<usize> {
+        self.caller_cpu
+    }
+
     fn run_once(&self) {
         // SAFETY: between posting and `done`, only the helper touches
         // `run` and `result`; the caller reads `result` after `done`.
@@ -193,7 +202,15 @@ fn serve(shared: &Shared) {
         }
         if let Some(TaskPtr(task)) = lock(&shared.task).take() {
             // SAFETY: the caller keeps the task alive until it is done.
-            unsafe { (*task).run_once() };
+            let task = unsafe { &*task };
+            // Put on the caller's CPU (as a new thread often is here), the
+            // helper would share it with the caller until the system
+            // balanced them: a conversion of 3000 functions once ran all
+            // its tasks there, 16 ms instead of 7.
+            if let Some(theirs) = task.caller_cpu().filter(|&c| Some(c) == cpu::current()) {
+                cpu::leave(theirs);
+            }
+            task.run_once();
         }
     }
 }
@@ -209,6 +226,59 @@ fn wait_until(done: &AtomicBool, spin: Duration) {
             thread::park();
         }
     }
+}
+
+/// Which CPU a thread runs on, and moving off one.
+#[cfg(target_os = "linux")]
+mod cpu {
+    use std::os::raw::c_int;
+
+    extern "C" {
+        fn sched_getcpu() -> c_int;
+        fn sched_getaffinity(pid: c_int, size: usize, mask: *mut u64) -> c_int;
+        fn sched_setaffinity(pid: c_int, size: usize, mask: *const u64) -> c_int;
+    }
+
+    /// A `cpu_set_t`: 1024 CPUs.
+    type Mask = [u64; 16];
+
+    /// The CPU this thread runs on now.
+    pub(super) fn current() -> Option<usize> {
+        // SAFETY: no arguments; -1 on failure.
+        usize::try_from(unsafe { sched_getcpu() }).ok()
+    }
+
+    /// Moves this thread to another of the CPUs it may run on (none: it
+    /// stays), then lets it run on all of them again.
+    pub(super) fn leave(cpu: usize) {
+        let size = std::mem::size_of::<Mask>();
+        let mut all: Mask = [0; 16];
+        // SAFETY: the masks are `size` bytes; pid 0 is this thread.
+        if unsafe { sched_getaffinity(0, size, all.as_mut_ptr()) } != 0 || cpu >= 1024 {
+            return;
+        }
+        let mut others = all;
+        others[cpu / 64] &= !(1 << (cpu % 64));
+        if others.iter().all(|&w| w == 0) {
+            return;
+        }
+        // SAFETY: as above.
+        unsafe {
+            if sched_setaffinity(0, size, others.as_ptr()) == 0 {
+                sched_setaffinity(0, size, all.as_ptr());
+            }
+        }
+    }
+}
+
+/// Where the CPU is not known, the helper stays where it is.
+#[cfg(not(target_os = "linux"))]
+mod cpu {
+    pub(super) fn current() -> Option<usize> {
+        None
+    }
+
+    pub(super) fn leave(_: usize) {}
 }
 
 /// The lock's value, whether or not a thread panicked holding it (nothing

@@ -222,8 +222,15 @@ fn encode_rest_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>, size: u
         super::encode_some_locations_of(window, k * LOCATIONS_AT_ONCE, &mut out);
         send_full(&pieces, (1, &mut i), &mut out, size);
     }
-    out.extend_from_slice(&tail);
-    let _ = pieces.send(((1, i), out));
+    // The functions and strings, in pieces too: the last piece is
+    // compressed while the other thread may have nothing left to do.
+    for part in tail.chunks(size) {
+        out.extend_from_slice(part);
+        send_full(&pieces, (1, &mut i), &mut out, size);
+    }
+    if !out.is_empty() {
+        let _ = pieces.send(((1, i), out));
+    }
 }
 
 #[cfg(test)]

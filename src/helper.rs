@@ -192,14 +192,10 @@ impl Helper {
 /// next before sleeping.
 fn serve(shared: &Shared) {
     loop {
-        let started = Instant::now();
-        while !shared.posted.swap(false, Ordering::Acquire) {
-            if started.elapsed() < SPIN {
-                thread::yield_now();
-            } else {
-                thread::park();
-            }
-        }
+        wait_until(&shared.posted, SPIN);
+        // No task is posted again before this one is done (its caller holds
+        // the helper until then).
+        shared.posted.store(false, Ordering::Relaxed);
         if let Some(TaskPtr(task)) = lock(&shared.task).take() {
             // SAFETY: the caller keeps the task alive until it is done.
             let task = unsafe { &*task };
@@ -215,11 +211,11 @@ fn serve(shared: &Shared) {
     }
 }
 
-/// Waits until `done` is set: awake for `spin` (yielding to anything else
+/// Waits until `flag` is set: awake for `spin` (yielding to anything else
 /// that would run on this CPU), then asleep until woken.
-fn wait_until(done: &AtomicBool, spin: Duration) {
+fn wait_until(flag: &AtomicBool, spin: Duration) {
     let started = Instant::now();
-    while !done.load(Ordering::Acquire) {
+    while !flag.load(Ordering::Acquire) {
         if started.elapsed() < spin {
             thread::yield_now();
         } else {

@@ -389,7 +389,11 @@ fn convert_streamed(
     if let Some(p) = progress {
         p.set_message("writing");
     }
-    streamed.finish()
+    let warnings = streamed.finish_before_exit();
+    // As in `convert_whole`: the process ends right after, so the inputs
+    // (a mapped binary, its symbols) are left to the system.
+    std::mem::forget(inputs);
+    warnings
 }
 
 /// The whole profile read, then every output written (up to the first

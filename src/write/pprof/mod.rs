@@ -422,17 +422,29 @@ fn member_deflate() -> flate2::Compress {
     flate2::Compress::new(flate2::Compression::fast(), false)
 }
 
+/// A thread's [`member_deflate`] for [`large_member_into`], made at its
+/// first use: where ISA-L compresses ([`isal`]) it is never needed, and
+/// making one allocates and clears its tables (≈ 30 µs).
+#[derive(Default)]
+struct LazyDeflate(Option<flate2::Compress>);
+
+impl LazyDeflate {
+    fn get(&mut self) -> &mut flate2::Compress {
+        self.0.get_or_insert_with(member_deflate)
+    }
+}
+
 /// One gzip member of a piece of a large output (the streamed pool's, and
 /// [`whole::gzip_members`]'): ISA-L's when this build has it ([`isal`]),
 /// else [`gzip_member_into`]'s.
 fn large_member_into(
     piece: &[u8],
     out: Vec<u8>,
-    deflate: &mut flate2::Compress,
+    deflate: &mut LazyDeflate,
 ) -> std::io::Result<Vec<u8>> {
     match isal::gzip_member_into(piece, out) {
         Ok(member) => Ok(member),
-        Err(out) => gzip_member_into(piece, out, deflate),
+        Err(out) => gzip_member_into(piece, out, deflate.get()),
     }
 }
 

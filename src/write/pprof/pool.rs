@@ -66,9 +66,8 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    /// A pool of `threads` workers (at least one), each compressing with a
-    /// compressor from `deflate`.
-    pub(super) fn new(threads: usize, deflate: fn() -> flate2::Compress) -> io::Result<Pool> {
+    /// A pool of `threads` workers (at least one).
+    pub(super) fn new(threads: usize) -> io::Result<Pool> {
         let (tasks, queue) = mpsc::channel::<Task>();
         let queue = Arc::new(Mutex::new(queue));
         let (report, done) = mpsc::channel();
@@ -80,7 +79,7 @@ impl Pool {
             workers.push(
                 thread::Builder::new()
                     .name("gzip".into())
-                    .spawn(move || work(&queue, &report, deflate()))?,
+                    .spawn(move || work(&queue, &report))?,
             );
         }
         Ok(Pool {
@@ -181,11 +180,8 @@ impl Pool {
 
 /// A worker: compresses tasks from `queue` until it is closed, sending each
 /// outcome to `report`.
-fn work(
-    queue: &Mutex<mpsc::Receiver<Task>>,
-    report: &mpsc::Sender<(u64, Outcome)>,
-    mut deflate: flate2::Compress,
-) {
+fn work(queue: &Mutex<mpsc::Receiver<Task>>, report: &mpsc::Sender<(u64, Outcome)>) {
+    let mut deflate = super::LazyDeflate::default();
     loop {
         // The lock is held only to take a task, not while compressing.
         let task = match queue.lock() {
@@ -234,7 +230,7 @@ mod tests {
             (1, 60_000),
             (2, 60_000),
         ] {
-            let mut pool = Pool::new(threads, super::super::member_deflate).unwrap();
+            let mut pool = Pool::new(threads).unwrap();
             pool.max_bytes = max_bytes;
             let mut out = Vec::new();
             for piece in &pieces {
@@ -247,7 +243,7 @@ mod tests {
             }
             pool.finish(&mut out).unwrap();
             let mut expected = Vec::new();
-            let mut deflate = super::super::member_deflate();
+            let mut deflate = super::super::LazyDeflate::default();
             for piece in &pieces {
                 let member =
                     super::super::large_member_into(piece, Vec::new(), &mut deflate).unwrap();
@@ -269,7 +265,7 @@ mod tests {
                 Ok(())
             }
         }
-        let mut pool = Pool::new(2, super::super::member_deflate).unwrap();
+        let mut pool = Pool::new(2).unwrap();
         let mut result = Ok(());
         for _ in 0..10 {
             result = result.and_then(|()| pool.compress(vec![1; 1000], &mut Full));

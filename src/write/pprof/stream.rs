@@ -439,7 +439,7 @@ impl Streaming {
             Some(pool) => pool,
             None => {
                 let cores = crate::helper::cores();
-                let pool = Pool::new(cores, super::member_deflate).map_err(io_error)?;
+                let pool = Pool::new(cores).map_err(io_error)?;
                 self.pool.insert(pool)
             }
         };

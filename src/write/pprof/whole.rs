@@ -24,7 +24,7 @@ use std::sync::{mpsc, Mutex};
 
 use prost::Message;
 
-use super::{large_member_into, member_deflate, pb, Member, Profile};
+use super::{large_member_into, member_deflate, pb, LazyDeflate, Member, Profile};
 
 /// Encoded sample bytes per gzip member. Each member starts compressing
 /// with an empty window; at this size that costs well under 1 % of the
@@ -149,7 +149,7 @@ fn compress_in_order(waiting: mpsc::Receiver<Piece>) -> io::Result<(Vec<u8>, Vec
 /// Compresses the pieces sent to `waiting` until none is left and no more
 /// will come: the members this thread made.
 fn compress_all_waiting(waiting: &Mutex<mpsc::Receiver<Piece>>) -> io::Result<Vec<Piece>> {
-    let mut deflate = member_deflate();
+    let mut deflate = LazyDeflate::default();
     let mut members = Vec::new();
     loop {
         // A poisoned lock means the other thread panicked: its panic is

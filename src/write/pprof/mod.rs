@@ -332,49 +332,16 @@ fn samples_len_guess(profile: &Profile) -> usize {
         .sum()
 }
 
-/// `sample` as field 2, appended to `out` (`scratch` holds its body).
+/// `sample` as field 2, appended to `out` (`scratch` holds its labels'
+/// encoding): the bytes prost writes for a `pb::Sample` of packed
+/// `location_id` (1), packed `value` (2), then each label (3).
 fn put_sample(sample: &Sample, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
-    encode_sample(sample, scratch);
-    put_varint(out, 2 << 3 | 2);
-    put_varint(out, scratch.len() as u64);
-    out.extend_from_slice(scratch);
-}
-
-/// `sample` as prost encodes a `pb::Sample`: packed `location_id` (1),
-/// packed `value` (2), then each label (3), into `buf` (cleared first).
-fn encode_sample(sample: &Sample, buf: &mut Vec<u8>) {
-    buf.clear();
-    let ids = sample.stack.iter().map(|&l| l.index() as u64 + 1);
-    put_packed(buf, 1, ids);
-    put_packed(buf, 2, sample.values.iter().map(|&v| v as u64));
+    scratch.clear();
     for label in &sample.labels {
-        prost::encoding::message::encode(3, &pb_label(label), buf);
+        prost::encoding::message::encode(3, &pb_label(label), scratch);
     }
-}
-
-/// A packed repeated varint field; nothing when empty, as prost does.
-fn put_packed(buf: &mut Vec<u8>, field: u64, values: impl Iterator<Item = u64> + Clone) {
-    let len: usize = values.clone().map(varint_len).sum();
-    if len == 0 {
-        return;
-    }
-    put_varint(buf, field << 3 | 2);
-    put_varint(buf, len as u64);
-    for v in values {
-        put_varint(buf, v);
-    }
-}
-
-fn varint_len(v: u64) -> usize {
-    prost::encoding::encoded_len_varint(v)
-}
-
-fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
+    let ids = sample.stack.iter().map(|&l| l.index() as u64 + 1);
+    wire::sample_of(out, ids, &sample.values, scratch);
 }
 
 /// Encoded profiles up to this size are one gzip member (so small outputs

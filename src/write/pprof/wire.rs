@@ -84,7 +84,19 @@ pub fn encode_labels(out: &mut Vec<u8>, labels: &[Label]) {
 /// Appends `Profile.sample` (field 2) with this sample to `out`, its
 /// labels already encoded ([`encode_labels`]).
 pub fn sample_encoded(out: &mut Vec<u8>, location_ids: &[u64], values: &[i64], labels: &[u8]) {
-    let ids_len: usize = location_ids.iter().map(|&v| varint_len(v)).sum();
+    sample_of(out, location_ids.iter().copied(), values, labels);
+}
+
+/// [`sample_encoded`] of location ids given one by one: its length is
+/// found first, then its bytes written in place, with no capacity check per
+/// byte.
+pub fn sample_of(
+    out: &mut Vec<u8>,
+    location_ids: impl Iterator<Item = u64> + Clone,
+    values: &[i64],
+    labels: &[u8],
+) {
+    let ids_len: usize = location_ids.clone().map(varint_len).sum();
     let values_len: usize = values.iter().map(|&v| varint_len(v as u64)).sum();
     let packed = |n: usize| {
         if n == 0 {
@@ -94,19 +106,22 @@ pub fn sample_encoded(out: &mut Vec<u8>, location_ids: &[u64], values: &[i64], l
         }
     };
     let body = packed(ids_len) + packed(values_len) + labels.len();
-    put_key(out, PROFILE_SAMPLE, LEN);
-    put_varint(out, body as u64);
-    if ids_len > 0 {
-        put_key(out, 1, LEN);
-        put_varint(out, ids_len as u64);
-        location_ids.iter().for_each(|&v| put_varint(out, v));
-    }
-    if values_len > 0 {
-        put_key(out, 2, LEN);
-        put_varint(out, values_len as u64);
-        values.iter().for_each(|&v| put_varint(out, v as u64));
-    }
-    out.extend_from_slice(labels);
+    let room = 1 + varint_len(body as u64) + body;
+    Small::append_room(out, room, |m| {
+        m.byte((PROFILE_SAMPLE << 3 | LEN) as u8);
+        m.varint(body as u64);
+        if ids_len > 0 {
+            m.byte((1 << 3 | LEN) as u8);
+            m.varint(ids_len as u64);
+            location_ids.for_each(|v| m.varint(v));
+        }
+        if values_len > 0 {
+            m.byte((2 << 3 | LEN) as u8);
+            m.varint(values_len as u64);
+            values.iter().for_each(|&v| m.varint(v as u64));
+        }
+        m.bytes(labels);
+    });
 }
 
 /// Reusable buffers for encoding (one per writer).
@@ -202,6 +217,13 @@ impl Small<'_> {
         self.len += 1;
     }
 
+    #[inline(always)]
+    fn bytes(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        self.bytes[self.len..end].copy_from_slice(bytes);
+        self.len = end;
+    }
+
     /// A varint field (key of one byte), left out when 0.
     #[inline(always)]
     fn field(&mut self, key: u8, v: u64) {
@@ -247,11 +269,7 @@ impl Small<'_> {
             0 => self.len = values_at,
             n => self.bytes[values_at + 1] = n as u8,
         }
-        if !labels.is_empty() {
-            let end = self.len + labels.len();
-            self.bytes[self.len..end].copy_from_slice(labels);
-            self.len = end;
-        }
+        self.bytes(labels);
         self.bytes[at + 1] = (self.len - at - 2) as u8;
     }
 }

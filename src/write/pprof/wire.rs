@@ -50,10 +50,10 @@ pub struct Line {
     pub line: i64,
 }
 
-/// Bytes of `v` as a varint.
+/// Bytes of `v` as a varint: 1 per 7 bits, at least one (prost's
+/// `encoded_len_varint`: ⌈bits / 7⌉ as a multiply and a shift).
 fn varint_len(v: u64) -> usize {
-    // 1 byte per 7 bits, at least one.
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+    (((v | 1).leading_zeros() ^ 63) as usize * 9 + 73) / 64
 }
 
 /// Bytes of a varint field (key of one byte: fields below 16), 0 when left out.
@@ -87,10 +87,30 @@ pub fn sample_encoded(out: &mut Vec<u8>, location_ids: &[u64], values: &[i64], l
     sample_of(out, location_ids.iter().copied(), values, labels);
 }
 
-/// [`sample_encoded`] of location ids given one by one: its length is
-/// found first, then its bytes written in place, with no capacity check per
-/// byte.
+/// [`sample_encoded`] of location ids given one by one. Most samples'
+/// lengths (the body's, the packed fields') are below 128, one byte each:
+/// the sample is written in one pass with room for them, each set once
+/// known. A longer one is written again by [`sample_measured`].
 pub fn sample_of(
+    out: &mut Vec<u8>,
+    location_ids: impl ExactSizeIterator<Item = u64> + Clone,
+    values: &[i64],
+    labels: &[u8],
+) {
+    let start = out.len();
+    let room = 6 + 10 * (location_ids.len() + values.len()) + labels.len();
+    let mut short = false;
+    Small::append_room(out, room, |m| {
+        short = m.sample(location_ids.clone(), values, labels);
+    });
+    if !short {
+        out.truncate(start);
+        sample_measured(out, location_ids, values, labels);
+    }
+}
+
+/// [`sample_of`] with every length found first, then the bytes written.
+fn sample_measured(
     out: &mut Vec<u8>,
     location_ids: impl Iterator<Item = u64> + Clone,
     values: &[i64],
@@ -149,8 +169,30 @@ impl Encoder {
         self.inner = inner;
     }
 
-    /// Appends `Profile.location` (field 4) with this location to `out`.
+    /// Appends `Profile.location` (field 4) with this location to `out`:
+    /// in one pass when its body is below 128 bytes (a length of one byte,
+    /// set once known), as most are.
     pub fn location(
+        &mut self,
+        out: &mut Vec<u8>,
+        id: u64,
+        mapping_id: u64,
+        address: u64,
+        lines: &[Line],
+    ) {
+        let start = out.len();
+        let mut short = false;
+        Small::append_room(out, LOCATION_BYTES + LINE_BYTES * lines.len(), |m| {
+            short = m.location_with_lines(id, mapping_id, address, lines);
+        });
+        if !short {
+            out.truncate(start);
+            self.location_measured(out, id, mapping_id, address, lines);
+        }
+    }
+
+    /// [`Encoder::location`] with its body's length found first.
+    fn location_measured(
         &mut self,
         out: &mut Vec<u8>,
         id: u64,
@@ -224,6 +266,22 @@ impl Small<'_> {
         self.len = end;
     }
 
+    /// A packed repeated varint field (key of one byte), left out when
+    /// empty, its length written as one byte: false when it needs more
+    /// (then the bytes are not the field's).
+    #[inline(always)]
+    fn packed(&mut self, field: u64, values: impl Iterator<Item = u64>) -> bool {
+        let at = self.len;
+        self.byte((field << 3 | LEN) as u8);
+        self.byte(0);
+        values.for_each(|v| self.varint(v));
+        match self.len - at - 2 {
+            0 => self.len = at,
+            n => self.bytes[at + 1] = n as u8,
+        }
+        self.len - at < 0x80 + 2
+    }
+
     /// A varint field (key of one byte), left out when 0.
     #[inline(always)]
     fn field(&mut self, key: u8, v: u64) {
@@ -236,46 +294,71 @@ impl Small<'_> {
     /// A bare location (at most [`LOCATION_BYTES`]).
     #[inline(always)]
     fn location(&mut self, id: u64, mapping_id: u64, address: u64) {
-        // The body is at most 33 bytes: its length is one byte, set last.
+        // The body is at most 33 bytes: its length is one byte.
+        self.location_with_lines(id, mapping_id, address, &[]);
+    }
+
+    /// A location with its lines (at most [`LOCATION_BYTES`] and
+    /// [`LINE_BYTES`] per line), its length written as one byte, set last:
+    /// false when it needs more (then the bytes are not the location's).
+    #[inline(always)]
+    fn location_with_lines(
+        &mut self,
+        id: u64,
+        mapping_id: u64,
+        address: u64,
+        lines: &[Line],
+    ) -> bool {
         let at = self.len;
         self.byte((PROFILE_LOCATION << 3 | LEN) as u8);
         self.byte(0);
         self.field((1 << 3 | VARINT) as u8, id);
         self.field((2 << 3 | VARINT) as u8, mapping_id);
         self.field((3 << 3 | VARINT) as u8, address);
-        self.bytes[at + 1] = (self.len - at - 2) as u8;
+        for line in lines {
+            // At most 22 bytes: its length is one byte.
+            let line_at = self.len;
+            self.byte((4 << 3 | LEN) as u8);
+            self.byte(0);
+            self.field((1 << 3 | VARINT) as u8, line.function_id);
+            self.field((2 << 3 | VARINT) as u8, line.line as u64);
+            self.bytes[line_at + 1] = (self.len - line_at - 2) as u8;
+        }
+        let body = self.len - at - 2;
+        self.bytes[at + 1] = body as u8;
+        body < 0x80
     }
 
-    /// A one-frame sample of at most [`SMALL_VALUES`] values and
-    /// [`SMALL_LABELS`] bytes of labels (at most [`sample_room`] bytes).
+    /// A sample with each length written as one byte, set once known:
+    /// false when one needs more (then the bytes are not the sample's). A
+    /// one-frame sample of at most [`SMALL_VALUES`] values and
+    /// [`SMALL_LABELS`] bytes of labels (at most [`sample_room`] bytes)
+    /// always fits.
     #[inline(always)]
-    fn sample(&mut self, location_id: u64, values: &[i64], labels: &[u8]) {
-        // The body is below 128 bytes: every length is one byte, set once
-        // known.
+    fn sample(
+        &mut self,
+        location_ids: impl Iterator<Item = u64>,
+        values: &[i64],
+        labels: &[u8],
+    ) -> bool {
         let at = self.len;
         self.byte((PROFILE_SAMPLE << 3 | LEN) as u8);
         self.byte(0);
-        self.byte((1 << 3 | LEN) as u8);
-        self.byte(0);
-        self.varint(location_id);
-        self.bytes[at + 3] = (self.len - at - 4) as u8;
-        let values_at = self.len;
-        self.byte((2 << 3 | LEN) as u8);
-        self.byte(0);
-        for &v in values {
-            self.varint(v as u64);
-        }
-        match self.len - values_at - 2 {
-            0 => self.len = values_at,
-            n => self.bytes[values_at + 1] = n as u8,
-        }
+        let mut short = self.packed(1, location_ids);
+        short &= self.packed(2, values.iter().map(|&v| v as u64));
         self.bytes(labels);
-        self.bytes[at + 1] = (self.len - at - 2) as u8;
+        let body = self.len - at - 2;
+        self.bytes[at + 1] = body as u8;
+        short && body < 0x80
     }
 }
 
 /// The largest bare location: key, length, and three fields of up to 11 bytes.
 const LOCATION_BYTES: usize = 2 + 3 * 11;
+
+/// The largest line of a location: key, length, and two fields of up to 11
+/// bytes.
+const LINE_BYTES: usize = 2 + 2 * 11;
 
 /// Values a one-frame sample may have for [`one_frame_sample`] to build it
 /// in place (more go the general way).
@@ -311,7 +394,9 @@ pub fn one_frame_sample(out: &mut Vec<u8>, location_id: u64, values: &[i64], lab
         return sample_encoded(out, &[location_id], values, labels);
     }
     let room = sample_room(values.len(), labels.len());
-    Small::append_room(out, room, |m| m.sample(location_id, values, labels));
+    Small::append_room(out, room, |m| {
+        m.sample(std::iter::once(location_id), values, labels);
+    });
 }
 
 impl Encoder {
@@ -383,7 +468,7 @@ impl Encoder {
             self.batch(out, batch.len() / width * room, |m| {
                 for row in batch.chunks_exact(width) {
                     if row.iter().any(|v| *v != 0) {
-                        m.sample(id, row, labels);
+                        m.sample(std::iter::once(id), row, labels);
                     }
                     id = id.wrapping_add(1);
                 }
@@ -397,6 +482,77 @@ mod tests {
     use super::super::pb;
     use super::*;
     use prost::Message;
+
+    #[test]
+    fn samples_of_every_length_encode_as_prost_does() {
+        // Around each one-byte length's limit: the packed ids, the packed
+        // values and the whole body at 127, 128 and beyond (the one-pass
+        // write, then the measured one).
+        let mut enc = Encoder::default();
+        for frames in [0usize, 1, 5, 42, 63, 64, 65, 127, 128, 129, 300] {
+            for values in [&[][..], &[1, 2][..], &[-1; 12][..], &[-1; 13][..]] {
+                let ids: Vec<u64> = (0..frames as u64).map(|k| 1 + k * 3).collect();
+                let labels = [Label {
+                    key: 1,
+                    str: 2,
+                    num: 0,
+                    num_unit: 0,
+                }];
+                let mut mine = Vec::new();
+                enc.sample(&mut mine, &ids, values, &labels);
+                let theirs = pb::Profile {
+                    sample: vec![pb::Sample {
+                        location_id: ids.clone(),
+                        value: values.to_vec(),
+                        label: vec![pb::Label {
+                            key: 1,
+                            str: 2,
+                            ..Default::default()
+                        }],
+                    }],
+                    ..Default::default()
+                };
+                assert_eq!(mine, theirs.encode_to_vec(), "{frames} frames, {values:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn locations_of_every_length_encode_as_prost_does() {
+        // Bodies from a few bytes to past 128 (one pass, then measured).
+        let mut enc = Encoder::default();
+        for count in [0usize, 1, 4, 5, 6, 7, 20] {
+            for line in [0i64, 7, 300, -1] {
+                let lines: Vec<Line> = (0..count as u64)
+                    .map(|k| Line {
+                        function_id: k * 1000,
+                        line,
+                    })
+                    .collect();
+                let (id, mapping_id, address) = (count as u64 + 1, 1, u64::MAX - count as u64);
+                let mut mine = Vec::new();
+                enc.location(&mut mine, id, mapping_id, address, &lines);
+                let theirs = pb::Profile {
+                    location: vec![pb::Location {
+                        id,
+                        mapping_id,
+                        address,
+                        line: lines
+                            .iter()
+                            .map(|l| pb::Line {
+                                function_id: l.function_id,
+                                line: l.line,
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                };
+                assert_eq!(mine, theirs.encode_to_vec(), "{count} lines of {line}");
+            }
+        }
+    }
 
     #[test]
     fn samples_and_locations_encode_as_prost_does() {

@@ -44,6 +44,7 @@ pub mod archive;
 pub mod error;
 pub mod helper;
 pub mod profile;
+mod radix;
 pub mod read;
 pub mod symbolize;
 pub mod write;

@@ -67,40 +67,10 @@ fn merge_distinct(a: &[u64], b: &[u64]) -> Vec<u64> {
     out
 }
 
-/// Sorts `values` by bytes, least significant first (LSD radix sort),
-/// skipping the bytes every value shares (the high bytes of addresses in
-/// one executable): a few linear passes instead of a comparison sort.
-/// Sorted values (the ticks' addresses, made in histogram order) are left
-/// as they are after one look.
+/// Sorts `values` ([`crate::radix`]: sorted ones, the ticks' addresses made
+/// in histogram order, are left as they are after one look).
 fn radix_sort(values: &mut Vec<u64>) {
-    if values.is_sorted() {
-        return;
-    }
-    let (Some(&first), true) = (values.first(), values.len() > 64) else {
-        values.sort_unstable();
-        return;
-    };
-    let differing = values.iter().fold(0u64, |acc, &v| acc | (v ^ first));
-    let mut other = vec![0u64; values.len()];
-    for shift in (0..64).step_by(8) {
-        if (differing >> shift) & 0xff == 0 {
-            continue;
-        }
-        let mut counts = [0usize; 256];
-        for &v in values.iter() {
-            counts[((v >> shift) & 0xff) as usize] += 1;
-        }
-        let mut start = 0;
-        for count in counts.iter_mut() {
-            (*count, start) = (start, start + *count);
-        }
-        for &v in values.iter() {
-            let slot = &mut counts[((v >> shift) & 0xff) as usize];
-            other[*slot] = v;
-            *slot += 1;
-        }
-        std::mem::swap(values, &mut other);
-    }
+    crate::radix::sort_by_key(values, |&v| v);
 }
 
 /// The index of `address` in the sorted `addresses` (where it is).
@@ -480,7 +450,7 @@ fn add_functions(
 mod tests {
     use std::borrow::Cow;
 
-    use super::{add_locations, merge_distinct, radix_sort, Numbering, OneFrame, Resolved};
+    use super::{add_locations, merge_distinct, Numbering, OneFrame, Resolved};
     use crate::profile::{MappingId, Profile};
     use crate::symbolize::FunctionSymbol;
 
@@ -605,24 +575,6 @@ mod tests {
                 .into_iter()
                 .collect();
             assert_eq!(merge_distinct(&x, &y), expected);
-        }
-    }
-
-    #[test]
-    fn radix_sort_sorts_like_sort_unstable() {
-        let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15);
-        let mut next = move || rng.next();
-        for (len, mask) in [
-            (0, u64::MAX),
-            (10, u64::MAX),
-            (1000, u64::MAX),
-            (5000, 0xf_ffff),
-        ] {
-            let mut values: Vec<u64> = (0..len).map(|_| 0x40_0000 + (next() & mask)).collect();
-            let mut expected = values.clone();
-            expected.sort_unstable();
-            radix_sort(&mut values);
-            assert_eq!(values, expected);
         }
     }
 }

@@ -119,6 +119,9 @@ pub struct Binary {
     /// address has at most one frame: its function and the line table's
     /// file and line ([`no_inlined_frames`]).
     single_frames: bool,
+    /// The executable, mapped: [`Binary::sorted_lines`] reads its DWARF
+    /// there instead of mapping it again.
+    image: Option<memmap2::Mmap>,
 }
 
 impl std::fmt::Debug for Binary {
@@ -451,7 +454,15 @@ impl Binary {
     /// come from [`Binary::sorted_lines`], which does not use it).
     pub fn open_with(path: &Path, lazy_single: bool) -> Result<Binary> {
         let data = map_object(path)?;
-        let file = object::File::parse(&*data).map_err(|e| {
+        let mut binary = Binary::parse(path, &data, lazy_single)?;
+        binary.image = Some(data);
+        Ok(binary)
+    }
+
+    /// [`Binary::open_with`] of the executable's bytes (`image` left for
+    /// the caller to set).
+    fn parse(path: &Path, data: &[u8], lazy_single: bool) -> Result<Binary> {
+        let file = object::File::parse(data).map_err(|e| {
             Error::unsupported(path, format!("not an executable profconv can read: {e}"))
         })?;
         let build_id = build_id_hex(&file);
@@ -494,6 +505,7 @@ impl Binary {
             symbols,
             dwarf,
             single_frames,
+            image: None,
         })
     }
 
@@ -533,7 +545,11 @@ impl Binary {
         }
         // Where addr2line's reader would not open, this pass finds nothing
         // either: same file, same sections, same units (lines.rs).
-        lines::sorted_lines(self.debug_file.as_deref()?, addresses)
+        let debug_file = self.debug_file.as_deref()?;
+        match &self.image {
+            Some(image) if debug_file == self.path => lines::sorted_lines_in(image, addresses),
+            _ => lines::sorted_lines(debug_file, addresses),
+        }
     }
 
     /// The reader of the binary's DWARF, when it loads (opened here if

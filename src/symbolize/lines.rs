@@ -88,7 +88,12 @@ pub fn sorted_lines(path: &Path, addresses: &[u64]) -> Option<SortedLines> {
     // SAFETY: a read-only private map, as addr2line's own loader makes of
     // the same file; profconv assumes it is not truncated while it runs.
     let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    let object = object::File::parse(&*map).ok()?;
+    sorted_lines_in(&map, addresses)
+}
+
+/// [`sorted_lines`] of an ELF file's bytes (already mapped).
+pub fn sorted_lines_in(bytes: &[u8], addresses: &[u64]) -> Option<SortedLines> {
+    let object = object::File::parse(bytes).ok()?;
     if !matches!(object, object::File::Elf32(_) | object::File::Elf64(_)) {
         return None; // Mach-O objects and dSYMs: addr2line reads more files
     }

@@ -112,6 +112,12 @@ pub(super) fn parse_gnu_records(
                 add_histogram(file, tag_at, &mut out.histograms, &mut ranges, histogram)?;
             }
             TAG_CG_ARC => {
+                if arcs.capacity() == 0 {
+                    // Room for as many arcs as the bytes left could hold
+                    // (the arcs follow the histogram), so that the list is
+                    // not copied as it grows: about the bytes left.
+                    arcs.reserve(c.remaining() / (2 * word + 4) + 1);
+                }
                 let from_pc = c.word("arc from_pc")?;
                 let self_pc = c.word("arc self_pc")?;
                 let count = c.u32("arc count")? as u64;

@@ -372,8 +372,13 @@ fn build_locations(
 ) -> (Vec<Location>, SymbolFlags) {
     // About one function per two locations here.
     let capacity = order.len() / 2;
-    let mut keys: HashMap<FunctionKey, u32> =
+    let mut keys: HashMap<FunctionKey, u32> = HashMap::default();
+    // The functions of single frames, by symbol and file (a key of 8 bytes
+    // instead of 48: most frames are single). A function met both ways gets
+    // two slots, which add_functions makes one function.
+    let mut one_keys: HashMap<u64, u32> =
         HashMap::with_capacity_and_hasher(capacity, Default::default());
+    let mut made = 0u32;
     let mut batch = Vec::with_capacity(BATCH);
     let mut found = SymbolFlags::default();
     let mut locations = Vec::with_capacity(order.len());
@@ -381,18 +386,25 @@ fn build_locations(
         let count = resolved.frame_count(index as usize);
         found.inline_frames |= count > 1;
         let mut lines = Lines::with_capacity(count);
+        let one = resolved.one[index as usize];
         for k in 0..count {
             let frame = resolved.frame(index as usize, k);
             found.line_numbers |= frame.3 > 0;
-            let next = keys.len() as u32;
-            let slot = *keys.entry(function_key(&frame)).or_insert_with(|| {
+            let new_slot = || {
                 batch.push((index, k as u32));
                 if batch.len() == BATCH {
                     // A receiver gone has panicked: its panic is passed on.
                     let _ = slots.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
                 }
-                next
-            });
+                made += 1;
+                made - 1
+            };
+            let slot = if one.is_none() {
+                *keys.entry(function_key(&frame)).or_insert_with(new_slot)
+            } else {
+                let key = u64::from(one.symbol) << 32 | u64::from(one.file);
+                *one_keys.entry(key).or_insert_with(new_slot)
+            };
             let function = FunctionId::from_index(base + slot as usize);
             lines.push(Line {
                 function,

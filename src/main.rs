@@ -208,17 +208,20 @@ impl HeapAhead {
 /// (medians of 30 interleaved runs), the same CPU time. Why the kernel then
 /// places threads otherwise was not found out: a thread that ends at once
 /// changes nothing, one asleep does, pinned to either CPU or not. Elsewhere
-/// it costs a thread start and a 16 KiB stack.
+/// it costs a thread start and a 64 KiB stack.
 ///
 /// Before it sleeps, it has the heap ahead backed (`next`), on its CPU
-/// while this one goes on.
+/// while this one goes on, and asks how many CPUs there are
+/// (`profconv::helper::cores`: 60 to 100 µs that the pprof writer would
+/// otherwise spend first).
 fn keep_a_second_cpu_in_use(next: Option<HeapAhead>) {
     let _ = std::thread::Builder::new()
-        .stack_size(16 << 10)
+        .stack_size(64 << 10)
         .spawn(move || {
             if let Some(next) = next {
                 next.populate();
             }
+            profconv::helper::cores();
             loop {
                 std::thread::park();
             }

@@ -192,7 +192,9 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     // Large profiles: encoded and compressed on both threads, in members;
     // middle-sized ones: compressed on one thread as the other encodes.
     let members = match whole::way(profile) {
-        whole::Way::Members(piece) => whole::gzip_members(profile, piece),
+        whole::Way::Members(piece) => {
+            return whole::write_gzip_members(profile, piece, out).map_err(io);
+        }
         whole::Way::Piped => whole::gzip_piped(profile),
         whole::Way::Encoded => gzip_members(&encode(profile)),
     };

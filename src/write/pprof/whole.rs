@@ -6,8 +6,9 @@
 //! other the rest of the message (mappings, locations, then fields 5 to
 //! 15), each in pieces of about [`PIECE`] bytes handed on as they are done.
 //! Each thread then compresses the pieces still waiting, so the first to
-//! finish encoding starts compressing and both cores work until the end.
-//! The members, in message order, decompress to exactly
+//! finish encoding starts compressing and both cores work until the end;
+//! this thread writes the members done, in message order, while the other
+//! compresses its last. The members decompress to exactly
 //! [`super::encode`]'s bytes.
 //!
 //! A middle-sized profile ([`Way::Piped`]) keeps the one member
@@ -19,7 +20,8 @@
 //! Memory: the encoded message and its compressed members (O(output)), as
 //! [`super::write`] otherwise keeps.
 
-use std::io;
+use std::collections::BTreeMap;
+use std::io::{self, Write};
 use std::sync::{mpsc, Mutex};
 
 use prost::Message;
@@ -32,7 +34,7 @@ use super::{large_member_into, member_deflate, pb, LazyDeflate, Member, Profile}
 const PIECE: usize = 1 << 19;
 
 /// Profiles whose encoding is guessed at this many bytes or more are
-/// written by [`gzip_members`]; smaller ones keep [`super::gzip_members`]'s
+/// written by [`write_gzip_members`]; smaller ones keep [`super::gzip_members`]'s
 /// bytes (one member below 2 MiB encoded: the fixtures' outputs, and
 /// `compare_outputs.sh`'s DCPI database, 1.7 MB encoded, guessed 2.4 MB).
 /// The guess overstates: 3.7 MB for the gprof-20000 benchmark's 3.5 MB.
@@ -49,7 +51,7 @@ const LOCATIONS_AT_ONCE: usize = 1 << 12;
 /// How [`super::write`] compresses a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Way {
-    /// Large: [`gzip_members`] in pieces of this size.
+    /// Large: [`write_gzip_members`] in pieces of this size.
     Members(usize),
     /// Middle-sized: [`gzip_piped`].
     Piped,
@@ -84,28 +86,68 @@ pub(super) fn way(profile: &Profile) -> Way {
 }
 
 /// The gzip members of `profile`'s pprof message (at Go's BestSpeed
-/// level), in order, made on two threads from pieces of about `piece`
-/// encoded bytes.
-pub(super) fn gzip_members(profile: &Profile, piece: usize) -> io::Result<Vec<Vec<u8>>> {
+/// level), made on two threads from pieces of about `piece` encoded bytes,
+/// written to `out` in order. This thread writes the members done once it
+/// has nothing left to compress, while the other finishes its last; then
+/// the rest.
+pub(super) fn write_gzip_members(
+    profile: &Profile,
+    piece: usize,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let (pieces, waiting) = mpsc::channel::<Piece>();
     let waiting = Mutex::new(waiting);
-    let waiting = &waiting;
+    let done = Mutex::new(Done::default());
+    let (waiting, done) = (&waiting, &done);
     let theirs = pieces.clone();
     // Each sender is dropped before compressing: then no thread waits for
     // pieces that will not come.
     let rest = move || {
         encode_rest_in_pieces(profile, theirs, piece);
-        compress_all_waiting(waiting)
+        compress_all_waiting(waiting, done)
     };
+    let mut next = (0, 0);
     let samples = || {
-        encode_samples_in_pieces(profile, pieces, piece);
-        compress_all_waiting(waiting)
+        let count = encode_samples_in_pieces(profile, pieces, piece);
+        compress_all_waiting(waiting, done)?;
+        write_done(done, &mut next, count, &mut *out)?;
+        Ok(count)
     };
-    let (theirs, mine) = crate::helper::join(rest, samples);
-    let mut members = mine?;
-    members.extend(theirs?);
-    members.sort_unstable_by_key(|(i, _)| *i);
-    Ok(members.into_iter().map(|(_, m)| m).collect())
+    let (theirs, mine): (io::Result<()>, io::Result<usize>) = crate::helper::join(rest, samples);
+    theirs?;
+    let count = mine?;
+    write_done(done, &mut next, count, out)?;
+    debug_assert!(lock(done).is_empty(), "every member written");
+    Ok(())
+}
+
+/// The members made and not yet written, by their place.
+type Done = BTreeMap<(u8, usize), Vec<u8>>;
+
+/// Writes the members of `done` from `next` on while the next one is
+/// there; the samples' part has `count` pieces, the rest's part follows.
+fn write_done(
+    done: &Mutex<Done>,
+    next: &mut (u8, usize),
+    count: usize,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    loop {
+        if *next == (0, count) {
+            *next = (1, 0);
+        }
+        let Some(member) = lock(done).remove(next) else {
+            return Ok(());
+        };
+        out.write_all(&member)?;
+        next.1 += 1;
+    }
+}
+
+/// The members made so far, whether or not a thread panicked holding the
+/// lock (its panic is resumed when it is joined).
+fn lock(done: &Mutex<Done>) -> std::sync::MutexGuard<'_, Done> {
+    done.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Pieces of [`gzip_piped`]: small, so that compressing starts early.
@@ -147,29 +189,32 @@ fn compress_in_order(waiting: mpsc::Receiver<Piece>) -> io::Result<(Vec<u8>, Vec
 }
 
 /// Compresses the pieces sent to `waiting` until none is left and no more
-/// will come: the members this thread made.
-fn compress_all_waiting(waiting: &Mutex<mpsc::Receiver<Piece>>) -> io::Result<Vec<Piece>> {
+/// will come, into `done`.
+fn compress_all_waiting(
+    waiting: &Mutex<mpsc::Receiver<Piece>>,
+    done: &Mutex<Done>,
+) -> io::Result<()> {
     let mut deflate = LazyDeflate::default();
-    let mut members = Vec::new();
     loop {
         // A poisoned lock means the other thread panicked: its panic is
         // resumed when it is joined.
         let next = match waiting.lock() {
             Ok(receiver) => receiver.recv(),
-            Err(_) => return Ok(members),
+            Err(_) => return Ok(()),
         };
         let Ok((i, piece)) = next else {
-            return Ok(members);
+            return Ok(());
         };
         // Each compressor sizes the member's buffer itself.
         let member = large_member_into(&piece, Vec::new(), &mut deflate)?;
-        members.push((i, member));
+        lock(done).insert(i, member);
     }
 }
 
 /// Encodes field 1 (`sample_type`) and every written sample (field 2), and
-/// sends them in pieces of about `size` bytes, numbered from 0.
-fn encode_samples_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>, size: usize) {
+/// sends them in pieces of about `size` bytes, numbered from 0; returns how
+/// many.
+fn encode_samples_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>, size: usize) -> usize {
     let head = pb::Profile {
         sample_type: profile
             .sample_types()
@@ -189,7 +234,9 @@ fn encode_samples_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>, size
     if !out.is_empty() {
         // The receiver lives until both threads are done.
         let _ = pieces.send(((0, i), out));
+        i += 1;
     }
+    i
 }
 
 /// Sends `out` as piece `place` (and counts it) once it holds `size`
@@ -272,9 +319,17 @@ mod tests {
         let p = profile(80_000);
         let cores = crate::helper::cores();
         assert!(way(&p) == Way::Members(PIECE) || cores == 1);
-        let members = gzip_members(&p, PIECE).unwrap();
-        assert!(members.len() > 2, "{} members", members.len());
-        let joined = members.concat();
+        let mut joined = Vec::new();
+        write_gzip_members(&p, PIECE, &mut joined).unwrap();
+        // One member at a time: a bufread decoder stops at its member's end.
+        let (mut rest, mut members) = (&joined[..], 0);
+        while !rest.is_empty() {
+            let mut member = flate2::bufread::GzDecoder::new(rest);
+            std::io::copy(&mut member, &mut std::io::sink()).unwrap();
+            rest = member.into_inner();
+            members += 1;
+        }
+        assert!(members > 2, "{members} members");
         let mut back = Vec::new();
         std::io::Read::read_to_end(
             &mut flate2::read::MultiGzDecoder::new(&joined[..]),

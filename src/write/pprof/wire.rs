@@ -261,6 +261,9 @@ impl Small<'_> {
 
     #[inline(always)]
     fn bytes(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return; // most samples have no labels: no call to copy nothing
+        }
         let end = self.len + bytes.len();
         self.bytes[self.len..end].copy_from_slice(bytes);
         self.len = end;

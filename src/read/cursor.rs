@@ -160,6 +160,16 @@ impl<'a> Cursor<'a> {
         Ok(out)
     }
 
+    /// The next `n` bytes, or `None` (and the cursor unmoved) when fewer
+    /// remain: for a record read whole, then field by field from the slice
+    /// ([`Cursor::bytes`] names what was missing).
+    #[inline]
+    pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let out = self.data.get(self.pos..self.pos.checked_add(n)?)?;
+        self.pos += n;
+        Some(out)
+    }
+
     /// Skips `n` bytes of the named field.
     pub fn skip(&mut self, n: usize, what: &str) -> Result<()> {
         self.bytes(n, what).map(|_| ())

@@ -118,15 +118,18 @@ pub(super) fn parse_gnu_records(
                     // not copied as it grows: about the bytes left.
                     arcs.reserve(c.remaining() / (2 * word + 4) + 1);
                 }
-                let from_pc = c.word("arc from_pc")?;
-                let self_pc = c.word("arc self_pc")?;
-                let count = c.u32("arc count")? as u64;
+                // The whole record at once (one check of the bytes left);
+                // field by field, naming the one cut short, at the end.
+                let arc = match c.take(2 * word + 4) {
+                    Some(record) => arc_of(record, endian, word),
+                    None => CallArc {
+                        from_pc: c.word("arc from_pc")?,
+                        self_pc: c.word("arc self_pc")?,
+                        count: c.u32("arc count")? as u64,
+                    },
+                };
                 out.arc_records += 1;
-                arcs.push(CallArc {
-                    from_pc,
-                    self_pc,
-                    count,
-                });
+                arcs.push(arc);
             }
             TAG_BB_COUNT => {
                 read_basic_blocks(&mut c, &mut out.basic_blocks)?;
@@ -142,6 +145,21 @@ pub(super) fn parse_gnu_records(
     }
     out.arcs = merge_arcs(arcs);
     Ok(out)
+}
+
+/// An arc record after its tag: from_pc and self_pc (`word` bytes each),
+/// then a 32-bit count.
+#[inline]
+fn arc_of(record: &[u8], endian: Endian, word: usize) -> CallArc {
+    let pc = |at: usize| match word {
+        4 => u64::from(endian.u32(&record[at..])),
+        _ => endian.u64(&record[at..]),
+    };
+    CallArc {
+        from_pc: pc(0),
+        self_pc: pc(word),
+        count: u64::from(endian.u32(&record[2 * word..])),
+    }
 }
 
 /// A histogram record after its tag (docs/formats/gprof.md §1): range,

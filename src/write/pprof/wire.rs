@@ -187,19 +187,13 @@ impl Encoder {
         });
         if !short {
             out.truncate(start);
-            self.location_measured(out, id, mapping_id, address, lines);
+            self.location_measured(out, [id, mapping_id, address], lines);
         }
     }
 
     /// [`Encoder::location`] with its body's length found first.
-    fn location_measured(
-        &mut self,
-        out: &mut Vec<u8>,
-        id: u64,
-        mapping_id: u64,
-        address: u64,
-        lines: &[Line],
-    ) {
+    fn location_measured(&mut self, out: &mut Vec<u8>, fields: [u64; 3], lines: &[Line]) {
+        let [id, mapping_id, address] = fields;
         let inner = &mut self.inner;
         inner.clear();
         for line in lines {
@@ -486,6 +480,41 @@ mod tests {
     use super::*;
     use prost::Message;
 
+    /// The prost message of a sample, for comparison.
+    fn pb_sample(ids: &[u64], values: &[i64], labels: &[Label]) -> pb::Sample {
+        pb::Sample {
+            location_id: ids.to_vec(),
+            value: values.to_vec(),
+            label: labels
+                .iter()
+                .map(|l| pb::Label {
+                    key: l.key,
+                    str: l.str,
+                    num: l.num,
+                    num_unit: l.num_unit,
+                })
+                .collect(),
+        }
+    }
+
+    /// The prost message of a location, for comparison.
+    fn pb_location(id: u64, mapping_id: u64, address: u64, lines: &[Line]) -> pb::Location {
+        pb::Location {
+            id,
+            mapping_id,
+            address,
+            line: lines
+                .iter()
+                .map(|l| pb::Line {
+                    function_id: l.function_id,
+                    line: l.line,
+                    column: 0,
+                })
+                .collect(),
+            is_folded: false,
+        }
+    }
+
     #[test]
     fn samples_of_every_length_encode_as_prost_does() {
         // Around each one-byte length's limit: the packed ids, the packed
@@ -504,15 +533,7 @@ mod tests {
                 let mut mine = Vec::new();
                 enc.sample(&mut mine, &ids, values, &labels);
                 let theirs = pb::Profile {
-                    sample: vec![pb::Sample {
-                        location_id: ids.clone(),
-                        value: values.to_vec(),
-                        label: vec![pb::Label {
-                            key: 1,
-                            str: 2,
-                            ..Default::default()
-                        }],
-                    }],
+                    sample: vec![pb_sample(&ids, values, &labels)],
                     ..Default::default()
                 };
                 assert_eq!(mine, theirs.encode_to_vec(), "{frames} frames, {values:?}");
@@ -536,20 +557,7 @@ mod tests {
                 let mut mine = Vec::new();
                 enc.location(&mut mine, id, mapping_id, address, &lines);
                 let theirs = pb::Profile {
-                    location: vec![pb::Location {
-                        id,
-                        mapping_id,
-                        address,
-                        line: lines
-                            .iter()
-                            .map(|l| pb::Line {
-                                function_id: l.function_id,
-                                line: l.line,
-                                ..Default::default()
-                            })
-                            .collect(),
-                        ..Default::default()
-                    }],
+                    location: vec![pb_location(id, mapping_id, address, &lines)],
                     ..Default::default()
                 };
                 assert_eq!(mine, theirs.encode_to_vec(), "{count} lines of {line}");
@@ -574,19 +582,7 @@ mod tests {
                 })
                 .collect();
             enc.sample(&mut mine, &ids, v, &labels);
-            theirs.sample.push(pb::Sample {
-                location_id: ids,
-                value: v.to_vec(),
-                label: labels
-                    .iter()
-                    .map(|l| pb::Label {
-                        key: l.key,
-                        str: l.str,
-                        num: l.num,
-                        num_unit: l.num_unit,
-                    })
-                    .collect(),
-            });
+            theirs.sample.push(pb_sample(&ids, v, &labels));
             let lines: Vec<Line> = (0..i as u64)
                 .map(|k| Line {
                     function_id: k,
@@ -595,20 +591,9 @@ mod tests {
                 .collect();
             let address = (i as u64) << 40;
             enc.location(&mut mine, i as u64 + 1, i as u64, address, &lines);
-            theirs.location.push(pb::Location {
-                id: i as u64 + 1,
-                mapping_id: i as u64,
-                address,
-                line: lines
-                    .iter()
-                    .map(|l| pb::Line {
-                        function_id: l.function_id,
-                        line: l.line,
-                        column: 0,
-                    })
-                    .collect(),
-                is_folded: false,
-            });
+            theirs
+                .location
+                .push(pb_location(i as u64 + 1, i as u64, address, &lines));
         }
         let decoded = pb::Profile::decode(&mine[..]).unwrap();
         assert_eq!(decoded, theirs);

@@ -10,6 +10,7 @@ pub mod lines;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -26,9 +27,29 @@ pub struct FunctionSymbol {
     /// Size from the symbol table (0 when unknown).
     pub size: u64,
     /// Demangled name.
-    pub name: String,
-    /// Name as in the symbol table.
-    pub system_name: String,
+    pub name: Arc<str>,
+    /// Name as in the symbol table: the same string as `name` when nothing
+    /// is demangled (C), one allocation for both.
+    pub system_name: Arc<str>,
+}
+
+impl FunctionSymbol {
+    /// The symbol at `address` of `size` bytes named `raw` in the symbol
+    /// table (its name demangled).
+    pub fn new(address: u64, size: u64, raw: &str) -> Self {
+        let system_name: Arc<str> = Arc::from(raw);
+        let name = if is_mangled(raw) {
+            Arc::from(demangle(raw))
+        } else {
+            system_name.clone()
+        };
+        FunctionSymbol {
+            address,
+            size,
+            name,
+            system_name,
+        }
+    }
 }
 
 /// One frame at an address, innermost first when inlined.
@@ -250,12 +271,7 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     symbols
         .chunk_by(|a, b| a.0 == b.0)
         .filter_map(|aliases| aliases.iter().min_by(rule))
-        .map(|&(address, size, raw, _)| FunctionSymbol {
-            address,
-            size,
-            name: demangle(raw),
-            system_name: raw.to_owned(),
-        })
+        .map(|&(address, size, raw, _)| FunctionSymbol::new(address, size, raw))
         .collect()
 }
 
@@ -732,7 +748,7 @@ impl<'a> SymbolView<'a> {
         if let Some((sym, file, line)) = dwarf.and_then(|d| self.single_frame_at(d, svma)) {
             // One frame: the symbol's name (as below) with the line table's
             // file and line, without parsing the unit's functions.
-            let (name, raw) = (sym.name.as_str(), sym.system_name.as_str());
+            let (name, raw) = (&*sym.name, &*sym.system_name);
             frames.push((Cow::Borrowed(name), Cow::Borrowed(raw), file, line));
             return frames;
         }
@@ -745,12 +761,12 @@ impl<'a> SymbolView<'a> {
         // names functions of internal linkage without their scope, e.g.
         // `helper` for `(anonymous namespace)::helper(long)`).
         if let (Some(last), Some(sym)) = (frames.last_mut(), symbol) {
-            last.0 = Cow::Borrowed(sym.name.as_str());
-            last.1 = Cow::Borrowed(sym.system_name.as_str());
+            last.0 = Cow::Borrowed(&*sym.name);
+            last.1 = Cow::Borrowed(&*sym.system_name);
         }
         frames.retain(|f| !f.0.is_empty());
         if let (true, Some(sym)) = (frames.is_empty(), symbol) {
-            let (name, raw) = (sym.name.as_str(), sym.system_name.as_str());
+            let (name, raw) = (&*sym.name, &*sym.system_name);
             frames.push((Cow::Borrowed(name), Cow::Borrowed(raw), "", 0));
         }
         frames
@@ -969,12 +985,7 @@ mod tests {
             }
         }
         best.into_iter()
-            .map(|(address, (_, _, name, _, size))| FunctionSymbol {
-                address,
-                size,
-                name: demangle(name),
-                system_name: name.to_owned(),
-            })
+            .map(|(address, (_, _, name, _, size))| FunctionSymbol::new(address, size, name))
             .collect()
     }
 
@@ -1010,14 +1021,7 @@ mod tests {
             .map(|i| {
                 address += 1 + next() % 64;
                 let size = [0, next() % 16, next() % 200][(next() % 3) as usize];
-                let name = format!("f{i}");
-                let system_name = name.clone();
-                FunctionSymbol {
-                    address,
-                    size,
-                    name,
-                    system_name,
-                }
+                FunctionSymbol::new(address, size, &format!("f{i}"))
             })
             .collect();
         let view = SymbolView {

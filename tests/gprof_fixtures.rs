@@ -709,7 +709,7 @@ fn separate_debug_file_is_found_by_build_id() {
     let leaf = binary
         .symbols()
         .iter()
-        .find(|s| s.name == "leaf_heavy")
+        .find(|s| &*s.name == "leaf_heavy")
         .unwrap();
     let frames = binary.frames(leaf.address + 8);
     assert_eq!(frames[0].function, "leaf_heavy");

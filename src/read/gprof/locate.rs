@@ -144,7 +144,7 @@ fn look_up<'a>(
         Some(Found::Ask) | None => {
             let dwarf = binary.dwarf_reader();
             if let Some((sym, file, line)) = dwarf.and_then(|d| view.single_frame_at(d, address)) {
-                let (name, system) = (sym.name.as_str(), sym.system_name.as_str());
+                let (name, system) = (&*sym.name, &*sym.system_name);
                 frames.push((Cow::Borrowed(name), Cow::Borrowed(system), file, line));
                 return OneFrame::NONE;
             }
@@ -474,12 +474,7 @@ mod tests {
         let names: Vec<String> = (0..7).map(|i| format!("f{i}")).collect();
         let symbols: Vec<FunctionSymbol> = names
             .iter()
-            .map(|name| FunctionSymbol {
-                address: 0,
-                size: 0,
-                name: name.clone(),
-                system_name: name.clone(),
-            })
+            .map(|name| FunctionSymbol::new(0, 0, name))
             .collect();
         let files = vec!["b.c".to_owned(), "a.c".to_owned()];
         let mut starts = vec![0];

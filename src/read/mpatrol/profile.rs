@@ -59,8 +59,8 @@ pub(super) fn record_values(
 pub(super) fn load_bias(file: &MpatrolFile, binary: &Binary) -> u64 {
     let mut by_name: HashMap<&str, u64> = HashMap::new();
     for s in binary.symbols() {
-        by_name.entry(s.system_name.as_str()).or_insert(s.address);
-        by_name.entry(s.name.as_str()).or_insert(s.address);
+        by_name.entry(&*s.system_name).or_insert(s.address);
+        by_name.entry(&*s.name).or_insert(s.address);
     }
     let mut votes: HashMap<u64, usize> = HashMap::new();
     let mut seen = std::collections::HashSet::new();

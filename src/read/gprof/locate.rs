@@ -255,14 +255,161 @@ pub(super) fn resolve_beside<'a, T: Send, U>(
     funcs: &[Func<'a>],
     addresses: &[u64],
     beside: impl FnOnce() -> T + Send,
-    then: impl FnOnce() -> U,
+    then: impl FnOnce(&Resolved<'a>) -> U,
     files: &'a mut Vec<String>,
 ) -> (Resolved<'a>, U, T) {
     let (beside, (resolved, then)) = crate::helper::join(beside, || {
         let resolved = Resolved::new(binary, funcs, addresses, files);
-        (resolved, then())
+        let then = then(&resolved);
+        (resolved, then)
     });
     (resolved, then, beside)
+}
+
+/// The locations [`Numbering`] has named so far, added to a profile a part
+/// at a time: the thread that makes the samples builds them while it waits
+/// for the next batch of stacks ([`Located::some`]), instead of all of them
+/// once the stacks are done. A part is built on this thread, its functions
+/// interned as they are met (the maps kept from part to part); the rest, if
+/// large, by [`add_locations`] on two threads.
+pub(super) struct Located<'p> {
+    profile: &'p mut Profile,
+    addresses: &'p [u64],
+    mapping: MappingId,
+    /// How many of the numbering's locations are in the profile.
+    done: usize,
+    found: SymbolFlags,
+    /// The functions met so far, as in [`build_locations`].
+    keys: HashMap<FunctionKey, FunctionId>,
+    one_keys: HashMap<u64, FunctionId>,
+    files: HashMap<[usize; 2], StrId>,
+    /// The locations built, added to the profile at the end (one move).
+    locations: Vec<Location>,
+}
+
+/// Locations built at a time while waiting: the next batch of stacks waits
+/// for at most these.
+const WHILE_WAITING: usize = 1 << 10;
+
+impl<'p> Located<'p> {
+    /// Room is made for a location per address (at most that many).
+    pub(super) fn new(profile: &'p mut Profile, addresses: &'p [u64], mapping: MappingId) -> Self {
+        Located {
+            locations: Vec::with_capacity(addresses.len()),
+            profile,
+            addresses,
+            mapping,
+            done: 0,
+            found: SymbolFlags::default(),
+            keys: HashMap::default(),
+            one_keys: HashMap::default(),
+            files: HashMap::default(),
+        }
+    }
+
+    /// Adds up to [`WHILE_WAITING`] of the locations `numbering` has named
+    /// and the profile lacks; false when there were none.
+    pub(super) fn some(&mut self, resolved: &Resolved<'_>, numbering: &Numbering) -> bool {
+        let end = numbering.order.len().min(self.done + WHILE_WAITING);
+        if end == self.done {
+            return false;
+        }
+        self.add_here(resolved, &numbering.order[self.done..end]);
+        self.done = end;
+        true
+    }
+
+    /// Adds every location `numbering` has named and the profile lacks;
+    /// returns what all of them carry.
+    pub(super) fn rest(mut self, resolved: &Resolved<'_>, numbering: &Numbering) -> SymbolFlags {
+        let order = &numbering.order[self.done..];
+        let mut found = self.found;
+        if order.len() < PARALLEL_LOCATIONS {
+            self.add_here(resolved, order);
+            found = self.found;
+        } else {
+            // Functions met before get their ids again from the profile's
+            // index.
+            let inputs = (self.addresses, resolved, self.mapping);
+            let more = add_locations(self.profile, inputs, order, &mut self.locations);
+            found.functions |= more.functions;
+            found.filenames |= more.filenames;
+            found.line_numbers |= more.line_numbers;
+            found.inline_frames |= more.inline_frames;
+        }
+        self.profile.add_distinct_locations(self.locations);
+        found
+    }
+
+    /// The locations of `order` built on this thread, as [`add_locations`]
+    /// builds them, each new function interned when met.
+    fn add_here(&mut self, resolved: &Resolved<'_>, order: &[u32]) {
+        let Located {
+            profile,
+            addresses,
+            mapping,
+            found,
+            keys,
+            one_keys,
+            files,
+            locations,
+            ..
+        } = self;
+        for &index in order {
+            let count = resolved.frame_count(index as usize);
+            found.inline_frames |= count > 1;
+            let mut lines = Lines::with_capacity(count);
+            let one = resolved.one[index as usize];
+            for k in 0..count {
+                let frame = resolved.frame(index as usize, k);
+                found.line_numbers |= frame.3 > 0;
+                let new = || intern_function(profile, files, &mut found.filenames, frame);
+                let function = if one.is_none() {
+                    *keys.entry(function_key(&frame)).or_insert_with(new)
+                } else {
+                    let key = u64::from(one.symbol) << 32 | u64::from(one.file);
+                    *one_keys.entry(key).or_insert_with(new)
+                };
+                lines.push(Line {
+                    function,
+                    line: frame.3,
+                });
+            }
+            locations.push(Location {
+                mapping: Some(*mapping),
+                address: addresses[index as usize],
+                is_return_address: false,
+                lines,
+            });
+        }
+    }
+}
+
+/// A frame's function added to `profile` (its strings in add_function's
+/// order, files found once by where their bytes are): [`add_functions`]'
+/// step for one function.
+fn intern_function(
+    profile: &mut Profile,
+    files: &mut HashMap<[usize; 2], StrId>,
+    filenames: &mut bool,
+    (name, system, file, _): Frame<'_>,
+) -> FunctionId {
+    *filenames |= !file.is_empty();
+    let name_id = profile.intern(name);
+    let system_name = if system == name {
+        name_id
+    } else {
+        profile.intern(system)
+    };
+    let filename = *files
+        .entry(at(file))
+        .or_insert_with(|| profile.intern(file));
+    profile.add_interned_function(Function {
+        name: name_id,
+        system_name,
+        filename,
+        start_line: 0,
+    })
 }
 
 /// Location ids in order of first use: the `i`-th location of the profile
@@ -331,18 +478,17 @@ const BATCH: usize = 256;
 /// order of first use (slots), while this one interns each new function's
 /// strings as it is handed over; the slots are the function ids unless some
 /// function turned out equal to another.
-pub(super) fn add_locations(
+fn add_locations(
     profile: &mut Profile,
-    addresses: &[u64],
-    resolved: &Resolved<'_>,
-    mapping: MappingId,
-    numbering: &Numbering,
+    (addresses, resolved, mapping): (&[u64], &Resolved<'_>, MappingId),
+    order: &[u32],
+    out: &mut Vec<Location>,
 ) -> SymbolFlags {
     let base = profile.functions().len();
-    let order = &numbering.order[..];
+    let start = out.len();
     let (tx, rx) = mpsc::channel();
-    let build = move || build_locations(addresses, resolved, mapping, order, base, tx);
-    let ((mut locations, mut found), (ids, filenames)) = if order.len() < PARALLEL_LOCATIONS {
+    let build = || build_locations(addresses, resolved, mapping, order, base, tx, out);
+    let (mut found, (ids, filenames)) = if order.len() < PARALLEL_LOCATIONS {
         let built = build();
         (built, add_functions(profile, resolved, rx))
     } else {
@@ -351,11 +497,10 @@ pub(super) fn add_locations(
     found.filenames = filenames;
     let numbered = |(slot, id): (usize, &FunctionId)| id.index() == base + slot;
     if !ids.iter().enumerate().all(numbered) {
-        for line in locations.iter_mut().flat_map(|l| l.lines.iter_mut()) {
+        for line in out[start..].iter_mut().flat_map(|l| l.lines.iter_mut()) {
             line.function = ids[line.function.index() - base];
         }
     }
-    profile.add_distinct_locations(locations);
     found
 }
 
@@ -369,7 +514,8 @@ fn build_locations(
     order: &[u32],
     base: usize,
     slots: mpsc::Sender<Vec<(u32, u32)>>,
-) -> (Vec<Location>, SymbolFlags) {
+    locations: &mut Vec<Location>,
+) -> SymbolFlags {
     // About one function per two locations here.
     let capacity = order.len() / 2;
     let mut keys: HashMap<FunctionKey, u32> = HashMap::default();
@@ -381,7 +527,7 @@ fn build_locations(
     let mut made = 0u32;
     let mut batch = Vec::with_capacity(BATCH);
     let mut found = SymbolFlags::default();
-    let mut locations = Vec::with_capacity(order.len());
+    locations.reserve(order.len());
     for &index in order {
         let count = resolved.frame_count(index as usize);
         found.inline_frames |= count > 1;
@@ -420,7 +566,7 @@ fn build_locations(
         });
     }
     let _ = slots.send(batch);
-    (locations, found)
+    found
 }
 
 /// Adds the function of each frame `slots` sends, in order, as
@@ -435,25 +581,8 @@ fn add_functions(
     let mut ids = Vec::new();
     let mut filenames = false;
     for (index, k) in slots.into_iter().flatten() {
-        let (name, system, file, _) = resolved.frame(index as usize, k as usize);
-        filenames |= !file.is_empty();
-        // The strings in add_function's order: the same ids (a system name
-        // equal to the name, as in C, is the name's).
-        let name_id = profile.intern(name);
-        let system_name = if system == name {
-            name_id
-        } else {
-            profile.intern(system)
-        };
-        let filename = *files
-            .entry(at(file))
-            .or_insert_with(|| profile.intern(file));
-        ids.push(profile.add_interned_function(Function {
-            name: name_id,
-            system_name,
-            filename,
-            start_line: 0,
-        }));
+        let frame = resolved.frame(index as usize, k as usize);
+        ids.push(intern_function(profile, &mut files, &mut filenames, frame));
     }
     (ids, filenames)
 }
@@ -462,7 +591,7 @@ fn add_functions(
 mod tests {
     use std::borrow::Cow;
 
-    use super::{add_locations, merge_distinct, Numbering, OneFrame, Resolved};
+    use super::{merge_distinct, Located, Numbering, OneFrame, Resolved};
     use crate::profile::{MappingId, Profile};
     use crate::symbolize::FunctionSymbol;
 
@@ -470,7 +599,7 @@ mod tests {
     /// function `f{i % 7}` (inlined into `g` at odd addresses), its name
     /// borrowed at even addresses and an owned copy (elsewhere in memory,
     /// another key) at odd ones, used in the order of `order`.
-    fn locations_of(n: usize, order: &[u32]) -> Profile {
+    fn locations_of(n: usize, order: &[u32], parts: usize) -> Profile {
         let names: Vec<String> = (0..7).map(|i| format!("f{i}")).collect();
         let symbols: Vec<FunctionSymbol> = names
             .iter()
@@ -507,12 +636,20 @@ mod tests {
         };
         let addresses: Vec<u64> = (0..2 * n as u64).map(|a| 0x1000 + a).collect();
         let mut numbering = Numbering::new(addresses.len());
-        for &index in order {
-            numbering.at(index);
-        }
         let mut profile = Profile::new(&[("samples", "count")]);
         let mapping = MappingId::from_index(0);
-        add_locations(&mut profile, &addresses, &resolved, mapping, &numbering);
+        let mut located = Located::new(&mut profile, &addresses, mapping);
+        // Numbered in `parts` parts, the locations named so far added
+        // between them (as while the stacks are waited for), then the rest.
+        for part in order.chunks(order.len().div_ceil(parts).max(1)) {
+            for &index in part {
+                numbering.at(index);
+            }
+            if parts > 1 {
+                while located.some(&resolved, &numbering) {}
+            }
+        }
+        located.rest(&resolved, &numbering);
         profile
     }
 
@@ -549,11 +686,13 @@ mod tests {
             // Reversed, every other address first, each used once.
             let mut order: Vec<u32> = (0..2 * n as u32).rev().step_by(2).collect();
             order.extend((0..2 * n as u32).step_by(2));
-            let got = locations_of(n, &order);
             let want = expected(&order);
-            assert_eq!(got.locations(), want.locations());
-            assert_eq!(got.functions(), want.functions());
-            assert_eq!(got.strings().as_slice(), want.strings().as_slice());
+            for parts in [1, 3] {
+                let got = locations_of(n, &order, parts);
+                assert_eq!(got.locations(), want.locations(), "{parts} parts");
+                assert_eq!(got.functions(), want.functions(), "{parts} parts");
+                assert_eq!(got.strings().as_slice(), want.strings().as_slice());
+            }
         }
     }
 

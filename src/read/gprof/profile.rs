@@ -6,9 +6,7 @@ use std::sync::mpsc;
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
-use super::locate::{
-    add_locations, addresses, arc_ends, index_of, resolve_beside, Numbering, Resolved,
-};
+use super::locate::{addresses, arc_ends, index_of, resolve_beside, Located, Numbering, Resolved};
 use super::ticks::{assign_ticks, gprof_functions, ArcEnds, Func, Tick};
 use crate::profile::{apportion, Mapping, MappingId, Profile, SampleSet, SymbolFlags};
 use crate::read::options::GprofStacks;
@@ -335,13 +333,29 @@ struct FromPlan {
 
 /// The `calls` samples of the arcs kept, then the samples of the
 /// synthesized stacks as their batches come (all received from
-/// [`plan_stacks`]), with room for `more` samples after the arcs'.
-fn planned_samples(from: FromPlan, width: usize, addresses: usize, more: usize) -> Plan {
+/// [`plan_stacks`]), with room for `more` samples after the arcs'. While
+/// no batch is there, the locations numbered so far are added to the
+/// profile (`located`).
+fn planned_samples(
+    from: FromPlan,
+    (width, addresses, more): (usize, usize, usize),
+    resolved: &Resolved<'_>,
+    located: &mut Located<'_>,
+) -> Plan {
     let (kept, dropped_calls) = from.kept.recv().unwrap_or_default();
     let mut samples = SampleSet::with_capacity(width, kept.len() + more);
     let mut numbering = Numbering::new(addresses);
     add_arcs(&mut samples, &kept, &mut numbering);
-    for mut batch in from.batches {
+    loop {
+        let mut batch = match from.batches.try_recv() {
+            Ok(batch) => batch,
+            Err(mpsc::TryRecvError::Empty) if located.some(resolved, &numbering) => continue,
+            Err(mpsc::TryRecvError::Empty) => match from.batches.recv() {
+                Ok(batch) => batch,
+                Err(_) => break,
+            },
+            Err(mpsc::TryRecvError::Disconnected) => break,
+        };
         add_synthesized(&mut samples, &batch, &mut numbering);
         batch.clear();
         // Refused once the stacks are all made.
@@ -416,16 +430,22 @@ pub(super) fn to_profile_with(
         batches,
         emptied: emptied_to_plan,
     };
-    let samples = || planned_samples(from_plan, width, addresses.len(), more);
+    profile.reserve_interned(0, funcs.len());
+    let mut located = Located::new(&mut profile, &addresses, mapping);
+    let sizes = (width, addresses.len(), more);
+    let samples =
+        |resolved: &Resolved<'_>| planned_samples(from_plan, sizes, resolved, &mut located);
     // The addresses are looked up on this thread, then the `calls` samples
-    // made, and those of the synthesized stacks as they come, while the
-    // call graph and the stacks are built on another (for small profiles a
-    // thread would cost more than it saves).
+    // made, and those of the synthesized stacks as they come (the locations
+    // named so far while none is there), while the call graph and the
+    // stacks are built on another (for small profiles a thread would cost
+    // more than it saves).
     let mut files = Vec::new();
     let (resolved, mut plan) = if addresses.len() < PARALLEL_ADDRESSES {
         plan();
         let resolved = Resolved::new(binary, &funcs, &addresses, &mut files);
-        (resolved, samples())
+        let plan = samples(&resolved);
+        (resolved, plan)
     } else {
         let (resolved, plan, ()) =
             resolve_beside(binary, &funcs, &addresses, plan, samples, &mut files);
@@ -433,14 +453,7 @@ pub(super) fn to_profile_with(
     };
     let inputs = (&ticks[..], &addresses[..]);
     add_flat_samples(&mut plan, data, inputs, synthesized, bb_type);
-    profile.reserve_interned(0, funcs.len());
-    let found = add_locations(
-        &mut profile,
-        &addresses,
-        &resolved,
-        mapping,
-        &plan.numbering,
-    );
+    let found = located.rest(&resolved, &plan.numbering);
     profile.add_samples(plan.samples);
     note_dropped_calls(&mut profile, plan.dropped_calls);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));

@@ -279,9 +279,8 @@ pub(super) struct Located<'p> {
     /// How many of the numbering's locations are in the profile.
     done: usize,
     found: SymbolFlags,
-    /// The functions met so far, as in [`build_locations`].
-    keys: HashMap<FunctionKey, FunctionId>,
-    one_keys: HashMap<u64, FunctionId>,
+    /// The functions met so far.
+    keys: FunctionKeys<FunctionId>,
     files: HashMap<[usize; 2], StrId>,
     /// The locations built, added to the profile at the end (one move).
     locations: Vec<Location>,
@@ -301,8 +300,7 @@ impl<'p> Located<'p> {
             mapping,
             done: 0,
             found: SymbolFlags::default(),
-            keys: HashMap::default(),
-            one_keys: HashMap::default(),
+            keys: FunctionKeys::with_capacity(0),
             files: HashMap::default(),
         }
     }
@@ -350,38 +348,18 @@ impl<'p> Located<'p> {
             mapping,
             found,
             keys,
-            one_keys,
             files,
             locations,
             ..
         } = self;
-        for &index in order {
-            let count = resolved.frame_count(index as usize);
-            found.inline_frames |= count > 1;
-            let mut lines = Lines::with_capacity(count);
-            let one = resolved.one[index as usize];
-            for k in 0..count {
-                let frame = resolved.frame(index as usize, k);
-                found.line_numbers |= frame.3 > 0;
-                let new = || intern_function(profile, files, &mut found.filenames, frame);
-                let function = if one.is_none() {
-                    *keys.entry(function_key(&frame)).or_insert_with(new)
-                } else {
-                    let key = u64::from(one.symbol) << 32 | u64::from(one.file);
-                    *one_keys.entry(key).or_insert_with(new)
-                };
-                lines.push(Line {
-                    function,
-                    line: frame.3,
-                });
-            }
-            locations.push(Location {
-                mapping: Some(*mapping),
-                address: addresses[index as usize],
-                is_return_address: false,
-                lines,
-            });
-        }
+        let mut filenames = false;
+        let inputs = (*addresses, resolved, *mapping);
+        push_locations(inputs, order, found, locations, |_, _, one, frame| {
+            keys.get_or(one, &frame, || {
+                intern_function(profile, files, &mut filenames, frame)
+            })
+        });
+        found.filenames |= filenames;
     }
 }
 
@@ -487,7 +465,7 @@ fn add_locations(
     let base = profile.functions().len();
     let start = out.len();
     let (tx, rx) = mpsc::channel();
-    let build = || build_locations(addresses, resolved, mapping, order, base, tx, out);
+    let build = || build_locations((addresses, resolved, mapping), order, base, tx, out);
     let (mut found, (ids, filenames)) = if order.len() < PARALLEL_LOCATIONS {
         let built = build();
         (built, add_functions(profile, resolved, rx))
@@ -508,26 +486,80 @@ fn add_locations(
 /// function `base` + its slot; the first frame of each new slot is sent
 /// to `slots` (in batches). Returns them and what they carry (but files).
 fn build_locations(
-    addresses: &[u64],
-    resolved: &Resolved<'_>,
-    mapping: MappingId,
+    inputs: (&[u64], &Resolved<'_>, MappingId),
     order: &[u32],
     base: usize,
     slots: mpsc::Sender<Vec<(u32, u32)>>,
     locations: &mut Vec<Location>,
 ) -> SymbolFlags {
     // About one function per two locations here.
-    let capacity = order.len() / 2;
-    let mut keys: HashMap<FunctionKey, u32> = HashMap::default();
-    // The functions of single frames, by symbol and file (a key of 8 bytes
-    // instead of 48: most frames are single). A function met both ways gets
-    // two slots, which add_functions makes one function.
-    let mut one_keys: HashMap<u64, u32> =
-        HashMap::with_capacity_and_hasher(capacity, Default::default());
+    let mut keys = FunctionKeys::with_capacity(order.len() / 2);
     let mut made = 0u32;
     let mut batch = Vec::with_capacity(BATCH);
     let mut found = SymbolFlags::default();
-    locations.reserve(order.len());
+    push_locations(
+        inputs,
+        order,
+        &mut found,
+        locations,
+        |index, k, one, frame| {
+            let slot = keys.get_or(one, &frame, || {
+                batch.push((index, k as u32));
+                if batch.len() == BATCH {
+                    // A receiver gone has panicked: its panic is passed on.
+                    let _ = slots.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+                }
+                made += 1;
+                made - 1
+            });
+            FunctionId::from_index(base + slot as usize)
+        },
+    );
+    let _ = slots.send(batch);
+    found
+}
+
+/// The functions met, each once: a single frame's by its symbol and file
+/// (a key of 8 bytes instead of 48: most frames are single), any other by
+/// where its strings are ([`function_key`]). A function met both ways gets
+/// two entries, which the profile's function index makes one function.
+struct FunctionKeys<T> {
+    keys: HashMap<FunctionKey, T>,
+    one_keys: HashMap<u64, T>,
+}
+
+impl<T: Copy> FunctionKeys<T> {
+    fn with_capacity(singles: usize) -> Self {
+        FunctionKeys {
+            keys: HashMap::default(),
+            one_keys: HashMap::with_capacity_and_hasher(singles, Default::default()),
+        }
+    }
+
+    /// The entry of the function of `frame` (the address's [`OneFrame`]
+    /// `one`), made by `new` when it is met for the first time.
+    fn get_or(&mut self, one: OneFrame, frame: &Frame<'_>, new: impl FnOnce() -> T) -> T {
+        if one.is_none() {
+            *self.keys.entry(function_key(frame)).or_insert_with(new)
+        } else {
+            let key = u64::from(one.symbol) << 32 | u64::from(one.file);
+            *self.one_keys.entry(key).or_insert_with(new)
+        }
+    }
+}
+
+/// Pushes to `out` the locations of the addresses `order` indexes, in that
+/// order, each frame's function given by `function` (with the address's
+/// index, the frame's number, the address's [`OneFrame`] and the frame);
+/// what they carry (but files) goes into `found`.
+fn push_locations(
+    (addresses, resolved, mapping): (&[u64], &Resolved<'_>, MappingId),
+    order: &[u32],
+    found: &mut SymbolFlags,
+    out: &mut Vec<Location>,
+    mut function: impl FnMut(u32, usize, OneFrame, Frame<'_>) -> FunctionId,
+) {
+    out.reserve(order.len());
     for &index in order {
         let count = resolved.frame_count(index as usize);
         found.inline_frames |= count > 1;
@@ -536,37 +568,19 @@ fn build_locations(
         for k in 0..count {
             let frame = resolved.frame(index as usize, k);
             found.line_numbers |= frame.3 > 0;
-            let new_slot = || {
-                batch.push((index, k as u32));
-                if batch.len() == BATCH {
-                    // A receiver gone has panicked: its panic is passed on.
-                    let _ = slots.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
-                }
-                made += 1;
-                made - 1
-            };
-            let slot = if one.is_none() {
-                *keys.entry(function_key(&frame)).or_insert_with(new_slot)
-            } else {
-                let key = u64::from(one.symbol) << 32 | u64::from(one.file);
-                *one_keys.entry(key).or_insert_with(new_slot)
-            };
-            let function = FunctionId::from_index(base + slot as usize);
             lines.push(Line {
-                function,
+                function: function(index, k, one, frame),
                 line: frame.3,
             });
         }
         // Each address is one location: nothing to look up.
-        locations.push(Location {
+        out.push(Location {
             mapping: Some(mapping),
             address: addresses[index as usize],
             is_return_address: false,
             lines,
         });
     }
-    let _ = slots.send(batch);
-    found
 }
 
 /// Adds the function of each frame `slots` sends, in order, as

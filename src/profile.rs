@@ -209,6 +209,16 @@ pub struct SymbolFlags {
     pub inline_frames: bool,
 }
 
+impl std::ops::BitOrAssign for SymbolFlags {
+    /// What either found.
+    fn bitor_assign(&mut self, other: SymbolFlags) {
+        self.functions |= other.functions;
+        self.filenames |= other.filenames;
+        self.line_numbers |= other.line_numbers;
+        self.inline_frames |= other.inline_frames;
+    }
+}
+
 /// A function (or procedure) as a symbol table or debug information names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Function {

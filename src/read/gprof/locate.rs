@@ -321,22 +321,16 @@ impl<'p> Located<'p> {
     /// returns what all of them carry.
     pub(super) fn rest(mut self, resolved: &Resolved<'_>, numbering: &Numbering) -> SymbolFlags {
         let order = &numbering.order[self.done..];
-        let mut found = self.found;
         if order.len() < PARALLEL_LOCATIONS {
             self.add_here(resolved, order);
-            found = self.found;
         } else {
             // Functions met before get their ids again from the profile's
             // index.
             let inputs = (self.addresses, resolved, self.mapping);
-            let more = add_locations(self.profile, inputs, order, &mut self.locations);
-            found.functions |= more.functions;
-            found.filenames |= more.filenames;
-            found.line_numbers |= more.line_numbers;
-            found.inline_frames |= more.inline_frames;
+            self.found |= add_locations(self.profile, inputs, order, &mut self.locations);
         }
         self.profile.add_distinct_locations(self.locations);
-        found
+        self.found
     }
 
     /// The locations of `order` built on this thread, as [`add_locations`]
@@ -450,8 +444,9 @@ const PARALLEL_LOCATIONS: usize = 1 << 12;
 /// How many new functions [`build_locations`] hands over at a time.
 const BATCH: usize = 256;
 
-/// Adds the locations `numbering` names, in its order, from the
-/// [`Resolved`] frames of `addresses`; returns what they carry. Two threads
+/// Pushes to `out` the locations of the addresses `order` indexes, in that
+/// order, from their [`Resolved`] frames, their functions added to
+/// `profile`; returns what they carry. Two threads
 /// share the work: one builds the locations, numbering their functions in
 /// order of first use (slots), while this one interns each new function's
 /// strings as it is handed over; the slots are the function ids unless some
@@ -483,8 +478,9 @@ fn add_locations(
 }
 
 /// The locations of the addresses `order` indexes, in that order, each
-/// function `base` + its slot; the first frame of each new slot is sent
-/// to `slots` (in batches). Returns them and what they carry (but files).
+/// function `base` + its slot, pushed to `locations`; the first frame of
+/// each new slot is sent to `slots` (in batches). Returns what they carry
+/// (but files).
 fn build_locations(
     inputs: (&[u64], &Resolved<'_>, MappingId),
     order: &[u32],

@@ -279,7 +279,7 @@ mod cpu {
 
 /// The lock's value, whether or not a thread panicked holding it (nothing
 /// panics while holding it).
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 

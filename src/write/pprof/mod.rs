@@ -404,7 +404,7 @@ impl LazyDeflate {
 }
 
 /// One gzip member of a piece of a large output (the streamed pool's, and
-/// [`whole::gzip_members`]'): ISA-L's when this build has it ([`isal`]),
+/// [`whole::write_gzip_members`]'): ISA-L's when this build has it ([`isal`]),
 /// else [`gzip_member_into`]'s.
 fn large_member_into(
     piece: &[u8],

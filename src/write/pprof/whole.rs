@@ -117,7 +117,7 @@ pub(super) fn write_gzip_members(
     theirs?;
     let count = mine?;
     write_done(done, &mut next, count, out)?;
-    debug_assert!(lock(done).is_empty(), "every member written");
+    debug_assert!(crate::helper::lock(done).is_empty(), "every member written");
     Ok(())
 }
 
@@ -136,18 +136,12 @@ fn write_done(
         if *next == (0, count) {
             *next = (1, 0);
         }
-        let Some(member) = lock(done).remove(next) else {
+        let Some(member) = crate::helper::lock(done).remove(next) else {
             return Ok(());
         };
         out.write_all(&member)?;
         next.1 += 1;
     }
-}
-
-/// The members made so far, whether or not a thread panicked holding the
-/// lock (its panic is resumed when it is joined).
-fn lock(done: &Mutex<Done>) -> std::sync::MutexGuard<'_, Done> {
-    done.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Pieces of [`gzip_piped`]: small, so that compressing starts early.
@@ -207,7 +201,7 @@ fn compress_all_waiting(
         };
         // Each compressor sizes the member's buffer itself.
         let member = large_member_into(&piece, Vec::new(), &mut deflate)?;
-        lock(done).insert(i, member);
+        crate::helper::lock(done).insert(i, member);
     }
 }
 

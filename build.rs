@@ -3,10 +3,11 @@
 //!
 //! Then looks for ISA-L's igzip (Debian `libisal-dev`): when
 //! `<isa-l/igzip_lib.h>` is installed, `src/write/pprof/isal.c` is compiled
-//! against it, `libisal` is linked and `cfg(profconv_isal)` is set, and the
-//! gzip members of large pprof outputs are compressed with it
-//! (`src/write/pprof/isal.rs`). Without it the build is pure Rust (zlib-rs).
-//! `PROFCONV_ISAL=0` builds without it even when it is installed.
+//! against it and `cfg(profconv_isal)` is set; the library itself is opened
+//! at run time (`dlopen`), and the gzip members of large pprof outputs are
+//! compressed with it where it is there (`src/write/pprof/isal.rs`).
+//! Without the header the build is pure Rust (zlib-rs). `PROFCONV_ISAL=0`
+//! builds without it even when it is installed.
 //!
 //! Last, on Linux with the GNU C library, the command starts with less to
 //! do ([`link_for_a_quick_start`]).
@@ -60,7 +61,8 @@ fn static_unwinder_dir() -> Option<std::path::PathBuf> {
         .flatten()
 }
 
-/// Compiles and links the ISA-L shim when the library's header is there.
+/// Compiles the ISA-L shim when the library's header is there (the
+/// library is opened at run time).
 fn link_isal() {
     const SHIM: &str = "src/write/pprof/isal.c";
     println!("cargo:rustc-check-cfg=cfg(profconv_isal)");
@@ -73,16 +75,7 @@ fn link_isal() {
             .cargo_warnings(false)
             .try_compile("profconv_isal")
             .is_ok();
-    let gzip = if compiled {
-        println!("cargo:rustc-link-lib=isal");
+    if compiled {
         println!("cargo:rustc-cfg=profconv_isal");
-        "ISA-L igzip (libisal)"
-    } else {
-        "zlib-rs (no libisal-dev at build time)"
-    };
-    // For `profconv --version`.
-    println!(
-        "cargo:rustc-env=PROFCONV_LONG_VERSION={} (large pprof outputs gzip-compressed with {gzip})",
-        std::env::var("CARGO_PKG_VERSION").unwrap_or_default()
-    );
+    }
 }

@@ -35,7 +35,6 @@ Exit codes: 0 ok, 1 bad input, 2 usage.";
 #[command(
     name = "profconv",
     version,
-    long_version = env!("PROFCONV_LONG_VERSION"),
     about = "Convert legacy profiles (gprof gmon.out, mpatrol, DCPI, APS) to pprof, folded stacks, flamegraph SVG, speedscope and callgrind",
     after_help = EXAMPLES,
     args_conflicts_with_subcommands = true,
@@ -647,6 +646,16 @@ fn log_line(n: usize, of: usize, record: &profconv::archive::Record) {
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {
+            // What compresses is known at run time (ISA-L's library is
+            // opened, not linked).
+            println!(
+                "profconv {} (large pprof outputs gzip-compressed with {})",
+                env!("CARGO_PKG_VERSION"),
+                profconv::write::pprof::compressor()
+            );
+            return 0;
+        }
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() { 2 } else { 0 };

@@ -1,10 +1,12 @@
 //! Gzip members of large pprof outputs compressed with ISA-L's igzip
 //! (Intel's Intelligent Storage Acceleration Library, hand-written SIMD
-//! deflate), when profconv is built with it: `build.rs` compiles `isal.c`
-//! against the installed `<isa-l/igzip_lib.h>` (Debian `libisal-dev`),
-//! links `libisal` and sets `cfg(profconv_isal)`. Without it,
-//! [`gzip_member_into`] hands the buffer back and the caller compresses
-//! with zlib-rs.
+//! deflate), where profconv is built with it and the library is there:
+//! `build.rs` compiles `isal.c` against the installed
+//! `<isa-l/igzip_lib.h>` (Debian `libisal-dev`) and sets
+//! `cfg(profconv_isal)`; `isal.c` opens `libisal.so.2` at the first
+//! [`available`] (the command line asks on a thread of its own as it
+//! starts). Without either, [`gzip_member_into`] hands the buffer back and
+//! the caller compresses with zlib-rs.
 //!
 //! Why: a large output's time is mostly deflate. On the DCPI benchmark's
 //! 303 MB message igzip's level 1 runs at ≈ 406 MB/s and makes 28.5 % of
@@ -13,13 +15,42 @@
 //! MB/s, 37 % against 45 %. Small outputs keep zlib-rs (their bytes do not
 //! depend on the build).
 
-/// Whether this build compresses large outputs with ISA-L (`profconv
-/// --version` says so).
+/// Whether this build was made with ISA-L's header (so can use the
+/// library where it is installed).
 pub const BUILT: bool = cfg!(profconv_isal);
+
+/// Whether ISA-L compresses here: built with it and `libisal.so.2` found.
+/// The first call opens the library (≈ 0.1 ms; every later one reads a
+/// flag).
+pub fn available() -> bool {
+    #[cfg(profconv_isal)]
+    {
+        static LOADED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        // SAFETY: isal.c's loader only opens the library and reads two of
+        // its symbols; the OnceLock runs it once, before any member is
+        // made (each asks here first).
+        *LOADED.get_or_init(|| unsafe { ffi::profconv_isal_load() } != 0)
+    }
+    #[cfg(not(profconv_isal))]
+    false
+}
+
+/// What compresses large pprof outputs here, for `profconv --version`.
+pub fn compressor() -> &'static str {
+    if available() {
+        "ISA-L igzip (libisal.so.2)"
+    } else if BUILT {
+        "zlib-rs (libisal.so.2 was not found)"
+    } else {
+        "zlib-rs (built without libisal-dev)"
+    }
+}
 
 #[cfg(profconv_isal)]
 mod ffi {
     extern "C" {
+        /// Opens libisal and finds its functions: 1 when they are there.
+        pub fn profconv_isal_load() -> std::os::raw::c_int;
         /// `ISAL_DEF_LVL1_DEFAULT`: the level buffer's size.
         pub fn profconv_isal_level_buf_len() -> usize;
         /// One gzip member of `input` into `out`; its length, 0 on failure.
@@ -35,11 +66,15 @@ mod ffi {
 }
 
 /// One gzip member of `piece` at igzip's level 1, written into `out`
-/// (emptied first, its capacity reused); `Err(out)` when this build has no
-/// ISA-L or the member did not fit, for the caller to compress another way.
+/// (emptied first, its capacity reused); `Err(out)` when ISA-L is not
+/// [`available`] or the member did not fit, for the caller to compress
+/// another way.
 #[cfg(profconv_isal)]
 pub fn gzip_member_into(piece: &[u8], mut out: Vec<u8>) -> Result<Vec<u8>, Vec<u8>> {
     use std::cell::RefCell;
+    if !available() {
+        return Err(out);
+    }
     thread_local! {
         /// igzip's level-1 tables (276 KiB), kept from member to member.
         static LEVEL_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -57,10 +92,10 @@ pub fn gzip_member_into(piece: &[u8], mut out: Vec<u8>) -> Result<Vec<u8>, Vec<u
             // SAFETY: returns a constant.
             buf.resize(unsafe { ffi::profconv_isal_level_buf_len() }, 0);
         }
-        // SAFETY: `piece` is read and `out`'s spare capacity (at least
-        // `room` bytes) and `buf` written only within the lengths passed
-        // (each below 4 GiB, as isal.c needs); the stream state lives on the
-        // C stack for the call alone.
+        // SAFETY: the library is loaded (`available`); `piece` is read and
+        // `out`'s spare capacity (at least `room` bytes) and `buf` written
+        // only within the lengths passed (each below 4 GiB, as isal.c
+        // needs); the stream state lives on the C stack for the call alone.
         unsafe {
             ffi::profconv_isal_gzip(
                 piece.as_ptr(),
@@ -81,7 +116,7 @@ pub fn gzip_member_into(piece: &[u8], mut out: Vec<u8>) -> Result<Vec<u8>, Vec<u
     Ok(out)
 }
 
-/// Without ISA-L: the buffer back, for the caller's zlib-rs.
+/// Built without ISA-L: the buffer back, for the caller's zlib-rs.
 #[cfg(not(profconv_isal))]
 pub fn gzip_member_into(_piece: &[u8], out: Vec<u8>) -> Result<Vec<u8>, Vec<u8>> {
     Err(out)
@@ -102,7 +137,7 @@ mod tests {
             .collect();
         for piece in [Vec::new(), b"gmon".to_vec(), records, random(3 << 20)] {
             let made = super::gzip_member_into(&piece, Vec::new());
-            assert_eq!(made.is_ok(), super::BUILT, "a member iff ISA-L is built");
+            assert_eq!(made.is_ok(), super::available(), "a member iff ISA-L is there");
             let Ok(member) = made else { continue };
             let mut back = Vec::new();
             flate2::read::GzDecoder::new(&member[..])
@@ -112,14 +147,16 @@ mod tests {
         }
     }
 
-    /// CI installs libisal-dev (`.ci/run`): there the path is built and
-    /// tested, not skipped.
+    /// CI installs libisal-dev (`.ci/run`), which brings libisal2: there
+    /// the path is built, loaded and tested, not skipped.
     #[test]
-    fn isal_is_built_under_ci() {
+    fn isal_is_built_and_loaded_under_ci() {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        let off = std::env::var("PROFCONV_ISAL").is_ok_and(|v| v == "0");
         assert!(
-            super::BUILT || !ci || std::env::var("PROFCONV_ISAL").is_ok_and(|v| v == "0"),
-            "CI=true but profconv was built without ISA-L (install libisal-dev)"
+            super::available() || !ci || off,
+            "CI=true but ISA-L is not used: {}",
+            super::compressor()
         );
     }
 }

@@ -73,7 +73,7 @@ pub(super) fn way(profile: &Profile) -> Way {
     let guess = super::samples_len_guess(profile) + 16 * profile.locations().len();
     if guess >= MIN_BYTES {
         Way::Members(PIECE)
-    } else if super::isal::BUILT {
+    } else if super::isal::available() {
         // ISA-L compresses about as fast as this thread encodes: members of
         // an eighth of the message, compressed by both threads as they come,
         // beat one member compressed as it comes (the piped way).
@@ -345,7 +345,7 @@ mod tests {
             let p = profile(n);
             let encoded = super::super::encode(&p);
             assert!(encoded.len() > 4 * SMALL_PIECE, "{} bytes", encoded.len());
-            assert!(n > 6_000 || way(&p) == Way::Piped || cores == 1 || super::super::isal::BUILT);
+            assert!(n > 6_000 || way(&p) == Way::Piped || cores == 1 || super::super::isal::available());
             let expected = super::super::gzip_members(&encoded).unwrap();
             assert!(n == 6_000 || expected.len() > 1 || cores == 1);
             assert!(gzip_piped(&p).unwrap() == expected, "{n} samples");

@@ -137,7 +137,11 @@ mod tests {
             .collect();
         for piece in [Vec::new(), b"gmon".to_vec(), records, random(3 << 20)] {
             let made = super::gzip_member_into(&piece, Vec::new());
-            assert_eq!(made.is_ok(), super::available(), "a member iff ISA-L is there");
+            assert_eq!(
+                made.is_ok(),
+                super::available(),
+                "a member iff ISA-L is there"
+            );
             let Ok(member) = made else { continue };
             let mut back = Vec::new();
             flate2::read::GzDecoder::new(&member[..])

@@ -345,7 +345,9 @@ mod tests {
             let p = profile(n);
             let encoded = super::super::encode(&p);
             assert!(encoded.len() > 4 * SMALL_PIECE, "{} bytes", encoded.len());
-            assert!(n > 6_000 || way(&p) == Way::Piped || cores == 1 || super::super::isal::available());
+            assert!(
+                n > 6_000 || way(&p) == Way::Piped || cores == 1 || super::super::isal::available()
+            );
             let expected = super::super::gzip_members(&encoded).unwrap();
             assert!(n == 6_000 || expected.len() > 1 || cores == 1);
             assert!(gzip_piped(&p).unwrap() == expected, "{n} samples");

@@ -225,8 +225,8 @@ impl HeapAhead {
 /// while this one goes on, asks how many CPUs there are
 /// (`profconv::helper::cores`: 60 to 100 µs that the pprof writer would
 /// otherwise spend first), and opens ISA-L's library
-/// (`profconv::write::pprof::load_compressor`, ≈ 0.1 ms, before linked:
-/// loaded before `main` on this thread).
+/// (`profconv::write::pprof::load_compressor`: ≈ 0.1 ms that, while the
+/// library was linked, the loader spent before `main`).
 fn keep_a_second_cpu_in_use(next: Option<HeapAhead>) {
     let _ = std::thread::Builder::new()
         .stack_size(64 << 10)

@@ -221,7 +221,9 @@ impl HeapAhead {
 /// changes nothing, one asleep does, pinned to either CPU or not. Elsewhere
 /// it costs a thread start and a 64 KiB stack.
 ///
-/// Before it sleeps, it has the heap ahead backed (`next`), on its CPU
+/// Before it sleeps, it starts the library's helper thread
+/// (`profconv::helper::start`: waiting awake for its first task, it keeps
+/// the second CPU running), has the heap ahead backed (`next`), on its CPU
 /// while this one goes on, asks how many CPUs there are
 /// (`profconv::helper::cores`: 60 to 100 µs that the pprof writer would
 /// otherwise spend first), and opens ISA-L's library
@@ -231,6 +233,7 @@ fn keep_a_second_cpu_in_use(next: Option<HeapAhead>) {
     let _ = std::thread::Builder::new()
         .stack_size(64 << 10)
         .spawn(move || {
+            profconv::helper::start();
             if let Some(next) = next {
                 next.populate();
             }

@@ -425,7 +425,7 @@ fn is_elf_executable(path: &Path) -> bool {
 /// directory holds many gmon files and one program.
 fn neighbour_binary(input: &Path, cache: &Neighbours) -> Option<PathBuf> {
     let dir = input.parent()?;
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = crate::helper::lock(cache);
     cache
         .entry(dir.to_path_buf())
         .or_insert_with(|| find_neighbour_binary(dir))

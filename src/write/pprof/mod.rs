@@ -522,6 +522,23 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<pb::Profile, String> {
     pb::Profile::decode(data).map_err(|e| e.to_string())
 }
 
+/// The decoded bytes of each gzip member of `joined`, in order (a member
+/// ends where its trailer does): for tests of the members' order and
+/// content, whatever compressor made them.
+#[cfg(test)]
+fn decoded_members(joined: &[u8]) -> Vec<Vec<u8>> {
+    let (mut rest, mut members) = (joined, Vec::new());
+    while !rest.is_empty() {
+        // A bufread decoder stops at its member's end.
+        let mut member = flate2::bufread::GzDecoder::new(rest);
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(&mut member, &mut back).unwrap();
+        members.push(back);
+        rest = member.into_inner();
+    }
+    members
+}
+
 #[cfg(test)]
 mod gzip_tests {
     use super::*;

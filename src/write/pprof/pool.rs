@@ -212,7 +212,12 @@ mod tests {
     use super::*;
 
     /// Pieces of different sizes and contents, compressed by the pool,
-    /// come out as the members `large_member_into` makes, in order.
+    /// come out as one gzip member each, in order; with zlib-rs (whose
+    /// bytes do not vary) as the very members `large_member_into` makes.
+    ///
+    /// igzip's bytes are not compared: on these machines the same piece
+    /// compressed on two threads, or in two processes, now and then gives
+    /// two different (equally valid) members (`isal.rs`).
     #[test]
     fn members_come_out_in_order() {
         let pieces: Vec<Vec<u8>> = (0..40u32)
@@ -242,14 +247,18 @@ mod tests {
                 assert!(pool.in_pool() <= threads + 1 || pool.bytes_in_pool() <= max_bytes);
             }
             pool.finish(&mut out).unwrap();
-            let mut expected = Vec::new();
-            let mut deflate = super::super::LazyDeflate::default();
-            for piece in &pieces {
-                let member =
-                    super::super::large_member_into(piece, Vec::new(), &mut deflate).unwrap();
-                expected.extend_from_slice(&member);
+            let members = super::super::decoded_members(&out);
+            assert!(members == pieces, "{threads} threads: the pieces, in order");
+            if !super::super::isal::available() {
+                let mut expected = Vec::new();
+                let mut deflate = super::super::LazyDeflate::default();
+                for piece in &pieces {
+                    let member =
+                        super::super::large_member_into(piece, Vec::new(), &mut deflate).unwrap();
+                    expected.extend_from_slice(&member);
+                }
+                assert!(out == expected, "{threads} threads: zlib-rs's members");
             }
-            assert_eq!(out, expected, "{threads} threads");
         }
     }
 

@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use std::process::Command;
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
@@ -53,4 +54,71 @@ fn version_names_what_compresses_here() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
     assert_eq!(profconv(&["-V"]).stdout, out.stdout);
+}
+
+/// `PROFCONV_ISAL=0` makes a run compress with zlib-rs, whose members are
+/// the same bytes every run (igzip's now and then are not); the profile is
+/// the one ISA-L's members decode to.
+#[test]
+fn profconv_isal_0_compresses_with_zlib_rs_the_same_bytes_every_run() {
+    use common::gen::dcpi::{build_db, DbSpec};
+    let off = Command::new(profconv_bin())
+        .arg("--version")
+        .env("PROFCONV_ISAL", "0")
+        .output()
+        .unwrap();
+    let version = String::from_utf8_lossy(&off.stdout);
+    assert!(version.contains("with zlib-rs ("), "{version}");
+    let on = Command::new(profconv_bin())
+        .arg("--version")
+        .env_remove("PROFCONV_ISAL")
+        .output()
+        .unwrap();
+    let igzip = String::from_utf8_lossy(&on.stdout).contains("ISA-L");
+    // 400 000 sampled addresses: streamed, in members of 1 MiB (three).
+    let dir = tempdir();
+    let db = dir.path().join("db");
+    build_db(
+        &db,
+        &DbSpec {
+            images: 2,
+            insns: 200_000,
+            sampled_per_mille: 1000,
+            epochs: 1,
+            events: vec![("cycles".into(), 63488)],
+            one_event_each: false,
+            seed: 7,
+        },
+    );
+    let convert = |name: &str, isal_off: bool| {
+        let out = dir.path().join(name);
+        let mut command = Command::new(profconv_bin());
+        command.args([
+            db.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--quiet".as_ref(),
+        ]);
+        if isal_off {
+            command.env("PROFCONV_ISAL", "0");
+        } else {
+            command.env_remove("PROFCONV_ISAL");
+        }
+        assert!(command.status().unwrap().success());
+        std::fs::read(out).unwrap()
+    };
+    let (first, second) = (convert("a.pb.gz", true), convert("b.pb.gz", true));
+    let zlib = gzip_members(&first);
+    assert!(zlib.len() > 2, "{} members", zlib.len());
+    assert!(zlib.iter().all(|(xfl, _)| *xfl == 4), "zlib-rs's headers");
+    assert!(first == second, "the same bytes on each run");
+    let default = gzip_members(&convert("c.pb.gz", false));
+    assert!(
+        default
+            .iter()
+            .all(|(xfl, _)| *xfl == if igzip { 0 } else { 4 }),
+        "ISA-L's members where it is there ({igzip})"
+    );
+    let decoded = |m: &[(u8, Vec<u8>)]| m.iter().flat_map(|(_, b)| b.clone()).collect::<Vec<u8>>();
+    assert!(decoded(&default) == decoded(&zlib), "the same profile");
 }

@@ -431,3 +431,19 @@ pub fn aps_file(hot: usize) -> Vec<u8> {
     }
     .bytes()
 }
+
+/// The gzip members of a `.pb.gz`, each as its header's XFL byte (0 for
+/// igzip's, 4 for zlib-rs's fastest level) and its decoded bytes.
+pub fn gzip_members(bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let (mut rest, mut members) = (bytes, Vec::new());
+    while !rest.is_empty() {
+        let xfl = rest[8];
+        // A bufread decoder stops at its member's end.
+        let mut member = flate2::bufread::GzDecoder::new(rest);
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(&mut member, &mut back).unwrap();
+        members.push((xfl, back));
+        rest = member.into_inner();
+    }
+    members
+}

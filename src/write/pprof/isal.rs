@@ -8,6 +8,14 @@
 //! starts). Without either, [`gzip_member_into`] hands the buffer back and
 //! the caller compresses with zlib-rs.
 //!
+//! `PROFCONV_ISAL=0` in the environment turns it off for a run (and, at
+//! build time, leaves it out of the build): zlib-rs's members are the same
+//! bytes from run to run, igzip's not always. On these machines about one
+//! process in a hundred and fifty compresses some pieces into other members
+//! than the rest do, whichever thread, CPU or buffer addresses (a C program
+//! calling libisal2 2.30 directly does the same); the members always decode
+//! to the same bytes, so the profile never changes.
+//!
 //! Why: a large output's time is mostly deflate. On the DCPI benchmark's
 //! 303 MB message igzip's level 1 runs at ≈ 406 MB/s and makes 28.5 % of
 //! the bytes, zlib-rs's level 1 (the one flate2 offers that fast) ≈ 315
@@ -19,9 +27,9 @@
 /// library where it is installed).
 pub const BUILT: bool = cfg!(profconv_isal);
 
-/// Whether ISA-L compresses here: built with it and `libisal.so.2` found.
-/// The first call opens the library (≈ 0.1 ms; every later one reads a
-/// flag).
+/// Whether ISA-L compresses here: built with it, not [`turned_off`], and
+/// `libisal.so.2` found. The first call opens the library (≈ 0.1 ms; every
+/// later one reads a flag).
 pub fn available() -> bool {
     #[cfg(profconv_isal)]
     {
@@ -29,16 +37,24 @@ pub fn available() -> bool {
         // SAFETY: isal.c's loader only opens the library and reads two of
         // its symbols; the OnceLock runs it once, before any member is
         // made (each asks here first).
-        *LOADED.get_or_init(|| unsafe { ffi::profconv_isal_load() } != 0)
+        *LOADED.get_or_init(|| !turned_off() && unsafe { ffi::profconv_isal_load() } != 0)
     }
     #[cfg(not(profconv_isal))]
     false
+}
+
+/// Whether `PROFCONV_ISAL=0` is set: zlib-rs compresses this run, for
+/// outputs whose bytes do not vary from run to run.
+fn turned_off() -> bool {
+    std::env::var_os("PROFCONV_ISAL").is_some_and(|v| v == "0")
 }
 
 /// What compresses large pprof outputs here, for `profconv --version`.
 pub fn compressor() -> &'static str {
     if available() {
         "ISA-L igzip (libisal.so.2)"
+    } else if BUILT && turned_off() {
+        "zlib-rs (PROFCONV_ISAL=0)"
     } else if BUILT {
         "zlib-rs (libisal.so.2 was not found)"
     } else {

@@ -10,14 +10,62 @@
  * parses; profconv's command line loads it on a thread of its own while
  * the command starts. Where it is missing, profconv_isal_load says so and
  * the Rust side compresses with zlib-rs.
+ *
+ * igzip's level-1 members depend on where the stream structure lies: the
+ * same piece compressed with the structure at another address comes out
+ * (now and then) as another member, equally valid. Measured with libisal2
+ * 2.30 called from C: 27 of 4 096 places 1 MiB apart, the same ones every
+ * run; the input, output and level buffers' places change nothing. On a
+ * thread's stack the place changed with every process (ASLR) and thread,
+ * so outputs did too. The streams therefore lie at fixed places, mapped
+ * once: a member made with slot n is the same bytes in every run.
  */
 #include <dlfcn.h>
 #include <isa-l/igzip_lib.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
 
 static void (*init_fn)(struct isal_zstream *);
 static int (*deflate_fn)(struct isal_zstream *);
+
+/*
+ * PROFCONV_ISAL_SLOTS streams, each SLOT_BYTES apart from SLOTS_AT: far
+ * from where Linux puts programs (0x400000, 0x55..), their heaps and
+ * mappings (0x7f..) and stacks (0x7ff..). NULL when the place was taken
+ * (or the kernel, before 4.17, does not know MAP_FIXED_NOREPLACE): then
+ * each stream lies on its caller's stack, as before.
+ */
+#define PROFCONV_ISAL_SLOTS 16
+#define SLOTS_AT ((uintptr_t)0x2a5100000000ULL)
+#define SLOT_BYTES (((sizeof(struct isal_zstream) + 4095) / 4096) * 4096)
+static unsigned char *slots;
+
+/* Maps the slots at their place. */
+static void map_slots(void)
+{
+    size_t len = PROFCONV_ISAL_SLOTS * SLOT_BYTES;
+    void *at = mmap((void *)SLOTS_AT, len, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (at == MAP_FAILED) {
+        return;
+    }
+    if ((uintptr_t)at != SLOTS_AT) {
+        munmap(at, len); /* an old kernel took the place as a hint */
+        return;
+    }
+    slots = at;
+    /* A level-1 stream touches only its first page (the state before its
+     * history buffer): faulted in here, on the spare thread, rather than
+     * by the threads compressing the output at its end. */
+    for (size_t n = 0; n < PROFCONV_ISAL_SLOTS; n++) {
+        ((volatile unsigned char *)slots)[n * SLOT_BYTES] = 0;
+    }
+}
 
 /*
  * Opens libisal (its ABI's name, libisal.so.2, else the development
@@ -36,7 +84,20 @@ int profconv_isal_load(void)
     }
     init_fn = (void (*)(struct isal_zstream *))dlsym(lib, "isal_deflate_init");
     deflate_fn = (int (*)(struct isal_zstream *))dlsym(lib, "isal_deflate");
-    return init_fn && deflate_fn;
+    if (!init_fn || !deflate_fn) {
+        return 0;
+    }
+    map_slots();
+    return 1;
+}
+
+/* How many slots there are (the Rust side keeps one lock each). */
+size_t profconv_isal_slots(void) { return PROFCONV_ISAL_SLOTS; }
+
+/* Where slot n's stream lies, 0 when the slots are not mapped. */
+uintptr_t profconv_isal_slot_address(size_t n)
+{
+    return slots && n < PROFCONV_ISAL_SLOTS ? (uintptr_t)(slots + n * SLOT_BYTES) : 0;
 }
 
 /* The level buffer profconv_isal_gzip needs, in bytes. */
@@ -47,26 +108,33 @@ size_t profconv_isal_level_buf_len(void) { return ISAL_DEF_LVL1_DEFAULT; }
  * out[0..out_cap], at level 1, with level_buf of
  * profconv_isal_level_buf_len() bytes. Returns the member's length, or 0 if
  * it did not fit in out or ISA-L failed. in_len and out_cap are below 4 GiB
- * (the Rust side checks); profconv_isal_load returned 1 before.
+ * (the Rust side checks); profconv_isal_load returned 1 before. The stream
+ * is slot's (which the caller holds alone), or on this stack when the
+ * slots are not mapped.
  */
 size_t profconv_isal_gzip(const uint8_t *in, size_t in_len, uint8_t *out, size_t out_cap,
-                          uint8_t *level_buf, size_t level_buf_len)
+                          uint8_t *level_buf, size_t level_buf_len, size_t slot)
 {
-    struct isal_zstream stream;
-    init_fn(&stream);
-    stream.level = 1;
-    stream.level_buf = level_buf;
-    stream.level_buf_size = (uint32_t)level_buf_len;
-    stream.end_of_stream = 1;
-    stream.flush = NO_FLUSH;
-    stream.gzip_flag = IGZIP_GZIP;
-    stream.next_in = (uint8_t *)in; /* read only: ISA-L never writes its input */
-    stream.avail_in = (uint32_t)in_len;
-    stream.next_out = out;
-    stream.avail_out = (uint32_t)out_cap;
-    if (deflate_fn(&stream) != COMP_OK || stream.avail_in != 0
-        || stream.internal_state.state != ZSTATE_END) {
+    struct isal_zstream on_stack;
+    struct isal_zstream *stream = &on_stack;
+    uintptr_t at = profconv_isal_slot_address(slot);
+    if (at) {
+        stream = (struct isal_zstream *)at;
+    }
+    init_fn(stream);
+    stream->level = 1;
+    stream->level_buf = level_buf;
+    stream->level_buf_size = (uint32_t)level_buf_len;
+    stream->end_of_stream = 1;
+    stream->flush = NO_FLUSH;
+    stream->gzip_flag = IGZIP_GZIP;
+    stream->next_in = (uint8_t *)in; /* read only: ISA-L never writes its input */
+    stream->avail_in = (uint32_t)in_len;
+    stream->next_out = out;
+    stream->avail_out = (uint32_t)out_cap;
+    if (deflate_fn(stream) != COMP_OK || stream->avail_in != 0
+        || stream->internal_state.state != ZSTATE_END) {
         return 0;
     }
-    return stream.total_out;
+    return stream->total_out;
 }

@@ -9,12 +9,14 @@
 //! the caller compresses with zlib-rs.
 //!
 //! `PROFCONV_ISAL=0` in the environment turns it off for a run (and, at
-//! build time, leaves it out of the build): zlib-rs's members are the same
-//! bytes from run to run, igzip's not always. On these machines about one
-//! process in a hundred and fifty compresses some pieces into other members
-//! than the rest do, whichever thread, CPU or buffer addresses (a C program
-//! calling libisal2 2.30 directly does the same); the members always decode
-//! to the same bytes, so the profile never changes.
+//! build time, leaves it out of the build).
+//!
+//! igzip's member of a piece depends on where its stream structure lies
+//! in memory (`isal.c`): on a thread's stack, about one process in 150
+//! made some members other bytes than the rest did (decoding the same).
+//! The streams now lie at fixed places, one per member index modulo
+//! `SLOTS`, so an output is the same bytes in every run, with ISA-L as
+//! with zlib-rs.
 //!
 //! Why: a large output's time is mostly deflate. On the DCPI benchmark's
 //! 303 MB message igzip's level 1 runs at ≈ 406 MB/s and makes 28.5 % of
@@ -43,8 +45,8 @@ pub fn available() -> bool {
     false
 }
 
-/// Whether `PROFCONV_ISAL=0` is set: zlib-rs compresses this run, for
-/// outputs whose bytes do not vary from run to run.
+/// Whether `PROFCONV_ISAL=0` is set: zlib-rs compresses this run (the
+/// bytes a build without ISA-L writes).
 fn turned_off() -> bool {
     std::env::var_os("PROFCONV_ISAL").is_some_and(|v| v == "0")
 }
@@ -69,7 +71,8 @@ mod ffi {
         pub fn profconv_isal_load() -> std::os::raw::c_int;
         /// `ISAL_DEF_LVL1_DEFAULT`: the level buffer's size.
         pub fn profconv_isal_level_buf_len() -> usize;
-        /// One gzip member of `input` into `out`; its length, 0 on failure.
+        /// One gzip member of `input` into `out` with slot `slot`'s
+        /// stream; its length, 0 on failure.
         pub fn profconv_isal_gzip(
             input: *const u8,
             in_len: usize,
@@ -77,16 +80,41 @@ mod ffi {
             out_cap: usize,
             level_buf: *mut u8,
             level_buf_len: usize,
+            slot: usize,
         ) -> usize;
+        /// Where slot `n`'s stream lies (0 when the slots are not mapped).
+        #[cfg(test)]
+        pub fn profconv_isal_slot_address(n: usize) -> usize;
+        /// How many slots the C side has.
+        #[cfg(test)]
+        pub fn profconv_isal_slots() -> usize;
     }
 }
 
-/// One gzip member of `piece` at igzip's level 1, written into `out`
-/// (emptied first, its capacity reused); `Err(out)` when ISA-L is not
-/// [`available`] or the member did not fit, for the caller to compress
-/// another way.
+/// Streams at fixed places (`isal.c`): igzip's member of a piece depends on
+/// where its stream lies, so member `index` is made with slot `index %
+/// SLOTS` whatever the thread, and is the same bytes in every run. The
+/// C side has as many.
 #[cfg(profconv_isal)]
-pub fn gzip_member_into(piece: &[u8], mut out: Vec<u8>) -> Result<Vec<u8>, Vec<u8>> {
+const SLOTS: usize = 16;
+
+/// Holds slot `index % SLOTS` for the calling thread alone. Members in
+/// flight at once have different indexes modulo [`SLOTS`] (the pool has at
+/// most two per worker and one more), so a thread seldom waits here.
+#[cfg(profconv_isal)]
+fn hold_slot(index: u64) -> (usize, std::sync::MutexGuard<'static, ()>) {
+    use std::sync::Mutex;
+    static HELD: [Mutex<()>; SLOTS] = [const { Mutex::new(()) }; SLOTS];
+    let slot = (index % SLOTS as u64) as usize;
+    (slot, crate::helper::lock(&HELD[slot]))
+}
+
+/// One gzip member of `piece`, the `index`th of its output, at igzip's
+/// level 1, written into `out` (emptied first, its capacity reused);
+/// `Err(out)` when ISA-L is not [`available`] or the member did not fit,
+/// for the caller to compress another way.
+#[cfg(profconv_isal)]
+pub fn gzip_member_into(piece: &[u8], mut out: Vec<u8>, index: u64) -> Result<Vec<u8>, Vec<u8>> {
     use std::cell::RefCell;
     if !available() {
         return Err(out);
@@ -108,10 +136,12 @@ pub fn gzip_member_into(piece: &[u8], mut out: Vec<u8>) -> Result<Vec<u8>, Vec<u
             // SAFETY: returns a constant.
             buf.resize(unsafe { ffi::profconv_isal_level_buf_len() }, 0);
         }
+        let (slot, _held) = hold_slot(index);
         // SAFETY: the library is loaded (`available`); `piece` is read and
         // `out`'s spare capacity (at least `room` bytes) and `buf` written
         // only within the lengths passed (each below 4 GiB, as isal.c
-        // needs); the stream state lives on the C stack for the call alone.
+        // needs); the stream is the slot's, held by this thread alone for
+        // the call (or on the C stack when the slots are not mapped).
         unsafe {
             ffi::profconv_isal_gzip(
                 piece.as_ptr(),
@@ -120,6 +150,7 @@ pub fn gzip_member_into(piece: &[u8], mut out: Vec<u8>) -> Result<Vec<u8>, Vec<u
                 room,
                 buf.as_mut_ptr(),
                 buf.len(),
+                slot,
             )
         }
     });
@@ -134,7 +165,7 @@ pub fn gzip_member_into(piece: &[u8], mut out: Vec<u8>) -> Result<Vec<u8>, Vec<u
 
 /// Built without ISA-L: the buffer back, for the caller's zlib-rs.
 #[cfg(not(profconv_isal))]
-pub fn gzip_member_into(_piece: &[u8], out: Vec<u8>) -> Result<Vec<u8>, Vec<u8>> {
+pub fn gzip_member_into(_piece: &[u8], out: Vec<u8>, _index: u64) -> Result<Vec<u8>, Vec<u8>> {
     Err(out)
 }
 
@@ -152,7 +183,7 @@ mod tests {
             .flat_map(|i| [0x22, 0x0d, 0x08, i as u8, 0x10, 0x01, 0x18, (i * 4) as u8])
             .collect();
         for piece in [Vec::new(), b"gmon".to_vec(), records, random(3 << 20)] {
-            let made = super::gzip_member_into(&piece, Vec::new());
+            let made = super::gzip_member_into(&piece, Vec::new(), 0);
             assert_eq!(
                 made.is_ok(),
                 super::available(),
@@ -164,6 +195,67 @@ mod tests {
                 .read_to_end(&mut back)
                 .unwrap();
             assert!(back == piece, "{} bytes come back", piece.len());
+        }
+    }
+
+    /// The streams lie at their fixed places (where the mapping succeeded,
+    /// as it must under CI), one page-rounded stream apart.
+    #[cfg(profconv_isal)]
+    #[test]
+    fn slots_lie_at_their_fixed_places() {
+        if !super::available() {
+            return;
+        }
+        // SAFETY: both read the C side's constants and table of places.
+        assert_eq!(unsafe { super::ffi::profconv_isal_slots() }, super::SLOTS);
+        let place = |n| unsafe { super::ffi::profconv_isal_slot_address(n) };
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(place(0) != 0 || !ci, "the slots are not mapped");
+        if place(0) == 0 {
+            return;
+        }
+        assert_eq!(place(0), 0x2a51_0000_0000);
+        let apart = place(1) - place(0);
+        assert!(apart % 4096 == 0 && apart >= 82_384, "{apart} bytes apart");
+        for n in 1..super::SLOTS {
+            assert_eq!(place(n), place(0) + n * apart);
+        }
+        assert_eq!(place(super::SLOTS), 0, "no slot past the last");
+    }
+
+    /// A member is the same bytes whichever thread makes it, and whatever
+    /// that thread compressed before; its index alone picks the stream.
+    #[test]
+    fn members_are_the_same_bytes_on_every_thread() {
+        let pieces: Vec<Vec<u8>> = (0..48u32)
+            .map(|i| {
+                let len = (i as usize * 7919) % 50_000;
+                (0..len)
+                    .map(|j| (j as u32 ^ i.wrapping_mul(2_654_435_761)) as u8 % 17)
+                    .collect()
+            })
+            .collect();
+        let n = pieces.len();
+        // Each piece's member, made in `order`.
+        let members = |order: Vec<usize>| {
+            let mut made = vec![Vec::new(); n];
+            for i in order {
+                made[i] =
+                    super::gzip_member_into(&pieces[i], Vec::new(), i as u64).unwrap_or_default();
+            }
+            made
+        };
+        let here = members((0..n).collect());
+        // Four threads at once, each backwards from another piece.
+        let there: Vec<Vec<Vec<u8>>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..4)
+                .map(|t| scope.spawn(move || members((0..n - t).rev().collect())))
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for (t, made) in there.iter().enumerate() {
+            let differ: Vec<usize> = (0..n - t).filter(|&i| made[i] != here[i]).collect();
+            assert!(differ.is_empty(), "thread {t}: members {differ:?} differ");
         }
     }
 

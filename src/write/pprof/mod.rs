@@ -416,15 +416,17 @@ impl LazyDeflate {
     }
 }
 
-/// One gzip member of a piece of a large output (the streamed pool's, and
-/// [`whole::write_gzip_members`]'): ISA-L's when this build has it ([`isal`]),
-/// else [`gzip_member_into`]'s.
+/// One gzip member of a piece of a large output, its `index`th (the
+/// streamed pool's, and [`whole::write_gzip_members`]'): ISA-L's when this
+/// build has it ([`isal`]), else [`gzip_member_into`]'s. Either way the
+/// same bytes in every run.
 fn large_member_into(
     piece: &[u8],
     out: Vec<u8>,
     deflate: &mut LazyDeflate,
+    index: u64,
 ) -> std::io::Result<Vec<u8>> {
-    match isal::gzip_member_into(piece, out) {
+    match isal::gzip_member_into(piece, out, index) {
         Ok(member) => Ok(member),
         Err(out) => gzip_member_into(piece, out, deflate.get()),
     }

@@ -199,8 +199,10 @@ fn compress_all_waiting(
         let Ok((i, piece)) = next else {
             return Ok(());
         };
-        // Each compressor sizes the member's buffer itself.
-        let member = large_member_into(&piece, Vec::new(), &mut deflate)?;
+        // Each compressor sizes the member's buffer itself. The two series
+        // of pieces take turns in the member indexes (for ISA-L's slots).
+        let index = 2 * i.1 as u64 + u64::from(i.0);
+        let member = large_member_into(&piece, Vec::new(), &mut deflate, index)?;
         crate::helper::lock(done).insert(i, member);
     }
 }

@@ -26,8 +26,8 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
+#if defined(__linux__) && !defined(MAP_FIXED_NOREPLACE)
+#define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17; older headers lack it */
 #endif
 
 static void (*init_fn)(struct isal_zstream *);
@@ -48,6 +48,9 @@ static unsigned char *slots;
 /* Maps the slots at their place. */
 static void map_slots(void)
 {
+    /* Without MAP_FIXED_NOREPLACE there is no way to ask for a place
+     * without taking another mapping's: the streams stay on the stack. */
+#ifdef MAP_FIXED_NOREPLACE
     size_t len = PROFCONV_ISAL_SLOTS * SLOT_BYTES;
     void *at = mmap((void *)SLOTS_AT, len, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
@@ -65,6 +68,7 @@ static void map_slots(void)
     for (size_t n = 0; n < PROFCONV_ISAL_SLOTS; n++) {
         ((volatile unsigned char *)slots)[n * SLOT_BYTES] = 0;
     }
+#endif
 }
 
 /*

@@ -227,14 +227,7 @@ mod tests {
     /// that thread compressed before; its index alone picks the stream.
     #[test]
     fn members_are_the_same_bytes_on_every_thread() {
-        let pieces: Vec<Vec<u8>> = (0..48u32)
-            .map(|i| {
-                let len = (i as usize * 7919) % 50_000;
-                (0..len)
-                    .map(|j| (j as u32 ^ i.wrapping_mul(2_654_435_761)) as u8 % 17)
-                    .collect()
-            })
-            .collect();
+        let pieces = super::super::test_pieces(48);
         let n = pieces.len();
         // Each piece's member, made in `order`.
         let members = |order: Vec<usize>| {

@@ -524,6 +524,20 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<pb::Profile, String> {
     pb::Profile::decode(data).map_err(|e| e.to_string())
 }
 
+/// `n` pieces of an output for the compressors' tests: 0 to 50 000 bytes
+/// each, compressible (values below 17) in patterns that differ by piece.
+#[cfg(test)]
+fn test_pieces(n: u32) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let len = (i as usize * 7919) % 50_000;
+            (0..len)
+                .map(|j| (j as u32 ^ i.wrapping_mul(2_654_435_761)) as u8 % 17)
+                .collect()
+        })
+        .collect()
+}
+
 /// The decoded bytes of each gzip member of `joined`, in order (a member
 /// ends where its trailer does): for tests of the members' order and
 /// content, whatever compressor made them.

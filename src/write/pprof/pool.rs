@@ -218,14 +218,7 @@ mod tests {
     /// slot, whichever thread makes it).
     #[test]
     fn members_come_out_in_order() {
-        let pieces: Vec<Vec<u8>> = (0..40u32)
-            .map(|i| {
-                let len = (i as usize * 7919) % 50_000;
-                (0..len)
-                    .map(|j| (j as u32 ^ i.wrapping_mul(2_654_435_761)) as u8 % 17)
-                    .collect()
-            })
-            .collect();
+        let pieces = super::super::test_pieces(40);
         for (threads, max_bytes) in [
             (1, POOL_BYTES),
             (2, POOL_BYTES),

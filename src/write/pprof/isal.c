@@ -18,7 +18,8 @@
  * run; the input, output and level buffers' places change nothing. On a
  * thread's stack the place changed with every process (ASLR) and thread,
  * so outputs did too. The streams therefore lie at fixed places, mapped
- * once: a member made with slot n is the same bytes in every run.
+ * once (10.5 MiB of address space, a page of each used): a member made
+ * with slot n is the same bytes in every run.
  */
 #include <dlfcn.h>
 #include <isa-l/igzip_lib.h>
@@ -40,7 +41,8 @@ static int (*deflate_fn)(struct isal_zstream *);
  * (or the kernel, before 4.17, does not know MAP_FIXED_NOREPLACE): then
  * each stream lies on its caller's stack, as before.
  */
-#define PROFCONV_ISAL_SLOTS 16
+#define PROFCONV_ISAL_SLOTS 128
+#define PREFAULTED_SLOTS 16
 #define SLOTS_AT ((uintptr_t)0x2a5100000000ULL)
 #define SLOT_BYTES (((sizeof(struct isal_zstream) + 4095) / 4096) * 4096)
 static unsigned char *slots;
@@ -63,9 +65,10 @@ static void map_slots(void)
     }
     slots = at;
     /* A level-1 stream touches only its first page (the state before its
-     * history buffer): faulted in here, on the spare thread, rather than
-     * by the threads compressing the output at its end. */
-    for (size_t n = 0; n < PROFCONV_ISAL_SLOTS; n++) {
+     * history buffer): those of the slots most outputs use are faulted in
+     * here, on the spare thread, rather than by the threads compressing
+     * the output at its end. */
+    for (size_t n = 0; n < PREFAULTED_SLOTS; n++) {
         ((volatile unsigned char *)slots)[n * SLOT_BYTES] = 0;
     }
 #endif

@@ -96,11 +96,12 @@ mod ffi {
 /// SLOTS` whatever the thread, and is the same bytes in every run. The
 /// C side has as many.
 #[cfg(profconv_isal)]
-const SLOTS: usize = 16;
+const SLOTS: usize = 128;
 
 /// Holds slot `index % SLOTS` for the calling thread alone. Members in
-/// flight at once have different indexes modulo [`SLOTS`] (the pool has at
-/// most two per worker and one more), so a thread seldom waits here.
+/// flight at once have different indexes modulo [`SLOTS`] up to 63 cores
+/// (the pool has at most two per worker and one more), so a thread seldom
+/// waits here.
 #[cfg(profconv_isal)]
 fn hold_slot(index: u64) -> (usize, std::sync::MutexGuard<'static, ()>) {
     use std::sync::Mutex;

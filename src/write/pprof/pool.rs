@@ -240,6 +240,9 @@ mod tests {
             pool.finish(&mut out).unwrap();
             let members = super::super::decoded_members(&out);
             assert!(members == pieces, "{threads} threads: the pieces, in order");
+            if !super::super::isal::same_bytes_every_run() {
+                continue; // ISA-L's streams on each thread's stack
+            }
             let mut expected = Vec::new();
             let mut deflate = super::super::LazyDeflate::default();
             for (i, piece) in pieces.iter().enumerate() {

@@ -277,7 +277,7 @@ mod tests {
     #[test]
     fn isal_is_built_and_loaded_under_ci() {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        let off = std::env::var("PROFCONV_ISAL").is_ok_and(|v| v == "0");
+        let off = super::turned_off();
         assert!(
             super::available() || !ci || off,
             "CI=true but ISA-L is not used: {}",

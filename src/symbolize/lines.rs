@@ -191,7 +191,7 @@ fn unit_answers(
     let base = files.len() as u64;
     let count = names.len() as u64;
     let mut table = Table::new(probes);
-    if Decoder::new(program.header()).and_then(|mut d| d.run(&mut table)) != Some(()) {
+    if Decoder::new(program.header()).and_then(|d| d.run(&mut table)) != Some(()) {
         return vec![Found::Ask; probes.len()];
     }
     let Some(answers) = table.finish() else {
@@ -542,6 +542,9 @@ struct Table<'p> {
     start: u64,
     /// The first probe not yet answered in this sequence.
     next: usize,
+    /// That probe (`u64::MAX` when none is left): a row below it answers
+    /// nothing, and most rows are.
+    pending: u64,
 }
 
 impl<'p> Table<'p> {
@@ -553,6 +556,7 @@ impl<'p> Table<'p> {
             row: None,
             start: 0,
             next: 0,
+            pending: probes.first().copied().unwrap_or(u64::MAX),
         }
     }
 
@@ -570,6 +574,7 @@ impl<'p> Table<'p> {
             self.answers[self.next] = answer;
             self.next += 1;
         }
+        self.pending = self.probes.get(self.next).copied().unwrap_or(u64::MAX);
     }
 
     /// A row that does not end its sequence. `None` when the addresses go
@@ -577,12 +582,17 @@ impl<'p> Table<'p> {
     #[inline]
     fn row(&mut self, new: Row) -> Option<()> {
         match self.row {
+            Some(last) if new.address > last.address => {
+                if self.pending < new.address {
+                    self.answer_until(last, new.address);
+                }
+            }
+            Some(last) if new.address == last.address => {}
             None => {
                 self.start = new.address;
                 self.next = self.probes.partition_point(|&p| p < new.address);
+                self.pending = self.probes.get(self.next).copied().unwrap_or(u64::MAX);
             }
-            Some(last) if new.address == last.address => {}
-            Some(last) if new.address > last.address => self.answer_until(last, new.address),
             Some(_) => return None,
         }
         self.row = Some(new);
@@ -641,7 +651,6 @@ impl<'p> Table<'p> {
 /// decoder does not follow it.
 struct Decoder<'d> {
     bytes: &'d [u8],
-    pos: usize,
     big_endian: bool,
     address_size: u8,
     /// The greatest address (addresses are `address_size` bytes).
@@ -715,7 +724,6 @@ impl<'d> Decoder<'d> {
         }
         Some(Decoder {
             bytes: program.slice(),
-            pos: 0,
             big_endian: gimli::Reader::endian(&program).is_big_endian(),
             address_size,
             mask: u64::MAX >> (64 - 8 * u32::from(address_size)),
@@ -728,10 +736,14 @@ impl<'d> Decoder<'d> {
     }
 
     /// Decodes the whole program into `table`.
-    fn run(&mut self, table: &mut Table<'_>) -> Option<()> {
+    fn run(&self, table: &mut Table<'_>) -> Option<()> {
         let mut regs = Registers::new();
-        while let Some(&opcode) = self.bytes.get(self.pos) {
-            self.pos += 1;
+        // The position is kept here, not in `self`, so that it stays in a
+        // register through the loop.
+        let bytes = self.bytes;
+        let mut pos = 0;
+        while let Some(&opcode) = bytes.get(pos) {
+            pos += 1;
             // Special opcodes first (the opcode base is not 0).
             if opcode >= self.opcode_base {
                 let (line, address) = self.special[usize::from(opcode)];
@@ -741,9 +753,9 @@ impl<'d> Decoder<'d> {
                     table.row(regs.row())?;
                 }
             } else if opcode == 0 {
-                self.extended(&mut regs, table)?;
+                self.extended(&mut pos, &mut regs, table)?;
             } else {
-                self.standard(opcode, &mut regs, table)?;
+                self.standard(opcode, &mut pos, &mut regs, table)?;
             }
         }
         Some(())
@@ -766,23 +778,29 @@ impl<'d> Decoder<'d> {
 
     /// A standard opcode (below the opcode base).
     #[inline(always)]
-    fn standard(&mut self, opcode: u8, regs: &mut Registers, table: &mut Table<'_>) -> Option<()> {
+    fn standard(
+        &self,
+        opcode: u8,
+        pos: &mut usize,
+        regs: &mut Registers,
+        table: &mut Table<'_>,
+    ) -> Option<()> {
         match opcode {
             // DW_LNS_copy
             1 if !regs.tombstone => table.row(regs.row())?,
             1 => {}
             // DW_LNS_advance_pc
             2 => {
-                let advance = self.uleb()?;
+                let advance = uleb(self.bytes, pos)?;
                 self.advance_ops(regs, advance)?;
             }
             // DW_LNS_advance_line
-            3 => regs.advance_line(self.sleb()?),
+            3 => regs.advance_line(sleb(self.bytes, pos)?),
             // DW_LNS_set_file
-            4 => regs.file = self.uleb()?,
+            4 => regs.file = uleb(self.bytes, pos)?,
             // DW_LNS_set_column, DW_LNS_set_isa
             5 | 12 => {
-                self.uleb()?;
+                uleb(self.bytes, pos)?;
             }
             // DW_LNS_negate_stmt, set_basic_block, set_prologue_end,
             // set_epilogue_begin
@@ -794,8 +812,8 @@ impl<'d> Decoder<'d> {
             }
             // DW_LNS_fixed_advance_pc
             9 => {
-                let bytes = self.bytes.get(self.pos..self.pos + 2)?;
-                self.pos += 2;
+                let bytes = self.bytes.get(*pos..*pos + 2)?;
+                *pos += 2;
                 let bytes = [bytes[0], bytes[1]];
                 let advance = if self.big_endian {
                     u16::from_be_bytes(bytes)
@@ -813,11 +831,11 @@ impl<'d> Decoder<'d> {
     }
 
     /// An extended opcode (after a 0 byte and its length).
-    fn extended(&mut self, regs: &mut Registers, table: &mut Table<'_>) -> Option<()> {
-        let length = usize::try_from(self.uleb()?).ok()?;
-        let end = self.pos.checked_add(length)?;
-        let body = self.bytes.get(self.pos..end)?;
-        self.pos = end;
+    fn extended(&self, pos: &mut usize, regs: &mut Registers, table: &mut Table<'_>) -> Option<()> {
+        let length = usize::try_from(uleb(self.bytes, pos)?).ok()?;
+        let end = pos.checked_add(length)?;
+        let body = self.bytes.get(*pos..end)?;
+        *pos = end;
         let (&opcode, operands) = body.split_first()?;
         match opcode {
             // DW_LNE_end_sequence
@@ -862,29 +880,26 @@ impl<'d> Decoder<'d> {
         }
         Some(value)
     }
+}
 
-    #[inline(always)]
-    fn uleb(&mut self) -> Option<u64> {
-        uleb(self.bytes, &mut self.pos)
-    }
-
-    fn sleb(&mut self) -> Option<i64> {
-        let mut value = 0i64;
-        let mut shift = 0;
-        loop {
-            let byte = *self.bytes.get(self.pos)?;
-            self.pos += 1;
-            if shift == 63 {
-                return None; // ten bytes: gimli's checks are not followed
+/// A signed LEB128 number at `bytes[*pos..]`; `None` when truncated or ten
+/// bytes long (gimli's checks are not followed).
+fn sleb(bytes: &[u8], pos: &mut usize) -> Option<i64> {
+    let mut value = 0i64;
+    let mut shift = 0;
+    loop {
+        let byte = *bytes.get(*pos)?;
+        *pos += 1;
+        if shift == 63 {
+            return None; // ten bytes: gimli's checks are not followed
+        }
+        value |= i64::from(byte & 0x7f) << shift;
+        shift += 7;
+        if byte & 0x80 == 0 {
+            if shift < 64 && byte & 0x40 != 0 {
+                value |= !0 << shift;
             }
-            value |= i64::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte & 0x80 == 0 {
-                if shift < 64 && byte & 0x40 != 0 {
-                    value |= !0 << shift;
-                }
-                return Some(value);
-            }
+            return Some(value);
         }
     }
 }

@@ -18,8 +18,12 @@
 #             → .pb.gz vs cat (under prlimit --as, CAP_MB), and profconv info
 # Generated data lives under target/bench/ (gitignored); the big APS and DCPI files are
 # deleted after their case (KEEP=1 keeps them), the gprof programs are kept and reused.
+# Before and after the cases, benches/probe.c (a fixed C loop) runs pinned to each CPU and
+# its times head the table: the machine's speed at the time (≈ 190 ms per CPU when the
+# benchmark machine's host is quiet; a loaded host slows it, and the rows with it).
 #
-# Needs: python3, gcc, GNU gprof, GNU time (Debian `time`), prlimit, cargo.
+# Needs: python3, gcc, GNU gprof, GNU time (Debian `time`), prlimit, cargo; taskset
+# (util-linux) to pin the probe.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -30,7 +34,26 @@ export RESULTS=$ROOT/target/bench/results.tsv
 
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 
+# probe: benches/probe.c pinned to each CPU in turn (unpinned without taskset), in ms,
+# e.g. "cpu0 190.3 ms, cpu1 188.7 ms": how fast the machine runs at that moment.
+PROBE=$ROOT/target/bench/probe
+probe() {
+    local out=() cpu
+    for cpu in $(seq 0 $(($(nproc) - 1))); do
+        if command -v taskset > /dev/null; then
+            out+=("cpu$cpu $(taskset -c "$cpu" "$PROBE") ms")
+        else
+            out+=("$("$PROBE") ms")
+        fi
+    done
+    local IFS=,
+    echo "${out[*]}" | sed 's/,/, /g'
+}
+
 cargo build --release --quiet
+gcc -O2 -o "$PROBE" benches/probe.c
+PROBE_BEFORE=$(probe)
+echo "host probe before: $PROBE_BEFORE"
 if want gprof3k; then N=3000 RUNS=${GPROF_RUNS:-10} benches/gprof.sh; fi
 if want gprof20k; then N=20000 RUNS=${GPROF_RUNS:-5} benches/gprof.sh; fi
 if want gprof20k-cycles; then
@@ -39,13 +62,17 @@ fi
 if want aps; then benches/aps.sh; fi
 if want dcpi; then RUNS=${DCPI_RUNS:-3} benches/dcpi.sh; fi
 
+PROBE_AFTER=$(probe)
+
 echo
-python3 - "$RESULTS" "$(nproc)" "$(git rev-parse --short HEAD)" <<'EOF'
+python3 - "$RESULTS" "$(nproc)" "$(git rev-parse --short HEAD)" "$PROBE_BEFORE" "$PROBE_AFTER" <<'EOF'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 head = ["input", "MB", "profconv s (median wall, CPU)", "MB/s", "peak RSS MiB", "reference (median wall, CPU, peak RSS)",
         "ratio ref/profconv (wall, CPU)", "goal", "result"]
 print("issue 12 benchmarks: %s cores, profconv %s (release)" % (sys.argv[2], sys.argv[3]))
+print("host probe (benches/probe.c pinned to each CPU; ~190 ms each on the benchmark machine "
+      "when its host is quiet): before %s; after %s" % (sys.argv[4], sys.argv[5]))
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for r in rows:

@@ -18,9 +18,9 @@
 #             → .pb.gz vs cat (under prlimit --as, CAP_MB), and profconv info
 # Generated data lives under target/bench/ (gitignored); the big APS and DCPI files are
 # deleted after their case (KEEP=1 keeps them), the gprof programs are kept and reused.
-# Before and after the cases, benches/probe.c (a fixed C loop) runs pinned to each CPU and
-# its times head the table: the machine's speed at the time (≈ 190 ms per CPU when the
-# benchmark machine's host is quiet; a loaded host slows it, and the rows with it).
+# Before and after the cases, benches/probe.c (fixed work: a loop, random memory loads,
+# page faults) runs pinned to each CPU and its times head the table: how fast the machine
+# ran at the time (a loaded host slows them, and the rows with them).
 #
 # Needs: python3, gcc, GNU gprof, GNU time (Debian `time`), prlimit, cargo; taskset
 # (util-linux) to pin the probe.
@@ -34,20 +34,20 @@ export RESULTS=$ROOT/target/bench/results.tsv
 
 want() { [[ " $ONLY " == *" $1 "* ]]; }
 
-# probe: benches/probe.c pinned to each CPU in turn (unpinned without taskset), in ms,
-# e.g. "cpu0 190.3 ms, cpu1 188.7 ms": how fast the machine runs at that moment.
+# probe: benches/probe.c pinned to each CPU in turn (unpinned without taskset), e.g.
+# "cpu0: loop 134.0 ms, memory 442.1 ms, faults 23.5 ms; cpu1: ...".
 PROBE=$ROOT/target/bench/probe
 probe() {
     local out=() cpu
     for cpu in $(seq 0 $(($(nproc) - 1))); do
         if command -v taskset > /dev/null; then
-            out+=("cpu$cpu $(taskset -c "$cpu" "$PROBE") ms")
+            out+=("cpu$cpu: $(taskset -c "$cpu" "$PROBE")")
         else
-            out+=("$("$PROBE") ms")
+            out+=("$("$PROBE")")
         fi
     done
-    local IFS=,
-    echo "${out[*]}" | sed 's/,/, /g'
+    local IFS=';'
+    echo "${out[*]}" | sed 's/;/; /g'
 }
 
 cargo build --release --quiet
@@ -71,8 +71,8 @@ rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 head = ["input", "MB", "profconv s (median wall, CPU)", "MB/s", "peak RSS MiB", "reference (median wall, CPU, peak RSS)",
         "ratio ref/profconv (wall, CPU)", "goal", "result"]
 print("issue 12 benchmarks: %s cores, profconv %s (release)" % (sys.argv[2], sys.argv[3]))
-print("host probe (benches/probe.c pinned to each CPU; ~190 ms each on the benchmark machine "
-      "when its host is quiet): before %s; after %s" % (sys.argv[4], sys.argv[5]))
+print("host probe (benches/probe.c pinned to each CPU) before: %s" % sys.argv[4])
+print("host probe after: %s" % sys.argv[5])
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for r in rows:

@@ -542,9 +542,6 @@ struct Table<'p> {
     start: u64,
     /// The first probe not yet answered in this sequence.
     next: usize,
-    /// That probe (`u64::MAX` when none is left): a row below it answers
-    /// nothing, and most rows are.
-    pending: u64,
 }
 
 impl<'p> Table<'p> {
@@ -556,7 +553,6 @@ impl<'p> Table<'p> {
             row: None,
             start: 0,
             next: 0,
-            pending: probes.first().copied().unwrap_or(u64::MAX),
         }
     }
 
@@ -574,7 +570,6 @@ impl<'p> Table<'p> {
             self.answers[self.next] = answer;
             self.next += 1;
         }
-        self.pending = self.probes.get(self.next).copied().unwrap_or(u64::MAX);
     }
 
     /// A row that does not end its sequence. `None` when the addresses go
@@ -583,7 +578,8 @@ impl<'p> Table<'p> {
     fn row(&mut self, new: Row) -> Option<()> {
         match self.row {
             Some(last) if new.address > last.address => {
-                if self.pending < new.address {
+                // Most rows answer no probe: the first one waiting is past them.
+                if self.probes.get(self.next).is_some_and(|&p| p < new.address) {
                     self.answer_until(last, new.address);
                 }
             }
@@ -591,7 +587,6 @@ impl<'p> Table<'p> {
             None => {
                 self.start = new.address;
                 self.next = self.probes.partition_point(|&p| p < new.address);
-                self.pending = self.probes.get(self.next).copied().unwrap_or(u64::MAX);
             }
             Some(_) => return None,
         }

@@ -19,6 +19,21 @@ fn main() {
         .expect("prost generates the pprof types");
     link_isal();
     link_for_a_quick_start();
+    note_an_instrumented_build();
+}
+
+/// `benches/pgo.sh` builds the command twice: instrumented
+/// (`-Cprofile-generate`), to count what its training runs execute, then
+/// optimized with those counts. An instrumented process writes its counts
+/// from an `atexit` handler, which `main`'s `_exit` skips;
+/// `cfg(profconv_pgo_generate)` has it write them first.
+fn note_an_instrumented_build() {
+    println!("cargo:rustc-check-cfg=cfg(profconv_pgo_generate)");
+    println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    if flags.split('\x1f').any(|f| f.contains("profile-generate")) {
+        println!("cargo:rustc-cfg=profconv_pgo_generate");
+    }
 }
 
 /// Every run of `profconv` starts by loading its shared libraries and

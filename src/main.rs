@@ -27,11 +27,28 @@ fn exit_without_freeing(code: i32) -> ! {
         extern "C" {
             fn _exit(status: std::os::raw::c_int) -> !;
         }
+        write_pgo_counts();
         // SAFETY: _exit ends the process; nothing runs after it.
         unsafe { _exit(code) }
     }
     #[cfg(not(unix))]
     std::process::exit(code)
+}
+
+/// In a build instrumented for profile-guided optimization
+/// (`benches/pgo.sh`), writes the run's counts, which the instrumentation
+/// leaves to an `atexit` handler that `_exit` skips.
+#[cfg(unix)]
+fn write_pgo_counts() {
+    #[cfg(profconv_pgo_generate)]
+    {
+        extern "C" {
+            fn __llvm_profile_write_file() -> std::os::raw::c_int;
+        }
+        // SAFETY: the instrumentation's runtime is linked in this build;
+        // the call writes the counters to the file LLVM_PROFILE_FILE names.
+        unsafe { __llvm_profile_write_file() };
+    }
 }
 
 /// The C library's `pow`, for the command's one caller of it: indicatif

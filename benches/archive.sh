@@ -16,7 +16,8 @@
 # seconds), which would measure the file system, not profconv. `cp -r` of the
 # same archive is timed as the baseline for per-file cost.
 #
-# Environment: N (files), RUNS (default 3), WORK (default /dev/shm/profconv-bench-archive,
+# Environment: N (files), RUNS (default 3), PROFCONV (a binary to measure
+# instead of building one, e.g. benches/pgo.sh's), WORK (default /dev/shm/profconv-bench-archive,
 # else target/bench/archive).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ RUNS=${RUNS:-3}
 if [ -z "${WORK:-}" ]; then
     if [ -d /dev/shm ] && [ -w /dev/shm ]; then WORK=/dev/shm/profconv-bench-archive; else WORK=$ROOT/target/bench/archive; fi
 fi
-PROFCONV=$ROOT/target/release/profconv
+PROFCONV=${PROFCONV:-$ROOT/target/release/profconv}
 GMON=$ROOT/tests/fixtures/gprof/callgraph-nopie.gmon
 BIN=$ROOT/tests/fixtures/gprof/callgraph-nopie
 
@@ -45,8 +46,10 @@ for i in range(n):
 PY
 du -sh "$WORK/archive" | sed 's/^/   /'
 
-echo "== cargo build --release"
-cargo build --release --quiet
+if [ "$PROFCONV" = "$ROOT/target/release/profconv" ]; then
+    echo "== cargo build --release"
+    cargo build --release --quiet
+fi
 
 best_time() { # args: jobs extra...
     local jobs=$1; shift

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gprof.sh - benchmark profconv's gmon.out conversion against GNU gprof on a large program.
 #
-#   benches/gprof.sh [--gprof-only]
+#   benches/gprof.sh [--gprof-only | --prepare]
 #   N=20000 GEN_ARGS="--cycles 20 --recursive 20" benches/gprof.sh
 #
 # 1. Generates a C program with N functions in a deep, wide call graph (benches/gprof_gen.py,
@@ -9,7 +9,8 @@
 #    with gcc -O1 -g -pg (non-PIE) and runs it once (a few seconds) to get gmon.out.
 #    Everything goes to $WORK (default target/bench/gprof-N-GEN-ARGS).  A program built from the same
 #    generator arguments is reused (delete $WORK to force a rebuild).
-# 2. Builds profconv (cargo build --release) unless --gprof-only.
+#    --prepare stops here (benches/pgo.sh trains on the program).
+# 2. Builds profconv (cargo build --release) unless --gprof-only or PROFCONV names a binary.
 # 3. Measures in the same run with benches/measure.py (RUNS interleaved runs each, after a
 #    warm-up under /usr/bin/time -v for the peak RSS)
 #      (a) target/release/profconv gmon.out --binary PROG -o out.pb.gz
@@ -19,7 +20,8 @@
 #
 # Environment: N (functions, default 3000), RUNS (default 10), WORK (work directory),
 #              GEN_ARGS (extra arguments for gprof_gen.py, e.g. "--cycles 20"),
-#              JOBS (parallel gcc jobs, default 2), RESULTS (append a row for run_all.sh).
+#              JOBS (parallel gcc jobs, default 2), RESULTS (append a row for run_all.sh),
+#              PROFCONV (a binary to measure instead of building one, e.g. benches/pgo.sh's).
 # Needs: python3, gcc with glibc -pg support, GNU gprof, GNU time (Debian `time`), cargo.
 set -euo pipefail
 
@@ -28,10 +30,12 @@ ROOT=$PWD
 export LC_ALL=C
 
 GPROF_ONLY=0
+PREPARE=0
 for arg in "$@"; do
     case $arg in
         --gprof-only) GPROF_ONLY=1 ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        --prepare) PREPARE=1 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -44,9 +48,11 @@ SHAPE=$(printf '%s' "${GEN_ARGS:-}" | tr -cs 'a-z0-9' '-' | sed 's/-*$//')
 WORK=$(realpath -m "${WORK:-$ROOT/target/bench/gprof-$N$SHAPE}")
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 PROG=$WORK/prog
-PROFCONV=$TARGET/release/profconv
+PROFCONV=${PROFCONV:-$TARGET/release/profconv}
 
-for tool in python3 gcc gprof /usr/bin/time; do
+tools=(python3 gcc gprof)
+[ "$PREPARE" = 1 ] || tools+=(/usr/bin/time)
+for tool in "${tools[@]}"; do
     command -v "$tool" > /dev/null || { echo "error: $tool not found" >&2; exit 1; }
 done
 
@@ -77,13 +83,16 @@ else
     echo "   run: $(python3 -c "print('%.2f s' % ($t1 - $t0))")"
     echo "$STAMP" > "$WORK/stamp"
 fi
+[ "$PREPARE" = 0 ] || exit 0
 cd "$WORK"
 echo "   gmon.out $(wc -c < gmon.out) bytes, binary $(wc -c < "$PROG") bytes," \
      "text $(size -A "$PROG" | awk '$1 == ".text" {print $2}') bytes"
 
 if [ "$GPROF_ONLY" = 0 ]; then
-    echo "== cargo build --release"
-    (cd "$ROOT" && cargo build --release --quiet)
+    if [ "$PROFCONV" = "$TARGET/release/profconv" ]; then
+        echo "== cargo build --release"
+        (cd "$ROOT" && cargo build --release --quiet)
+    fi
     [ -x "$PROFCONV" ] || { echo "error: $PROFCONV not built" >&2; exit 1; }
     # Fail early (and visibly) if the conversion itself fails.
     "$PROFCONV" gmon.out --binary "$PROG" -o out.pb.gz

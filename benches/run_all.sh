@@ -7,6 +7,8 @@
 #   ONLY="aps dcpi" benches/run_all.sh
 #   GPROF_RUNS=20 DCPI_RUNS=5 benches/run_all.sh   # runs per case (defaults: gprof 10, 5
 #                                 # and 3 by size; DCPI 3)
+#   PGO=1 benches/run_all.sh      # measures the profile-guided build of benches/pgo.sh (built
+#                                 # first, ~10 min) instead of the plain release build
 #
 # Cases (ONLY picks some: gprof3k gprof20k gprof20k-cycles aps dcpi):
 #   gprof3k   gmon.out of a 3000-function gcc -pg program + its binary → .pb.gz vs gprof -b
@@ -50,7 +52,14 @@ probe() {
     echo "${out[*]}" | sed 's/;/; /g'
 }
 
-cargo build --release --quiet
+BUILD=release
+if [ "${PGO:-0}" = 1 ]; then
+    benches/pgo.sh
+    export PROFCONV=${CARGO_TARGET_DIR:-$ROOT/target}/pgo/profconv
+    BUILD="release, profile-guided: benches/pgo.sh"
+else
+    cargo build --release --quiet
+fi
 gcc -O2 -o "$PROBE" benches/probe.c
 PROBE_BEFORE=$(probe)
 echo "host probe before: $PROBE_BEFORE"
@@ -65,12 +74,12 @@ if want dcpi; then RUNS=${DCPI_RUNS:-3} benches/dcpi.sh; fi
 PROBE_AFTER=$(probe)
 
 echo
-python3 - "$RESULTS" "$(nproc)" "$(git rev-parse --short HEAD)" "$PROBE_BEFORE" "$PROBE_AFTER" <<'EOF'
+python3 - "$RESULTS" "$(nproc)" "$(git rev-parse --short HEAD)" "$PROBE_BEFORE" "$PROBE_AFTER" "$BUILD" <<'EOF'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 head = ["input", "MB", "profconv s (median wall, CPU)", "MB/s", "peak RSS MiB", "reference (median wall, CPU, peak RSS)",
         "ratio ref/profconv (wall, CPU)", "goal", "result"]
-print("issue 12 benchmarks: %s cores, profconv %s (release)" % (sys.argv[2], sys.argv[3]))
+print("issue 12 benchmarks: %s cores, profconv %s (%s)" % (sys.argv[2], sys.argv[3], sys.argv[6]))
 print("host probe (benches/probe.c pinned to each CPU) before: %s" % sys.argv[4])
 print("host probe after: %s" % sys.argv[5])
 print("| " + " | ".join(head) + " |")

@@ -29,15 +29,17 @@ TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 OUT=$TARGET/pgo
 HOST=$(rustc -vV | sed -n 's/^host: //p')
 # llvm-profdata: rustc's own (rustup component llvm-tools), added if rustup can; else the
-# newest Debian llvm-profdata-N from 19 up (19 reads the raw counts of rustc 1.95's LLVM 22,
-# and rustc reads what it merges: checked in session 29).
+# newest Debian llvm-profdata-N from rustc's LLVM down to 19 (19 reads the raw counts of
+# rustc 1.95's LLVM 22, and rustc reads what it merges: checked in session 29; a newer
+# LLVM's merged counts might not be readable by rustc's).
 PROFDATA=$(rustc --print sysroot)/lib/rustlib/$HOST/bin/llvm-profdata
 if [ ! -x "$PROFDATA" ] && command -v rustup > /dev/null; then
     echo "== rustup component add llvm-tools (llvm-profdata of rustc's LLVM)"
     rustup component add llvm-tools || true
 fi
 if [ ! -x "$PROFDATA" ]; then
-    for v in $(seq 30 -1 19); do
+    LLVM=$(rustc -vV | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
+    for v in $(seq "${LLVM:-19}" -1 19); do
         if command -v "llvm-profdata-$v" > /dev/null; then PROFDATA=$(command -v "llvm-profdata-$v"); break; fi
     done
 fi

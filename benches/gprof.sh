@@ -16,7 +16,8 @@
 #      (a) target/release/profconv gmon.out --binary PROG -o out.pb.gz
 #      (b) gprof -b PROG gmon.out > /dev/null
 #    and prints both median times, peak RSS and the ratio gprof/profconv (> 1: profconv is
-#    faster) against issue 12's goal: >= 5x gprof -b, peak RSS <= gprof's.
+#    faster) against issue 12's goals: >= 5x gprof -b, and from 20 000 functions (the row
+#    where the issue sets it) peak RSS <= gprof's; below, the RSS is printed, not judged.
 #
 # Environment: N (functions, default 3000), RUNS (default 10), WORK (work directory),
 #              GEN_ARGS (extra arguments for gprof_gen.py, e.g. "--cycles 20"),
@@ -108,6 +109,8 @@ if [ "$GPROF_ONLY" = 1 ]; then
         --name gprof --profconv "$CMD_GPROF"
     exit 0
 fi
+RSS_GOAL=()
+[ "$N" -lt 20000 ] || RSS_GOAL=(--goal-rss-vs-ref)
 python3 "$ROOT/benches/measure.py" --case "gmon.out, $N functions${GEN_ARGS:+ $GEN_ARGS} → .pb.gz" --runs "$RUNS" \
-    --bytes "$(wc -c < gmon.out)" ${RESULTS:+--results "$RESULTS"} --goal-ratio 5 --goal-rss-vs-ref --fresh out.pb.gz \
+    --bytes "$(wc -c < gmon.out)" ${RESULTS:+--results "$RESULTS"} --goal-ratio 5 "${RSS_GOAL[@]}" --fresh out.pb.gz \
     --profconv "$PROFCONV gmon.out --binary $PROG -o out.pb.gz" --reference gprof "$CMD_GPROF"

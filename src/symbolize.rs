@@ -5,6 +5,7 @@
 //! and by `.gnu_debuglink` (next to the binary, in `.debug/`, and under
 //! `/usr/lib/debug`), as gdb does.
 
+mod gprof_rules;
 pub mod images;
 pub mod lines;
 
@@ -114,6 +115,30 @@ fn map_object(path: &Path) -> Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))
 }
 
+/// Which of an executable's symbols are its functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SymbolRules {
+    /// Symbols typed as functions in code sections, one per address (a
+    /// global name first, then the shortest), each as long as its size
+    /// says: what the linker and a debugger call functions.
+    #[default]
+    Linker,
+    /// GNU gprof's functions (docs/formats/gprof.md §3.1): untyped labels
+    /// count, local `.part`/`.cold`/`.isra` clones do not, one per address
+    /// by gprof's preference, each running to the next.
+    Gprof,
+}
+
+impl SymbolRules {
+    /// The functions of `file` by these rules, sorted by address.
+    fn symbols(self, file: &object::File<'_>) -> Vec<FunctionSymbol> {
+        match self {
+            SymbolRules::Linker => text_symbols(file),
+            SymbolRules::Gprof => gprof_rules::gprof_symbols(file),
+        }
+    }
+}
+
 /// An executable opened for symbolization.
 pub struct Binary {
     /// The executable's path.
@@ -133,6 +158,10 @@ pub struct Binary {
     /// Link-time address of each named section, in file order.
     sections: Vec<(String, u64)>,
     symbols: Vec<FunctionSymbol>,
+    /// Which symbols [`Binary::symbols`] holds.
+    rules: SymbolRules,
+    /// With [`SymbolRules::Gprof`], [`Binary::entries`].
+    entries: Vec<u64>,
     /// addr2line's reader of `debug_file`, once opened ([`Binary::dwarf_reader`]):
     /// `None` inside when it does not open.
     dwarf: std::cell::OnceCell<Option<DwarfReader>>,
@@ -373,14 +402,18 @@ fn find_debug_file(
 
 /// The text symbols of a separate debug file (for an executable whose own
 /// symbol table is stripped); none when the DWARF is in the executable.
-fn debug_file_symbols(path: &Path, debug_file: Option<&Path>) -> Vec<FunctionSymbol> {
+fn debug_file_symbols(
+    path: &Path,
+    debug_file: Option<&Path>,
+    rules: SymbolRules,
+) -> Vec<FunctionSymbol> {
     let Some(debug_file) = debug_file.filter(|&f| f != path) else {
         return Vec::new();
     };
     let Ok(bytes) = map_object(debug_file) else {
         return Vec::new();
     };
-    object::File::parse(&*bytes).map_or_else(|_| Vec::new(), |dbg| text_symbols(&dbg))
+    object::File::parse(&*bytes).map_or_else(|_| Vec::new(), |dbg| rules.symbols(&dbg))
 }
 
 /// The loadable segments: ELF program headers, or the object's segments for
@@ -435,19 +468,19 @@ impl Binary {
     /// For callers that look addresses up with [`Binary::sorted_lines`]
     /// (gprof): when the DWARF has no inlined frames, addr2line's reader is
     /// opened only when an address needs it ([`Binary::open_with`]).
-    pub fn open_cached(path: &Path) -> Result<std::rc::Rc<Binary>> {
+    pub fn open_cached(path: &Path, rules: SymbolRules) -> Result<std::rc::Rc<Binary>> {
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         let (mtime, len) = (meta.modified().ok(), meta.len());
         let hit = OPENED.with(|c| {
             c.borrow()
                 .iter()
-                .find(|(p, t, l, _)| p == path && *t == mtime && *l == len)
+                .find(|(p, t, l, b)| p == path && *t == mtime && *l == len && b.rules == rules)
                 .map(|e| e.3.clone())
         });
         if let Some(b) = hit {
             return Ok(b);
         }
-        let binary = std::rc::Rc::new(Binary::open_with(path, true)?);
+        let binary = std::rc::Rc::new(Binary::open_with(path, true, rules)?);
         OPENED.with(|c| {
             let mut c = c.borrow_mut();
             if c.len() >= CACHED_BINARIES {
@@ -461,23 +494,23 @@ impl Binary {
     /// Opens an executable, its symbol table, and its DWARF (in the file or a
     /// separate debug file).
     pub fn open(path: &Path) -> Result<Binary> {
-        Binary::open_with(path, false)
+        Binary::open_with(path, false, SymbolRules::Linker)
     }
 
     /// [`Binary::open`]; with `lazy_single`, addr2line's reader of DWARF
     /// without inlined frames is left unopened until
     /// [`Binary::dwarf_reader`] needs it (the file and line of such frames
     /// come from [`Binary::sorted_lines`], which does not use it).
-    pub fn open_with(path: &Path, lazy_single: bool) -> Result<Binary> {
+    pub fn open_with(path: &Path, lazy_single: bool, rules: SymbolRules) -> Result<Binary> {
         let data = map_object(path)?;
-        let mut binary = Binary::parse(path, &data, lazy_single)?;
+        let mut binary = Binary::parse(path, &data, lazy_single, rules)?;
         binary.image = Some(data);
         Ok(binary)
     }
 
     /// [`Binary::open_with`] of the executable's bytes (`image` left for
     /// the caller to set).
-    fn parse(path: &Path, data: &[u8], lazy_single: bool) -> Result<Binary> {
+    fn parse(path: &Path, data: &[u8], lazy_single: bool, rules: SymbolRules) -> Result<Binary> {
         let file = object::File::parse(data).map_err(|e| {
             Error::unsupported(path, format!("not an executable profconv can read: {e}"))
         })?;
@@ -494,9 +527,13 @@ impl Binary {
                 .as_deref()
                 .filter(|_| eager)
                 .map(|f| scope.spawn(move || DwarfReader::open(f)));
-            let mut symbols = text_symbols(&file);
+            let mut symbols = rules.symbols(&file);
             if symbols.is_empty() {
-                symbols = debug_file_symbols(path, debug_file.as_deref());
+                symbols = debug_file_symbols(path, debug_file.as_deref(), rules);
+            }
+            if symbols.is_empty() && rules == SymbolRules::Gprof {
+                // No symbol table (gprof gives up): the dynamic symbols.
+                symbols = text_symbols(&file);
             }
             let dwarf = std::cell::OnceCell::new();
             match loader {
@@ -519,6 +556,11 @@ impl Binary {
                 .filter_map(|s| Some((s.name().ok()?.to_owned(), s.address())))
                 .collect(),
             symbols,
+            rules,
+            entries: match rules {
+                SymbolRules::Gprof => gprof_rules::code_entries(&file),
+                SymbolRules::Linker => Vec::new(),
+            },
             dwarf,
             single_frames,
             image: None,
@@ -528,6 +570,13 @@ impl Binary {
     /// Text symbols sorted by address, one per address.
     pub fn symbols(&self) -> &[FunctionSymbol] {
         &self.symbols
+    }
+
+    /// The address of every symbol of a code section, functions or not,
+    /// sorted and distinct (opened with [`SymbolRules::Gprof`]; empty
+    /// otherwise): where `mcount` calls come from.
+    pub fn entries(&self) -> &[u64] {
+        &self.entries
     }
 
     /// True when DWARF was found (in the file or a debug file).

@@ -206,6 +206,10 @@ pub struct ReadArgs {
     /// gprof: stacks synthesized from the call graph, or one frame each.
     #[arg(long, value_enum, default_value_t = GprofStacks::Synthesized)]
     pub gprof_stacks: GprofStacks,
+    /// gprof: convert even when --binary does not fit the profile (another
+    /// build, another program); by default such a pair is refused.
+    #[arg(long)]
+    pub skip_binary_check: bool,
     /// mpatrol: split samples by allocation size class.
     #[arg(long)]
     pub mpatrol_size_classes: bool,
@@ -249,6 +253,7 @@ impl ReadArgs {
                 pointer_size: self.gmon_pointer_size,
                 rate: self.gmon_rate,
                 stacks: self.gprof_stacks,
+                skip_binary_check: self.skip_binary_check,
             },
             mpatrol: MpatrolOptions {
                 size_classes: self.mpatrol_size_classes,

@@ -61,6 +61,9 @@ pub struct GprofOptions {
     pub rate: Option<u32>,
     /// Synthesized or flat stacks.
     pub stacks: GprofStacks,
+    /// Convert even when `--binary` does not fit the profile (by default
+    /// such a pair is refused, docs/formats/gprof.md §3.4).
+    pub skip_binary_check: bool,
 }
 
 /// Options of the mpatrol reader.

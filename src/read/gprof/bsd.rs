@@ -39,9 +39,17 @@ pub(super) fn bsd_layout(
         Some(8) => &[8],
         _ => &[8, 4],
     };
+    let mut version_seen = false;
     for variant in [Variant::Bsd44, Variant::Bsd43] {
+        // A header with the 4.4BSD version word is never read as 4.3BSD,
+        // whose layout would take the version and rate words for
+        // histogram counters (GNU gprof decides on that word alone, §2).
+        if variant == Variant::Bsd43 && version_seen {
+            return None;
+        }
         for &word in words {
             for endian in [Endian::Little, Endian::Big] {
+                version_seen |= variant == Variant::Bsd44 && has_bsd44_version(head, word, endian);
                 if let Some(layout) = try_layout(head, file_len, variant, word, endian) {
                     return Some(layout);
                 }
@@ -49,6 +57,13 @@ pub(super) fn bsd_layout(
         }
     }
     None
+}
+
+/// True when the word after `lpc`, `hpc` and `ncnt` is the 4.4BSD version.
+fn has_bsd44_version(head: &[u8], word: usize, endian: Endian) -> bool {
+    let mut c = Cursor::new(Path::new(""), head, endian, word);
+    let version = c.word("").and(c.word("")).and(c.i32("")).and(c.u32(""));
+    version.is_ok_and(|v| v == BSD44_VERSION)
 }
 
 /// The layout if the header read as `variant`, `word` and `endian` is
@@ -74,9 +89,17 @@ fn try_layout(
         if version != BSD44_VERSION {
             return None;
         }
-        let (bytes, signed) = counter_kind(spare0)?;
+        // FreeBSD's counter width where spare[0] names one that fits the
+        // file; else the classic 16 bits (MinGW leaves spare[] as garbage).
+        let header = align(2 * word + 6 * 4, word);
+        let (bytes, signed) = counter_kind(spare0)
+            .filter(|&(bytes, _)| {
+                u64::try_from(ncnt)
+                    .is_ok_and(|n| n >= header as u64 && (n - header as u64) % bytes as u64 == 0)
+            })
+            .unwrap_or((2, false));
         // lpc, hpc, ncnt, version, profrate, spare[3]; word-aligned.
-        (align(2 * word + 6 * 4, word), rate, bytes, signed)
+        (header, rate, bytes, signed)
     } else {
         (align(2 * word + 4, word), 0, 2, false)
     };

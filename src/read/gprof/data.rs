@@ -30,6 +30,12 @@ impl Variant {
             Variant::Bsd43 => "4.2/4.3BSD gmon.out",
         }
     }
+
+    /// True when the file states its byte order (the GNU version word);
+    /// the BSD layouts' is inferred from their sizes.
+    pub fn records_byte_order(self) -> bool {
+        self == Variant::Gnu
+    }
 }
 
 /// A PC histogram: `bins[i]` counts ticks in `[low_pc + i·w, low_pc + (i+1)·w)`.
@@ -60,6 +66,13 @@ impl Histogram {
     /// Bytes of text per bin.
     pub fn scale(&self) -> f64 {
         (self.high_pc - self.low_pc) as f64 / self.bins.len().max(1) as f64
+    }
+
+    /// gprof's bin width, in its 2-byte units (`UNIT`, binutils
+    /// `gprof/hist.c` `read_histogram_header`): the byte span halved first
+    /// (an integer division), then divided by the bin count (§1.2).
+    pub fn units_per_bin(&self) -> f64 {
+        ((self.high_pc - self.low_pc) / 2) as f64 / self.bins.len().max(1) as f64
     }
 }
 
@@ -198,10 +211,12 @@ pub struct GmonData {
 }
 
 /// Sums the data of several files of one program (like `gprof -s`).
-pub fn sum(file: &Path, mut a: GmonData, b: GmonData) -> Result<GmonData> {
+/// `earlier` names the files `a` came from, for the errors.
+pub fn sum(file: &Path, earlier: &str, mut a: GmonData, b: GmonData) -> Result<GmonData> {
     let mut ranges = rustc_hash::FxHashMap::default();
+    let earlier = format!("in {earlier}");
     for h in b.histograms {
-        add_histogram(file, 0, &mut a.histograms, &mut ranges, h)?;
+        add_histogram(file, (0, &earlier), &mut a.histograms, &mut ranges, h)?;
     }
     a.arcs.extend(b.arcs);
     a.arcs = merge_arcs(std::mem::take(&mut a.arcs));

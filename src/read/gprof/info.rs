@@ -9,12 +9,16 @@ use crate::error::Result;
 use crate::read::info::{Entry, Summary};
 use crate::read::input::Input;
 use crate::read::options::ReadOptions;
-use crate::symbolize::Binary;
+use crate::symbolize::{Binary, SymbolRules};
 
 /// Describes each gmon.out: its variant, records, histograms and arcs, and
 /// with `--binary` how many of the executable's functions have samples.
 pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
-    let binary = options.binary.as_deref().map(Binary::open).transpose()?;
+    let binary = options
+        .binary
+        .as_deref()
+        .map(|b| Binary::open_with(b, true, SymbolRules::Gprof))
+        .transpose()?;
     let mut summary = Summary::default();
     for input in inputs {
         let path = input.name();

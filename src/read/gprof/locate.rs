@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::data::GmonData;
-use super::ticks::{function_at, Func, Tick};
+use super::ticks::{function_at, Func, Tick, UNCREDITED, UNCREDITED_NAME};
 use crate::profile::{
     Function, FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, StrId, SymbolFlags,
 };
@@ -37,11 +37,22 @@ pub(super) fn arc_ends(data: &GmonData) -> Vec<u64> {
 }
 
 /// Every address the profile may name, sorted and distinct: the arcs'
-/// ends ([`arc_ends`]), the ticks' and the basic blocks'.
-pub(super) fn addresses(arc_ends: Vec<u64>, data: &GmonData, ticks: &[Tick]) -> Vec<u64> {
+/// ends ([`arc_ends`]), the entries of the functions they call (where the
+/// `calls` samples are, §4), the ticks' and the basic blocks'.
+pub(super) fn addresses(
+    arc_ends: Vec<u64>,
+    data: &GmonData,
+    funcs: &[Func<'_>],
+    ticks: &[Tick],
+) -> Vec<u64> {
+    let entries = data
+        .arcs
+        .iter()
+        .filter_map(|a| function_at(funcs, a.self_pc).map(|f| funcs[f].start));
     let mut rest: Vec<u64> = ticks
         .iter()
         .map(|t| t.address)
+        .chain(entries)
         .chain(data.basic_blocks.keys().copied())
         .collect();
     if rest.is_empty() {
@@ -173,8 +184,12 @@ fn one_frame(symbol: usize, found: Found) -> OneFrame {
 }
 
 /// The frame gprof gives an address in the padding between functions: the
-/// symbol before it, or `[unknown]` outside every symbol (§3).
+/// symbol before it, or `[unknown]` outside every symbol (§3); the
+/// [`UNCREDITED`] address its own frame.
 fn padding_frame<'a>(funcs: &[Func<'a>], address: u64) -> RawFrame<'a> {
+    if address == UNCREDITED {
+        return (Cow::Borrowed(UNCREDITED_NAME), Cow::Borrowed(""), "", 0);
+    }
     let (name, system) = function_at(funcs, address)
         .map_or(("[unknown]", ""), |i| (funcs[i].name, funcs[i].system_name));
     (Cow::Borrowed(name), Cow::Borrowed(system), "", 0)

@@ -5,6 +5,7 @@
 mod bsd;
 mod callgraph;
 mod data;
+mod fit;
 mod gnu;
 mod info;
 mod locate;
@@ -23,7 +24,7 @@ use super::input::{Detection, Input};
 use super::options::ReadOptions;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
-use crate::symbolize::Binary;
+use crate::symbolize::{Binary, SymbolRules};
 use bsd::bsd_layout;
 use bsd::parse_bsd;
 use gnu::parse_gnu;
@@ -73,16 +74,25 @@ fn load(
     elf_pointer_size: Option<usize>,
 ) -> Result<GmonData> {
     let mut total: Option<GmonData> = None;
-    for input in inputs {
+    for (i, input) in inputs.iter().enumerate() {
         let path = input.name();
         options.advance(input.len());
         let parsed = parse(path, input.bytes(), options, elf_pointer_size)?;
         total = Some(match total {
             None => parsed,
-            Some(acc) => sum(path, acc, parsed)?,
+            Some(acc) => sum(path, &earlier_files(&inputs[..i]), acc, parsed)?,
         });
     }
     total.ok_or_else(|| Error::Usage("no gmon.out given".into()))
+}
+
+/// The names of the files summed so far, for an error about the next.
+fn earlier_files(inputs: &[Input]) -> String {
+    let names: Vec<String> = inputs
+        .iter()
+        .map(|i| format!("`{}`", i.name().display()))
+        .collect();
+    names.join(", ")
 }
 
 /// Inputs of fewer bytes are parsed after the binary is opened, on one thread.
@@ -116,11 +126,11 @@ fn open_and_load(inputs: &[Input], options: &ReadOptions) -> Result<(Option<Rc<B
     // A small input parses faster than a thread starts.
     let small = inputs.iter().map(Input::len).sum::<u64>() < PARALLEL_INPUT_BYTES;
     let (loaded, binary) = if small {
-        (None, Binary::open_cached(path))
+        (None, Binary::open_cached(path, SymbolRules::Gprof))
     } else {
         crate::helper::join(
             || elf_pointer_size(path).map(|size| load_with_ends(inputs, options, Some(size))),
-            || Binary::open_cached(path),
+            || Binary::open_cached(path, SymbolRules::Gprof),
         )
     };
     let binary = binary?;
@@ -151,6 +161,12 @@ fn elf_pointer_size(path: &Path) -> Option<usize> {
 /// Reads and sums gmon.out inputs into one profile.
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     let (binary, (data, ends)) = open_and_load(inputs, options)?;
+    if let Some(binary) = binary
+        .as_deref()
+        .filter(|_| !options.gprof.skip_binary_check)
+    {
+        fit::check(&data, binary, inputs)?;
+    }
     let mut profile =
         profile::to_profile_with(&data, ends, binary.as_deref(), options.gprof.stacks);
     {

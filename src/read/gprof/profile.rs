@@ -60,6 +60,10 @@ pub(super) fn call_graph(
                 };
                 arcs.push((child as u32, caller));
             }
+            // Counted on the function gprof names, at its entry: never on
+            // a frame inlined at self_pc.
+            kept.push((index_of(addresses, funcs[child].start), site, arc.count));
+            continue;
         }
         kept.push((callee, site, arc.count));
     }
@@ -406,7 +410,7 @@ pub(super) fn to_profile_with(
     let mapping = add_image_mapping(&mut profile, binary);
     let funcs = binary.map(gprof_functions).unwrap_or_default();
     let ticks = assign_ticks(data, &funcs, period_ns);
-    let addresses = addresses(arc_ends, data, &ticks);
+    let addresses = addresses(arc_ends, data, &funcs, &ticks);
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
     let (kept_to_main, kept) = mpsc::sync_channel(1);

@@ -32,6 +32,11 @@ pub struct FunctionSymbol {
     /// Name as in the symbol table: the same string as `name` when nothing
     /// is demangled (C), one allocation for both.
     pub system_name: Arc<str>,
+    /// Typed as a function in the symbol table (ELF `STT_FUNC`, a global
+    /// COFF function): false for an assembler label, which
+    /// [`SymbolRules::Gprof`] counts as a function of its own for time but
+    /// not as a callee (gprof's `is_func`).
+    pub typed: bool,
 }
 
 impl FunctionSymbol {
@@ -49,6 +54,7 @@ impl FunctionSymbol {
             size,
             name,
             system_name,
+            typed: true,
         }
     }
 }
@@ -91,12 +97,13 @@ fn map_object(path: &Path) -> Result<memmap2::Mmap> {
     if !meta.is_file() {
         return Err(Error::unsupported(
             path,
-            "not a regular file: --binary needs the program's executable (ELF)",
+            "not a regular file: --binary needs the program's executable (ELF or PE)",
         ));
     }
-    let mut head = Vec::with_capacity(64);
+    // A PE file's kind is in its NT headers, past the DOS stub.
+    let mut head = Vec::with_capacity(4096);
     (&file)
-        .take(64)
+        .take(4096)
         .read_to_end(&mut head)
         .map_err(|e| Error::io(path, e))?;
     if object::FileKind::parse(&*head).is_err() {
@@ -104,7 +111,7 @@ fn map_object(path: &Path) -> Result<memmap2::Mmap> {
         return Err(Error::unsupported(
             path,
             format!(
-                "not an executable profconv can read: it starts with {}, not an object file's magic (ELF: 7f 45 4c 46)",
+                "not an executable profconv can read: it starts with {}, not an object file's magic (ELF: 7f 45 4c 46; PE: 4d 5a)",
                 shown.join(" ")
             ),
         ));
@@ -153,6 +160,8 @@ pub struct Binary {
     pub big_endian: bool,
     /// Loadable segments (`PT_LOAD`).
     pub segments: Vec<LoadSegment>,
+    /// The instruction set.
+    pub(crate) architecture: object::Architecture,
     /// The file DWARF was read from, when any was found.
     pub debug_file: Option<PathBuf>,
     /// Link-time address of each named section, in file order.
@@ -550,6 +559,7 @@ impl Binary {
             pointer_size: if file.is_64() { 8 } else { 4 },
             big_endian: !file.is_little_endian(),
             segments: load_segments(&file),
+            architecture: file.architecture(),
             debug_file,
             sections: file
                 .sections()
@@ -631,6 +641,19 @@ impl Binary {
             .iter()
             .find(|(n, _)| n == name)
             .map(|&(_, address)| address)
+    }
+
+    /// The `len` bytes the executable's file holds at link-time `address`
+    /// (none where a segment's file bytes do not cover them all).
+    pub fn bytes_at(&self, address: u64, len: usize) -> Option<&[u8]> {
+        let image = self.image.as_deref()?;
+        let end = address.checked_add(len as u64)?;
+        let seg = self
+            .segments
+            .iter()
+            .find(|s| address >= s.vaddr && end <= s.vaddr.saturating_add(s.filesz))?;
+        let start = usize::try_from(seg.offset + (address - seg.vaddr)).ok()?;
+        image.get(start..start.checked_add(len)?)
     }
 
     /// The address range of the executable segments, `[start, limit)`.

@@ -17,6 +17,19 @@ use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SectionKind
 
 use super::FunctionSymbol;
 
+/// The profiling runtime's own functions, which gprof leaves out of its
+/// reports (`default_excluded_list` in binutils `gprof/gprof.c`): their
+/// ticks are credited to no function it prints. They keep their place
+/// here, named so a reader sees what they are and that gprof omits them.
+const EXCLUDED: &[&str] = &[
+    "_gprof_mcount",
+    "mcount",
+    "_mcount",
+    "__mcount",
+    "__mcount_internal",
+    "__mcleanup",
+];
+
 /// A symbol gprof keeps, before one per address is chosen.
 #[derive(Debug, Clone, Copy)]
 struct Candidate<'d> {
@@ -39,7 +52,35 @@ pub(super) fn gprof_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     let text_end = file
         .section_by_name(".text")
         .map(|s| s.address().saturating_add(s.size()));
-    finalize(candidates, text_end)
+    finalize(candidates, text_end, leading_char(file))
+}
+
+/// The character the target's C compiler puts before every name (BFD's
+/// `bfd_get_symbol_leading_char`): `_` on i386 PE/COFF, none elsewhere.
+fn leading_char(file: &object::File<'_>) -> Option<char> {
+    match file {
+        object::File::Pe32(_) | object::File::Coff(_) => {
+            (file.architecture() == object::Architecture::I386).then_some('_')
+        }
+        _ => None,
+    }
+}
+
+/// The symbol named `raw` as gprof prints it: without the target's leading
+/// character (as `bfd_demangle` takes it off), demangled; the profiling
+/// runtime's functions in brackets ([`EXCLUDED`]).
+fn function_symbol(c: &Candidate<'_>, size: u64, leading: Option<char>) -> FunctionSymbol {
+    let raw = c.name;
+    let bare = leading.and_then(|c| raw.strip_prefix(c)).unwrap_or(raw);
+    let mut symbol = FunctionSymbol::new(c.address, size, bare);
+    symbol.typed = c.is_func;
+    if EXCLUDED.contains(&bare) {
+        symbol.name = format!("[{bare}: profiling runtime, left out by gprof]").into();
+    }
+    if bare.len() != raw.len() {
+        symbol.system_name = raw.into();
+    }
+    symbol
 }
 
 /// The symbols of an ELF file that gprof's `core_sym_class` accepts, in
@@ -109,12 +150,7 @@ where
 /// an assembler label of the C library to gprof, not a function.
 fn other_candidates<'d>(file: &object::File<'d>) -> Vec<Candidate<'d>> {
     let code = code_sections(file);
-    let leading = match file {
-        object::File::Pe32(_) | object::File::Coff(_) => {
-            (file.architecture() == object::Architecture::I386).then_some('_')
-        }
-        _ => None,
-    };
+    let leading = leading_char(file);
     let Some(table) = file.symbol_table() else {
         return Vec::new();
     };
@@ -146,10 +182,11 @@ fn other_candidates<'d>(file: &object::File<'d>) -> Vec<Candidate<'d>> {
         } else {
             continue;
         };
+        // BFD marks only external COFF symbols as functions (`BSF_FUNCTION`).
         out.push(Candidate {
             address: sym.address(),
             is_static,
-            is_func: sym.kind() == SymbolKind::Text,
+            is_func: !is_static && sym.kind() == SymbolKind::Text,
             name,
         });
     }
@@ -268,7 +305,11 @@ fn scan(name: &[u8]) -> Scan {
 /// kept one local, or of the same class and a function where the kept one
 /// is a label, or else of the same kind and without the leading underscores
 /// the kept one has.
-fn finalize(mut all: Vec<Candidate<'_>>, text_end: Option<u64>) -> Vec<FunctionSymbol> {
+fn finalize(
+    mut all: Vec<Candidate<'_>>,
+    text_end: Option<u64>,
+    leading: Option<char>,
+) -> Vec<FunctionSymbol> {
     all.sort_by_key(|c| (c.address, !c.is_func, c.is_static));
     let mut kept: Vec<Candidate<'_>> = Vec::with_capacity(all.len());
     for c in all {
@@ -287,7 +328,7 @@ fn finalize(mut all: Vec<Candidate<'_>>, text_end: Option<u64>) -> Vec<FunctionS
             Some(next) => next.address,
             None => text_end.unwrap_or(0).max(c.address.saturating_add(1)),
         };
-        out.push(FunctionSymbol::new(c.address, end - c.address, c.name));
+        out.push(function_symbol(c, end - c.address, leading));
     }
     out
 }
@@ -356,7 +397,7 @@ mod tests {
             cand(0x20, false, true, "func"),
             cand(0x30, true, true, "a"),
         ];
-        let got = finalize(all, Some(0x40));
+        let got = finalize(all, Some(0x40), None);
         let names: Vec<(u64, u64, &str)> =
             got.iter().map(|s| (s.address, s.size, &*s.name)).collect();
         assert_eq!(

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub mod gprof_program;
+pub mod gprof_report;
 
 pub mod gen;
 pub mod golden;

@@ -13,11 +13,6 @@ use crate::read::cursor::Endian;
 use crate::read::input::Input;
 use crate::symbolize::Binary;
 
-/// How far past a function's entry an arc's `self_pc` may lie: the
-/// `mcount` call comes first in the prologue (x86-64 with `endbr64` and a
-/// frame pointer: 9–13 bytes; ARM, PowerPC, MIPS: 8–24).
-const MCOUNT_REACH: u64 = 64;
-
 /// At least this many distinct callee addresses before they are judged.
 const ARCS_TO_JUDGE: usize = 3;
 
@@ -66,39 +61,85 @@ fn histogram_outside_code(data: &GmonData, binary: &Binary) -> Option<String> {
     ))
 }
 
-/// Why the arcs' callee addresses are not at function entries, if most of
-/// them are not: a few examples, with how far into which function.
+/// Why the arcs' callee addresses are not where `mcount` records them,
+/// if most of them are not: `self_pc` is the return address of the call
+/// to `mcount` in the callee's prologue, so a call instruction ends there
+/// (or, in a file `gprof -s` wrote, `self_pc` is a function's entry).
+/// Instruction sets not known here are not judged.
 fn arcs_off_entries(data: &GmonData, binary: &Binary) -> Option<String> {
     let entries = binary.entries();
     let mut callees: Vec<u64> = data.arcs.iter().map(|a| a.self_pc).collect();
     callees.sort_unstable();
     callees.dedup();
-    if callees.len() < ARCS_TO_JUDGE || entries.is_empty() {
+    if callees.len() < ARCS_TO_JUDGE {
         return None;
     }
     let mut off = Vec::new();
     for &pc in &callees {
-        let below = entries.partition_point(|&e| e <= pc);
-        let distance = below.checked_sub(1).map(|i| pc - entries[i]);
-        if distance.is_none_or(|d| d > MCOUNT_REACH) {
-            off.push((pc, distance));
+        let fits = entries.binary_search(&pc).is_ok() || call_ends_at(binary, pc)?;
+        if !fits {
+            off.push(pc);
         }
     }
     if off.len() * 2 <= callees.len() {
         return None;
     }
-    let shown: Vec<String> = off
-        .iter()
-        .take(3)
-        .map(|&(pc, distance)| match distance {
-            Some(d) => format!("{pc:#x} is {d} bytes past the nearest function entry"),
-            None => format!("{pc:#x} is below every function"),
-        })
-        .collect();
+    let shown: Vec<String> = off.iter().take(3).map(|pc| format!("{pc:#x}")).collect();
     Some(format!(
-        "{} of its {} called addresses are not just after a function's entry, where mcount records them ({})",
+        "{} of its {} called addresses ({}{}) follow no call instruction in it, where mcount records them",
         off.len(),
         callees.len(),
-        shown.join("; ")
+        shown.join(", "),
+        if off.len() > 3 { ", ..." } else { "" }
     ))
+}
+
+/// Whether a call instruction ends at `pc` in `binary`'s code (`None`
+/// for an instruction set not known here). The `mcount` call of each
+/// target's `-pg` prologue: x86 `call rel32` or `call *disp32(%rip)`; ARM
+/// `bl`/`blx` (Thumb or ARM); PowerPC `bl`; MIPS `jal`/`jalr`/`bal`
+/// followed by its delay slot.
+fn call_ends_at(binary: &Binary, pc: u64) -> Option<bool> {
+    use object::Architecture as A;
+    let word = |at: u64| -> Option<u32> {
+        let b: [u8; 4] = binary.bytes_at(at, 4)?.try_into().ok()?;
+        Some(if binary.big_endian {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        })
+    };
+    let found = match binary.architecture {
+        A::I386 | A::X86_64 | A::X86_64_X32 => {
+            let near = pc.checked_sub(5).and_then(|at| binary.bytes_at(at, 1));
+            let indirect = pc.checked_sub(6).and_then(|at| binary.bytes_at(at, 2));
+            near == Some(&[0xe8][..]) || indirect == Some(&[0xff, 0x15][..])
+        }
+        A::Arm => {
+            let pc = pc & !1;
+            let thumb = pc.checked_sub(4).and_then(|at| binary.bytes_at(at, 4));
+            let thumb_bl = thumb.is_some_and(|b| {
+                let (hw1, hw2) = (
+                    u16::from_le_bytes([b[0], b[1]]),
+                    u16::from_le_bytes([b[2], b[3]]),
+                );
+                hw1 >> 11 == 0b11110 && hw2 >> 14 == 0b11
+            });
+            let arm_bl = pc
+                .checked_sub(4)
+                .and_then(word)
+                .is_some_and(|w| (w >> 25) & 0b111 == 0b101 && (w >> 24) & 1 == 1);
+            thumb_bl || arm_bl
+        }
+        A::PowerPc | A::PowerPc64 => pc
+            .checked_sub(4)
+            .and_then(word)
+            .is_some_and(|w| w >> 26 == 18 && w & 1 == 1),
+        A::Mips | A::Mips64 => pc.checked_sub(8).and_then(word).is_some_and(|w| {
+            let (op, funct, rt) = (w >> 26, w & 0x3f, (w >> 16) & 0x1f);
+            op == 3 || (op == 0 && funct == 9) || (op == 1 && rt == 17)
+        }),
+        _ => return None,
+    };
+    Some(found)
 }

@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::data::GmonData;
-use super::ticks::{function_at, Func, Tick, UNCREDITED, UNCREDITED_NAME};
+use super::ticks::{callee_at, function_at, Func, Tick, UNCREDITED, UNCREDITED_NAME};
 use crate::profile::{
     Function, FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, StrId, SymbolFlags,
 };
@@ -48,7 +48,7 @@ pub(super) fn addresses(
     let entries = data
         .arcs
         .iter()
-        .filter_map(|a| function_at(funcs, a.self_pc).map(|f| funcs[f].start));
+        .filter_map(|a| callee_at(funcs, a.self_pc).map(|f| funcs[f].start));
     let mut rest: Vec<u64> = ticks
         .iter()
         .map(|t| t.address)

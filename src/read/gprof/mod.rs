@@ -135,10 +135,35 @@ fn open_and_load(inputs: &[Input], options: &ReadOptions) -> Result<(Option<Rc<B
     };
     let binary = binary?;
     let loaded = match loaded {
-        Some(loaded) => loaded?,
-        None => load_with_ends(inputs, options, Some(binary.pointer_size))?,
+        Some(loaded) => loaded,
+        None => load_with_ends(inputs, options, Some(binary.pointer_size)),
     };
-    Ok((Some(binary), loaded))
+    match loaded {
+        Ok(loaded) => Ok((Some(binary), loaded)),
+        Err(e) => Err(other_pointer_size(inputs, options, &binary).unwrap_or(e)),
+    }
+}
+
+/// When the inputs do not parse with the executable's address size but do
+/// with the other one, the error that says so (a 32-bit program's gmon.out
+/// with a 64-bit executable, or the reverse) instead of a parse error at
+/// the wrong offsets.
+fn other_pointer_size(inputs: &[Input], options: &ReadOptions, binary: &Binary) -> Option<Error> {
+    if options.gprof.pointer_size.is_some() {
+        return None;
+    }
+    let other = if binary.pointer_size == 8 { 4 } else { 8 };
+    load(inputs, options, Some(other)).ok()?;
+    Some(Error::unsupported(
+        &binary.path,
+        format!(
+            "this executable is a {}-bit program, but the profile has {}-byte addresses (a {}-bit program wrote it): give the executable that wrote the profile, or --gmon-pointer-size {} to read it as it is",
+            8 * binary.pointer_size,
+            other,
+            8 * other,
+            binary.pointer_size
+        ),
+    ))
 }
 
 /// The pointer size an ELF file's identification bytes declare (what

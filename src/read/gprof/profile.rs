@@ -7,7 +7,7 @@ use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
 use super::locate::{addresses, arc_ends, index_of, resolve_beside, Located, Numbering, Resolved};
-use super::ticks::{assign_ticks, gprof_functions, ArcEnds, Func, Tick};
+use super::ticks::{assign_ticks, gprof_functions, typed_from, ArcEnds, Func, Tick};
 use crate::profile::{apportion, Mapping, MappingId, Profile, SampleSet, SymbolFlags};
 use crate::read::options::GprofStacks;
 use crate::symbolize::Binary;
@@ -41,7 +41,9 @@ pub(super) fn call_graph(
     let mut kept = Vec::with_capacity(data.arcs.len());
     for arc in &data.arcs {
         let (site, parent) = ends.get(arc.from_pc, funcs);
-        let (callee, child) = ends.get(arc.self_pc, funcs);
+        let (callee, holding) = ends.get(arc.self_pc, funcs);
+        // A call into an untyped label counts for the function before it.
+        let child = holding.and_then(|f| typed_from(funcs, f));
         if symbolized {
             let Some(child) = child else {
                 dropped_calls = dropped_calls.saturating_add(arc.count);

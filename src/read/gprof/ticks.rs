@@ -13,6 +13,8 @@ pub(super) struct Func<'b> {
     pub(super) end: u64,
     pub(super) name: &'b str,
     pub(super) system_name: &'b str,
+    /// Typed as a function: only such a function is an arc's callee.
+    pub(super) typed: bool,
 }
 
 pub(super) fn gprof_functions(binary: &Binary) -> Vec<Func<'_>> {
@@ -31,8 +33,21 @@ pub(super) fn gprof_functions(binary: &Binary) -> Vec<Func<'_>> {
             ),
             name: &s.name,
             system_name: &s.system_name,
+            typed: s.typed,
         })
         .collect()
+}
+
+/// The function gprof counts a call at `self_pc` for (`cg_tally`): the one
+/// holding the address, or, when that is an untyped label, the nearest
+/// typed function before it.
+pub(super) fn callee_at(funcs: &[Func<'_>], self_pc: u64) -> Option<usize> {
+    typed_from(funcs, function_at(funcs, self_pc)?)
+}
+
+/// The `holding` function if typed, else the nearest typed one before it.
+pub(super) fn typed_from(funcs: &[Func<'_>], holding: usize) -> Option<usize> {
+    (0..=holding).rev().find(|&f| funcs[f].typed)
 }
 
 pub(super) fn function_at(funcs: &[Func<'_>], addr: u64) -> Option<usize> {
@@ -359,12 +374,14 @@ mod tests {
                 end: 0x1171,
                 name: names[0],
                 system_name: names[0],
+                typed: true,
             },
             Func {
                 start: 0x1171,
                 end: 0x12e4,
                 name: names[1],
                 system_name: names[1],
+                typed: true,
             },
         ];
         let mut bins = vec![0; 188];

@@ -122,8 +122,13 @@ where
             elf::STB_WEAK if st_type != elf::STT_OBJECT => false,
             elf::STB_GLOBAL if in_code => false,
             elf::STB_LOCAL if in_code => {
-                let after = strings.get(sym.st_name(endian).saturating_add(raw.len() as u32 + 1));
-                if !local_name_is_function(name, after.unwrap_or(&[])) {
+                let mut at = u64::from(sym.st_name(endian)) + raw.len() as u64 + 1;
+                let following = std::iter::from_fn(|| {
+                    let next = strings.get(u32::try_from(at).ok()?).ok()?;
+                    at += next.len() as u64 + 1;
+                    Some(next)
+                });
+                if !local_name_is_function(name, following) {
                     continue;
                 }
                 true
@@ -175,7 +180,7 @@ fn other_candidates<'d>(file: &object::File<'d>) -> Vec<Candidate<'d>> {
             false
         } else if sym.is_local() && in_code {
             let prefixed = leading.is_none_or(|c| name.starts_with(c));
-            if !prefixed || !local_name_is_function(name, &[]) {
+            if !prefixed || !local_name_is_function(name, std::iter::empty()) {
                 continue;
             }
             true
@@ -233,23 +238,27 @@ fn code_sections(file: &object::File<'_>) -> Vec<bool> {
 /// no `__gnu_compiled` marker, and every `.` followed by digits (after an
 /// optional `clone.` or `constprop.`), up to the next `.`.
 ///
-/// `after` is what follows the name's NUL in its string table: when the
-/// name ends inside a `.` suffix, gprof's scan steps past the NUL and reads
-/// on through the next string (a quirk of its loop, which this keeps so
-/// that the set of functions is the one gprof prints).
-pub(crate) fn local_name_is_function(name: &str, after: &[u8]) -> bool {
+/// `following` are the strings after the name in its string table: when
+/// the name ends inside a `.` suffix (`foo.constprop.0`), gprof's loop
+/// steps past the NUL and judges the next string as if it went on from
+/// there, and the one after it while they too end so (a quirk this keeps,
+/// so that the set of functions is the one gprof prints).
+pub(crate) fn local_name_is_function<'a>(
+    name: &str,
+    mut following: impl Iterator<Item = &'a [u8]>,
+) -> bool {
     if name.is_empty() || name.starts_with("__gnu_compiled") {
         return false;
     }
-    let name = name.as_bytes();
-    match scan(name) {
-        Scan::Rejected => false,
-        Scan::Accepted => true,
-        // The loop's `++name` passed the NUL: the next string is scanned
-        // as if it went on from there, to its own NUL.
-        Scan::PastTheEnd => {
-            let next = after.split(|&b| b == 0).next().unwrap_or(&[]);
-            !matches!(scan(next), Scan::Rejected)
+    let mut current = name.as_bytes();
+    loop {
+        match scan(current) {
+            Scan::Rejected => return false,
+            Scan::Accepted => return true,
+            Scan::PastTheEnd => match following.next() {
+                Some(next) => current = next,
+                None => return true,
+            },
         }
     }
 }
@@ -347,10 +356,15 @@ fn preferred(src: &Candidate<'_>, kept: &Candidate<'_>) -> bool {
 mod tests {
     use super::*;
 
+    /// The strings of a string table after a name, as `following`.
+    fn table<'a>(strings: &'a [&'a str]) -> impl Iterator<Item = &'a [u8]> {
+        strings.iter().map(|s| s.as_bytes())
+    }
+
     #[test]
     fn local_names_are_functions_by_gprofs_rule() {
         for name in ["foo", "foo.1234", "foo.clone.3", "foo.constprop.0", "a.1.2"] {
-            assert!(local_name_is_function(name, b"bar\0"), "{name}");
+            assert!(local_name_is_function(name, table(&["bar"])), "{name}");
         }
         for name in [
             "foo.part.0",
@@ -363,18 +377,32 @@ mod tests {
             "__gnu_compiled_c",
             "",
         ] {
-            assert!(!local_name_is_function(name, b"bar\0"), "{name}");
+            assert!(!local_name_is_function(name, table(&["bar"])), "{name}");
         }
     }
 
     #[test]
-    fn a_name_ending_in_a_suffix_is_judged_with_the_next_string_as_gprof_reads_it() {
-        assert!(local_name_is_function("foo.constprop.0", b"plain\0x$\0"));
-        assert!(!local_name_is_function("foo.constprop.0", b"bar.part.0\0"));
-        assert!(!local_name_is_function("foo.1", b"x$y\0"));
+    fn a_name_ending_in_a_suffix_is_judged_with_the_strings_after_it_as_gprof_reads_them() {
+        assert!(local_name_is_function(
+            "foo.constprop.0",
+            table(&["plain", "x$"])
+        ));
+        assert!(!local_name_is_function(
+            "foo.constprop.0",
+            table(&["bar.part.0"])
+        ));
+        assert!(!local_name_is_function("foo.1", table(&["x$y"])));
         assert!(
-            local_name_is_function("foo", b"x$y\0"),
+            local_name_is_function("foo", table(&["x$y"])),
             "no suffix: no overrun"
+        );
+        // A chain of names that end in suffixes, ended by a rejected one.
+        let chain = ["b.constprop.0", "c.constprop.1", "d.cold", "e"];
+        assert!(!local_name_is_function("a.constprop.0", table(&chain)));
+        assert!(local_name_is_function("a.constprop.0", table(&chain[..2])));
+        assert!(
+            local_name_is_function("a.constprop.0", table(&[])),
+            "end of table"
         );
     }
 

@@ -139,9 +139,36 @@ pub enum SymbolRules {
 impl SymbolRules {
     /// The functions of `file` by these rules, sorted by address.
     fn symbols(self, file: &object::File<'_>) -> Vec<FunctionSymbol> {
-        match self {
+        let mut symbols = match self {
             SymbolRules::Linker => text_symbols(file),
             SymbolRules::Gprof => gprof_rules::gprof_symbols(file),
+        };
+        keep_names_apart(&mut symbols);
+        symbols
+    }
+}
+
+/// Two symbols are never one function: where symbols of different names
+/// in the table demangle to one name (a demangler's loss), each is named
+/// by its mangled name instead, as binutils prints a name it cannot
+/// demangle.
+fn keep_names_apart(symbols: &mut [FunctionSymbol]) {
+    let mut by_name: rustc_hash::FxHashMap<&str, (&str, bool)> = Default::default();
+    for s in symbols.iter() {
+        let entry = by_name.entry(&s.name).or_insert((&s.system_name, false));
+        entry.1 |= entry.0 != &*s.system_name;
+    }
+    let clashing: rustc_hash::FxHashSet<Arc<str>> = by_name
+        .into_iter()
+        .filter(|(_, (_, clash))| *clash)
+        .map(|(name, _)| Arc::from(name))
+        .collect();
+    if clashing.is_empty() {
+        return;
+    }
+    for s in symbols.iter_mut() {
+        if clashing.contains(&s.name) && s.name != s.system_name {
+            s.name = s.system_name.clone();
         }
     }
 }
@@ -1112,6 +1139,21 @@ mod tests {
                 .map(|i| &symbols[i]);
             assert_eq!(sorted, view.symbol_at(probe), "at {probe:#x}");
         }
+    }
+
+    #[test]
+    fn symbols_that_demangle_alike_keep_their_mangled_names() {
+        let mut symbols = vec![
+            FunctionSymbol::new(0x10, 4, "helper"),
+            FunctionSymbol::new(0x20, 4, "helper"),
+            FunctionSymbol::new(0x30, 4, "_Z1fv"),
+            FunctionSymbol::new(0x40, 4, "_Z1gv"),
+        ];
+        // As if a demangler had lost what tells two instantiations apart.
+        symbols[3].name = symbols[2].name.clone();
+        super::keep_names_apart(&mut symbols);
+        let names: Vec<&str> = symbols.iter().map(|s| &*s.name).collect();
+        assert_eq!(names, ["helper", "helper", "_Z1fv", "_Z1gv"]);
     }
 
     #[test]

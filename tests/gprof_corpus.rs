@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::gprof_program::{build_and_run, Shape};
 use common::gprof_report::*;
 use common::*;
 
@@ -73,21 +74,22 @@ fn convert(case: &CorpusCase, dir: &Path) -> pb::Profile {
 /// The differences between profconv's profile of `case` and gprof's
 /// reports of it, one line each.
 fn differences(case: &CorpusCase, p: &pb::Profile) -> Vec<String> {
-    let flat = parse_flat(&report(case, "flat"));
-    let called = parse_called(&report(case, "graph"));
+    differences_from(&case.name, p, &report(case, "flat"), &report(case, "graph"))
+}
+
+/// The differences between a profile and gprof's flat profile and call
+/// graph, one line each, headed `name`.
+fn differences_from(case: &str, p: &pb::Profile, flat: &str, graph: &str) -> Vec<String> {
+    let flat = parse_flat(flat);
+    let called = parse_called(graph);
     let (self_s, calls) = flat_from_pprof(p);
     let mut out = Vec::new();
     let mut diff = |function: &str, what: &str, ours: String, gprof: String| {
         out.push(format!(
-            "{:<16} {:<40} {:<6} {:>14} {:>14}",
-            case.name, function, what, ours, gprof
+            "{case:<16} {function:<40} {what:<6} {ours:>14} {gprof:>14}"
         ))
     };
-    assert!(
-        !flat.is_empty(),
-        "{}: gprof's flat profile is empty",
-        case.name
-    );
+    assert!(!flat.is_empty(), "{case}: gprof's flat profile is empty");
     for (name, row) in &flat {
         let ours = self_s.get(name).copied().unwrap_or(0.0);
         // gprof prints hundredths: agreement is within half of one.
@@ -132,8 +134,13 @@ fn every_function_of_every_real_file_agrees_with_gprof() {
         functions += parse_flat(&report(&case, "flat")).len();
         table.extend(differences(&case, &p));
     }
+    assert_no_differences(&table, functions);
+}
+
+/// Fails with a table of the differences, if any.
+fn assert_no_differences(table: &[String], functions: usize) {
     let mut shown = String::new();
-    for line in &table {
+    for line in table {
         writeln!(shown, "{line}").unwrap();
     }
     assert!(
@@ -385,4 +392,58 @@ fn the_committed_cxxfilt_lists_are_what_cxxfilt_prints() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{}", case.name);
         assert_eq!(symbols.lines().count(), want.lines().count());
     }
+}
+
+/// Runs `gprof -b FLAG` on a program and its gmon.out.
+fn gprof(flag: &str, exe: &Path, gmon: &Path) -> Option<String> {
+    let out = match Command::new("gprof")
+        .args(["-b", flag])
+        .arg(exe)
+        .arg(gmon)
+        .env("LC_ALL", "C")
+        .output()
+    {
+        Ok(out) => out,
+        Err(_) => {
+            assert!(!in_ci(), "GNU gprof is needed: .ci/run installs binutils");
+            eprintln!("SKIPPED: gprof not installed");
+            return None;
+        }
+    };
+    assert!(out.status.success(), "gprof {flag} failed");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Programs of real size built here (thousands of functions, packed at odd
+/// addresses, position-independent, -O2), run, and compared with the
+/// installed gprof function by function.
+#[test]
+fn generated_programs_of_real_size_agree_with_gprof() {
+    let mut shape = Shape::new(2500);
+    shape.seed = 0x0dd_a11e;
+    shape.iterations = 2e9;
+    shape.cflags = vec!["-O2", "-falign-functions=1", "-fPIE", "-pie"];
+    let dir = tempdir();
+    let Some((_, exe)) = build_and_run(&shape, dir.path()) else {
+        return;
+    };
+    let gmon = dir.path().join("gmon.out");
+    let (Some(flat), Some(graph)) = (gprof("-p", &exe, &gmon), gprof("-q", &exe, &gmon)) else {
+        return;
+    };
+    let out = dir.path().join("out.pb.gz");
+    profconv_ok(&[
+        gmon.to_str().unwrap(),
+        "--binary",
+        exe.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let p = decode_pprof(&out);
+    let functions = parse_flat(&flat).len();
+    assert!(
+        functions > 500,
+        "{functions} functions in gprof's flat profile"
+    );
+    assert_no_differences(&differences_from("generated", &p, &flat, &graph), functions);
 }

@@ -32,6 +32,9 @@ pub struct Shape {
     /// Spin-loop iterations over the whole run (about a nanosecond each).
     pub iterations: f64,
     pub main_calls: u64,
+    /// The compiler's flags besides `-g -pg` (-fno-inline always: an
+    /// inlined call has no mcount arc).
+    pub cflags: Vec<&'static str>,
 }
 
 impl Shape {
@@ -41,6 +44,7 @@ impl Shape {
             seed: 0x5eed_0001,
             iterations: 3e9,
             main_calls: 40,
+            cflags: vec!["-O1", "-no-pie", "-fno-pie"],
         }
     }
 }
@@ -200,15 +204,8 @@ pub fn build_and_run(shape: &Shape, dir: &Path) -> Option<(Program, PathBuf)> {
     let exe = dir.join("prog");
     // -fno-inline: an inlined call has no mcount arc.
     let status = Command::new("gcc")
-        .args([
-            "-O1",
-            "-fno-inline",
-            "-g",
-            "-pg",
-            "-no-pie",
-            "-fno-pie",
-            "-o",
-        ])
+        .args(&shape.cflags)
+        .args(["-fno-inline", "-g", "-pg", "-o"])
         .arg(&exe)
         .args(&files)
         .status();

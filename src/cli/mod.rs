@@ -643,7 +643,7 @@ fn log_line(n: usize, of: usize, record: &profconv::archive::Record) {
 }
 
 /// Runs the command line; returns the process exit code.
-pub fn main() -> i32 {
+pub fn main() -> u8 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {

@@ -531,7 +531,9 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
 
 /// The archive run's options from the command line, checked.
 fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptions> {
-    let jobs = args.jobs.unwrap_or_else(profconv::helper::cores);
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
     if jobs == 0 {
         return Err(Error::Usage("-j takes 1 or more".into()));
     }

@@ -122,7 +122,12 @@ fn hold_slot(index: u64) -> (usize, std::sync::MutexGuard<'static, ()>) {
     use std::sync::Mutex;
     static HELD: [Mutex<()>; SLOTS] = [const { Mutex::new(()) }; SLOTS];
     let slot = (index % SLOTS as u64) as usize;
-    (slot, crate::helper::lock(&HELD[slot]))
+    (
+        slot,
+        HELD[slot]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
 }
 
 /// One gzip member of `piece`, the `index`th of its output, at igzip's

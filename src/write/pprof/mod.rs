@@ -31,6 +31,14 @@ pub fn compressor() -> &'static str {
     isal::compressor()
 }
 
+/// How many threads can compress at once here (`available_parallelism`, 1
+/// when unknown), found once: each look reads the cgroup's CPU quota and
+/// the affinity mask (60 to 100 µs).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// A sample is written when one of its values is not zero.
 fn is_written(sample: &Sample) -> bool {
     sample.values.iter().any(|v| *v != 0)
@@ -388,7 +396,7 @@ fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
 
 /// How many members [`gzip_members`] makes of `len` encoded bytes.
 fn gzip_member_count(len: usize) -> usize {
-    let cores = crate::helper::cores();
+    let cores = cores();
     (len / GZIP_MEMBER_MIN).clamp(1, cores)
 }
 
@@ -565,7 +573,7 @@ mod gzip_tests {
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
             .collect();
         let members = gzip_members(&bytes).unwrap();
-        let cores = crate::helper::cores();
+        let cores = cores();
         assert_eq!(members.len(), cores.min(3));
         let joined: Vec<u8> = members.concat();
         let mut back = Vec::new();

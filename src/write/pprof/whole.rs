@@ -66,7 +66,7 @@ const PIPED_BYTES: usize = 2 << 20;
 /// The way for `profile`: with rows enough to pay for a thread and a second
 /// core, by the size its encoding is guessed at.
 pub(super) fn way(profile: &Profile) -> Way {
-    let threads = super::worth_a_thread(profile) && crate::helper::cores() > 1;
+    let threads = super::worth_a_thread(profile) && super::cores() > 1;
     if !threads {
         return Way::Encoded;
     }
@@ -113,12 +113,27 @@ pub(super) fn write_gzip_members(
         write_done(done, &mut next, count, &mut *out)?;
         Ok(count)
     };
-    let (theirs, mine): (io::Result<()>, io::Result<usize>) = crate::helper::join(rest, samples);
+    // The halves wait for each other's pieces: they run at once.
+    let (theirs, mine): (io::Result<()>, io::Result<usize>) = std::thread::scope(|scope| {
+        let rest = scope.spawn(rest);
+        let mine = samples();
+        (
+            rest.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            mine,
+        )
+    });
     theirs?;
     let count = mine?;
     write_done(done, &mut next, count, out)?;
-    debug_assert!(crate::helper::lock(done).is_empty(), "every member written");
+    debug_assert!(lock(done).is_empty(), "every member written");
     Ok(())
+}
+
+/// The members done, whether or not a thread panicked holding the lock
+/// (its panic is resumed when it is joined).
+fn lock(done: &Mutex<Done>) -> std::sync::MutexGuard<'_, Done> {
+    done.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The members made and not yet written, by their place.
@@ -136,7 +151,7 @@ fn write_done(
         if *next == (0, count) {
             *next = (1, 0);
         }
-        let Some(member) = crate::helper::lock(done).remove(next) else {
+        let Some(member) = lock(done).remove(next) else {
             return Ok(());
         };
         out.write_all(&member)?;
@@ -203,7 +218,7 @@ fn compress_all_waiting(
         // of pieces take turns in the member indexes (for ISA-L's slots).
         let index = 2 * i.1 as u64 + u64::from(i.0);
         let member = large_member_into(&piece, Vec::new(), &mut deflate, index)?;
-        crate::helper::lock(done).insert(i, member);
+        lock(done).insert(i, member);
     }
 }
 
@@ -313,7 +328,7 @@ mod tests {
     #[test]
     fn members_decompress_to_the_encoded_message() {
         let p = profile(80_000);
-        let cores = crate::helper::cores();
+        let cores = super::super::cores();
         assert!(way(&p) == Way::Members(PIECE) || cores == 1);
         let mut joined = Vec::new();
         write_gzip_members(&p, PIECE, &mut joined).unwrap();
@@ -333,7 +348,7 @@ mod tests {
 
     #[test]
     fn piped_is_what_encoding_then_compressing_gives() {
-        let cores = crate::helper::cores();
+        let cores = super::super::cores();
         // One member of many pieces; then a message past one member, whose
         // pieces are compressed again as members.
         for n in [6_000, 80_000] {

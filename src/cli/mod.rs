@@ -648,16 +648,6 @@ fn log_line(n: usize, of: usize, record: &profconv::archive::Record) {
 pub fn main() -> u8 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {
-            // What compresses is known at run time (ISA-L's library is
-            // opened, not linked).
-            println!(
-                "profconv {} (large pprof outputs gzip-compressed with {})",
-                env!("CARGO_PKG_VERSION"),
-                profconv::write::pprof::compressor()
-            );
-            return 0;
-        }
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() { 2 } else { 0 };

@@ -9,7 +9,6 @@ use prost::Message;
 use crate::error::{Error, Result};
 use crate::profile::{LabelValue, Profile, Sample};
 
-mod isal;
 pub mod pb;
 mod pool;
 mod stream;
@@ -17,19 +16,6 @@ mod whole;
 mod wire;
 
 pub use stream::{Stream, SPILL_VALUES};
-
-/// Opens ISA-L's library, which compresses large outputs where this build
-/// can use it, and says whether it is there. Done at the first large
-/// output otherwise; a program that calls it on a spare thread as it starts
-/// (as `profconv` does) takes that ≈ 0.1 ms off the conversion's way.
-pub fn load_compressor() -> bool {
-    isal::available()
-}
-
-/// What compresses large outputs here: ISA-L's igzip, or zlib-rs and why.
-pub fn compressor() -> &'static str {
-    isal::compressor()
-}
 
 /// How many threads can compress at once here (`available_parallelism`, 1
 /// when unknown), found once: each look reads the cgroup's CPU quota and
@@ -410,34 +396,6 @@ fn gzip_member(piece: &[u8]) -> std::io::Result<Vec<u8>> {
 /// (its tables are allocated and cleared once, not per member).
 fn member_deflate() -> flate2::Compress {
     flate2::Compress::new(flate2::Compression::fast(), false)
-}
-
-/// A thread's [`member_deflate`] for [`large_member_into`], made at its
-/// first use: where ISA-L compresses ([`isal`]) it is never needed, and
-/// making one allocates and clears its tables (≈ 30 µs).
-#[derive(Default)]
-struct LazyDeflate(Option<flate2::Compress>);
-
-impl LazyDeflate {
-    fn get(&mut self) -> &mut flate2::Compress {
-        self.0.get_or_insert_with(member_deflate)
-    }
-}
-
-/// One gzip member of a piece of a large output, its `index`th (the
-/// streamed pool's, and [`whole::write_gzip_members`]'): ISA-L's when this
-/// build has it ([`isal`]), else [`gzip_member_into`]'s. Either way the
-/// same bytes in every run.
-fn large_member_into(
-    piece: &[u8],
-    out: Vec<u8>,
-    deflate: &mut LazyDeflate,
-    index: u64,
-) -> std::io::Result<Vec<u8>> {
-    match isal::gzip_member_into(piece, out, index) {
-        Ok(member) => Ok(member),
-        Err(out) => gzip_member_into(piece, out, deflate.get()),
-    }
 }
 
 /// The header `flate2::write::GzEncoder` writes at the fastest level: no

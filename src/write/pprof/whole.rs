@@ -13,9 +13,7 @@
 //!
 //! A middle-sized profile ([`Way::Piped`]) keeps the one member
 //! [`super::gzip_members`] makes of it: this thread encodes the whole
-//! message in small pieces while another compresses them in order. With
-//! ISA-L ([`super::isal`]), which compresses about as fast as a thread
-//! encodes, it is written as members too, of an eighth of the message.
+//! message in small pieces while another compresses them in order.
 //!
 //! Memory: the encoded message and its compressed members (O(output)), as
 //! [`super::write`] otherwise keeps.
@@ -26,7 +24,7 @@ use std::sync::{mpsc, Mutex};
 
 use prost::Message;
 
-use super::{large_member_into, member_deflate, pb, LazyDeflate, Member, Profile};
+use super::{gzip_member_into, member_deflate, pb, Member, Profile};
 
 /// Encoded sample bytes per gzip member. Each member starts compressing
 /// with an empty window; at this size that costs well under 1 % of the
@@ -73,11 +71,6 @@ pub(super) fn way(profile: &Profile) -> Way {
     let guess = super::samples_len_guess(profile) + 16 * profile.locations().len();
     if guess >= MIN_BYTES {
         Way::Members(PIECE)
-    } else if super::isal::available() {
-        // ISA-L compresses about as fast as this thread encodes: members of
-        // an eighth of the message, compressed by both threads as they come,
-        // beat one member compressed as it comes (the piped way).
-        Way::Members((guess / 8).clamp(SMALL_PIECE, PIECE))
     } else if guess < PIPED_BYTES {
         Way::Piped
     } else {
@@ -203,7 +196,7 @@ fn compress_all_waiting(
     waiting: &Mutex<mpsc::Receiver<Piece>>,
     done: &Mutex<Done>,
 ) -> io::Result<()> {
-    let mut deflate = LazyDeflate::default();
+    let mut deflate = member_deflate();
     loop {
         // A poisoned lock means the other thread panicked: its panic is
         // resumed when it is joined.
@@ -214,10 +207,8 @@ fn compress_all_waiting(
         let Ok((i, piece)) = next else {
             return Ok(());
         };
-        // Each compressor sizes the member's buffer itself. The two series
-        // of pieces take turns in the member indexes (for ISA-L's slots).
-        let index = 2 * i.1 as u64 + u64::from(i.0);
-        let member = large_member_into(&piece, Vec::new(), &mut deflate, index)?;
+        // Each compressor sizes the member's buffer itself.
+        let member = gzip_member_into(&piece, Vec::new(), &mut deflate)?;
         lock(done).insert(i, member);
     }
 }
@@ -355,9 +346,7 @@ mod tests {
             let p = profile(n);
             let encoded = super::super::encode(&p);
             assert!(encoded.len() > 4 * SMALL_PIECE, "{} bytes", encoded.len());
-            assert!(
-                n > 6_000 || way(&p) == Way::Piped || cores == 1 || super::super::isal::available()
-            );
+            assert!(n > 6_000 || way(&p) == Way::Piped || cores == 1);
             let expected = super::super::gzip_members(&encoded).unwrap();
             assert!(n == 6_000 || expected.len() > 1 || cores == 1);
             assert!(gzip_piped(&p).unwrap() == expected, "{n} samples");

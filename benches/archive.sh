@@ -17,7 +17,7 @@
 # same archive is timed as the baseline for per-file cost.
 #
 # Environment: N (files), RUNS (default 3), PROFCONV (a binary to measure
-# instead of building one, e.g. benches/pgo.sh's), WORK (default /dev/shm/profconv-bench-archive,
+# instead of building one), WORK (default /dev/shm/profconv-bench-archive,
 # else target/bench/archive).
 set -euo pipefail
 cd "$(dirname "$0")/.."

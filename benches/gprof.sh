@@ -9,7 +9,7 @@
 #    with gcc -O1 -g -pg (non-PIE) and runs it once (a few seconds) to get gmon.out.
 #    Everything goes to $WORK (default target/bench/gprof-N-GEN-ARGS).  A program built from the same
 #    generator arguments is reused (delete $WORK to force a rebuild).
-#    --prepare stops here (benches/pgo.sh trains on the program).
+#    --prepare stops here.
 # 2. Builds profconv (cargo build --release) unless --gprof-only or PROFCONV names a binary.
 # 3. Measures in the same run with benches/measure.py (RUNS interleaved runs each, after a
 #    warm-up under /usr/bin/time -v for the peak RSS)
@@ -22,7 +22,7 @@
 # Environment: N (functions, default 3000), RUNS (default 10), WORK (work directory),
 #              GEN_ARGS (extra arguments for gprof_gen.py, e.g. "--cycles 20"),
 #              JOBS (parallel gcc jobs, default 2), RESULTS (append a row for run_all.sh),
-#              PROFCONV (a binary to measure instead of building one, e.g. benches/pgo.sh's).
+#              PROFCONV (a binary to measure instead of building one).
 # Needs: python3, gcc with glibc -pg support, GNU gprof, GNU time (Debian `time`), cargo.
 set -euo pipefail
 

@@ -7,9 +7,7 @@
 #   ONLY="aps dcpi" benches/run_all.sh
 #   GPROF_RUNS=20 DCPI_RUNS=5 benches/run_all.sh   # runs per case (defaults: gprof 10, 5
 #                                 # and 3 by size; DCPI 3)
-#   PGO=1 benches/run_all.sh      # measures the profile-guided build of benches/pgo.sh (built
-#                                 # first, ~10 min) instead of the plain release build
-#   PROFCONV=target/pgo/profconv benches/run_all.sh  # measures that binary as it is
+#   PROFCONV=path/to/profconv benches/run_all.sh  # measures that binary as it is
 #
 # Cases (ONLY picks some: gprof3k gprof20k gprof20k-cycles aps dcpi):
 #   gprof3k   gmon.out of a 3000-function gcc -pg program + its binary → .pb.gz vs gprof -b
@@ -57,10 +55,6 @@ BUILD=release
 if [ -n "${PROFCONV:-}" ]; then
     export PROFCONV
     BUILD="$PROFCONV"
-elif [ "${PGO:-0}" = 1 ]; then
-    benches/pgo.sh
-    export PROFCONV=${CARGO_TARGET_DIR:-$ROOT/target}/pgo/profconv
-    BUILD="release, profile-guided: benches/pgo.sh"
 else
     cargo build --release --quiet
 fi

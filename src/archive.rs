@@ -425,7 +425,9 @@ fn is_elf_executable(path: &Path) -> bool {
 /// directory holds many gmon files and one program.
 fn neighbour_binary(input: &Path, cache: &Neighbours) -> Option<PathBuf> {
     let dir = input.parent()?;
-    let mut cache = crate::helper::lock(cache);
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     cache
         .entry(dir.to_path_buf())
         .or_insert_with(|| find_neighbour_binary(dir))

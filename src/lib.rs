@@ -42,7 +42,6 @@
 
 pub mod archive;
 pub mod error;
-pub mod helper;
 pub mod profile;
 mod radix;
 pub mod read;

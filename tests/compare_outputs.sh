@@ -6,7 +6,7 @@
 # compares the results byte for byte. Used while restructuring the code:
 # "behaviour must not change" means this script prints no difference. A
 # gzip output whose bytes differ but which decompresses to the same bytes
-# (a build with ISA-L against one without) is counted apart, not reported.
+# (another compressor, or members cut elsewhere) is counted apart, not reported.
 #
 # Also checks that standard input, a FIFO and a gzip-compressed copy give the
 # same bytes as the plain file (new binary only; the old one read pipes as
@@ -99,8 +99,8 @@ rm -rf "$work/new" "$work/pipes"
 run_all "$new" "$work/new"
 status=0
 # A .pb.gz whose bytes differ but that decompresses to the old message is
-# the same profile compressed another way (e.g. one binary built with ISA-L,
-# see build.rs): counted apart, not a difference.
+# the same profile compressed another way (e.g. by an older binary that
+# compressed with another library): counted apart, not a difference.
 recompressed=0
 : >"$work/diff.txt"
 while IFS= read -r -d '' file; do

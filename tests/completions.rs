@@ -1,6 +1,6 @@
-//! Shell completions and the man page: bash accepts the bash script
-//! (`bash -n`), every shell's script names the subcommands, and `man -l`
-//! renders the page.
+//! Shell completions, the man page and the version: bash accepts the bash
+//! script (`bash -n`), every shell's script names the subcommands, `man -l`
+//! renders the page, and `--version` names the package's version.
 
 mod common;
 
@@ -89,4 +89,12 @@ fn man_page_renders() {
         ),
         Err(e) => eprintln!("skipping man -l (the roff header was checked): {e}"),
     }
+}
+
+#[test]
+fn version_prints_the_name_and_the_package_version() {
+    let out = profconv_ok(&["--version"]);
+    let expected = format!("profconv {}\n", env!("CARGO_PKG_VERSION"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+    assert_eq!(profconv_ok(&["-V"]).stdout, out.stdout);
 }

@@ -321,6 +321,37 @@ fn special_and_non_elf_binaries_are_refused_before_they_are_read() {
     }
 }
 
+/// A streamed pprof output, its gzip members compressed by a pool of
+/// threads in whatever order they finish, is the same bytes on every run.
+#[test]
+fn a_streamed_pprof_output_is_the_same_bytes_on_every_run() {
+    use common::gen::dcpi::{build_db, DbSpec};
+    let dir = tempdir();
+    // 400 000 sampled addresses: streamed, in members of 1 MiB (three).
+    let db = dir.path().join("db");
+    build_db(
+        &db,
+        &DbSpec {
+            images: 2,
+            insns: 200_000,
+            sampled_per_mille: 1000,
+            epochs: 1,
+            events: vec![("cycles".into(), 63488)],
+            one_event_each: false,
+            seed: 7,
+        },
+    );
+    let convert = |name: &str| {
+        let out = dir.path().join(name);
+        profconv_ok(&[s(&db), "-o", s(&out), "--quiet"]);
+        std::fs::read(out).unwrap()
+    };
+    let first = convert("a.pb.gz");
+    let members = gzip_members(&first);
+    assert!(members.len() > 2, "{} members", members.len());
+    assert!(first == convert("b.pb.gz"), "the same bytes on each run");
+}
+
 /// Outputs over 2 MiB encoded are gzip members compressed on both cores:
 /// `go tool pprof` must read them as one profile.
 #[test]

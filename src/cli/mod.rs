@@ -536,7 +536,9 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
 
 /// The archive run's options from the command line, checked.
 fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptions> {
-    let jobs = args.jobs.unwrap_or_else(profconv::helper::cores);
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
     if jobs == 0 {
         return Err(Error::Usage("-j takes 1 or more".into()));
     }
@@ -648,19 +650,9 @@ fn log_line(n: usize, of: usize, record: &profconv::archive::Record) {
 }
 
 /// Runs the command line; returns the process exit code.
-pub fn main() -> i32 {
+pub fn main() -> u8 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {
-            // What compresses is known at run time (ISA-L's library is
-            // opened, not linked).
-            println!(
-                "profconv {} (large pprof outputs gzip-compressed with {})",
-                env!("CARGO_PKG_VERSION"),
-                profconv::write::pprof::compressor()
-            );
-            return 0;
-        }
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() { 2 } else { 0 };

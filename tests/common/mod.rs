@@ -433,8 +433,8 @@ pub fn aps_file(hot: usize) -> Vec<u8> {
     .bytes()
 }
 
-/// The gzip members of a `.pb.gz`, each as its header's XFL byte (0 for
-/// igzip's, 4 for zlib-rs's fastest level) and its decoded bytes.
+/// The gzip members of a `.pb.gz`, each as its header's XFL byte (4 for
+/// zlib-rs's fastest level) and its decoded bytes.
 pub fn gzip_members(bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
     let (mut rest, mut members) = (bytes, Vec::new());
     while !rest.is_empty() {

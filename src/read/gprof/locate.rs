@@ -264,7 +264,8 @@ impl<'a> Resolved<'a> {
 }
 
 /// Looks every address up, as [`Resolved::new`], then runs `then`, while
-/// `beside` runs on another thread ([`crate::helper::join`]).
+/// `beside` runs on a scoped thread: at the same time, since `then` waits
+/// for what `beside` sends it.
 pub(super) fn resolve_beside<'a, T: Send, U>(
     binary: Option<&'a Binary>,
     funcs: &[Func<'a>],
@@ -273,12 +274,15 @@ pub(super) fn resolve_beside<'a, T: Send, U>(
     then: impl FnOnce(&Resolved<'a>) -> U,
     files: &'a mut Vec<String>,
 ) -> (Resolved<'a>, U, T) {
-    let (beside, (resolved, then)) = crate::helper::join(beside, || {
+    std::thread::scope(|scope| {
+        let beside = scope.spawn(beside);
         let resolved = Resolved::new(binary, funcs, addresses, files);
         let then = then(&resolved);
-        (resolved, then)
-    });
-    (resolved, then, beside)
+        let beside = beside
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (resolved, then, beside)
+    })
 }
 
 /// The locations [`Numbering`] has named so far, added to a profile a part
@@ -480,7 +484,10 @@ fn add_locations(
         let built = build();
         (built, add_functions(profile, resolved, rx))
     } else {
-        crate::helper::join(build, || add_functions(profile, resolved, rx))
+        // `build` runs first on this thread: it never waits for
+        // `add_functions` (the channel is unbounded), so the two may run one
+        // after the other where rayon has no idle thread.
+        rayon::join(build, || add_functions(profile, resolved, rx))
     };
     found.filenames = filenames;
     let numbered = |(slot, id): (usize, &FunctionId)| id.index() == base + slot;

@@ -128,10 +128,18 @@ fn open_and_load(inputs: &[Input], options: &ReadOptions) -> Result<(Option<Rc<B
     let (loaded, binary) = if small {
         (None, Binary::open_cached(path, SymbolRules::Gprof))
     } else {
-        crate::helper::join(
-            || elf_pointer_size(path).map(|size| load_with_ends(inputs, options, Some(size))),
-            || Binary::open_cached(path, SymbolRules::Gprof),
-        )
+        // `Binary::open_cached` keeps the binary for this thread (an `Rc`):
+        // it is opened here, the inputs parsed on a scoped thread.
+        std::thread::scope(|scope| {
+            let loaded = scope.spawn(|| {
+                elf_pointer_size(path).map(|size| load_with_ends(inputs, options, Some(size)))
+            });
+            let binary = Binary::open_cached(path, SymbolRules::Gprof);
+            let loaded = loaded
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (loaded, binary)
+        })
     };
     let binary = binary?;
     let loaded = match loaded {

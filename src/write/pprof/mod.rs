@@ -9,7 +9,6 @@ use prost::Message;
 use crate::error::{Error, Result};
 use crate::profile::{LabelValue, Profile, Sample};
 
-mod isal;
 pub mod pb;
 mod pool;
 mod stream;
@@ -18,17 +17,12 @@ mod wire;
 
 pub use stream::{Stream, SPILL_VALUES};
 
-/// Opens ISA-L's library, which compresses large outputs where this build
-/// can use it, and says whether it is there. Done at the first large
-/// output otherwise; a program that calls it on a spare thread as it starts
-/// (as `profconv` does) takes that ≈ 0.1 ms off the conversion's way.
-pub fn load_compressor() -> bool {
-    isal::available()
-}
-
-/// What compresses large outputs here: ISA-L's igzip, or zlib-rs and why.
-pub fn compressor() -> &'static str {
-    isal::compressor()
+/// How many threads can compress at once here (`available_parallelism`, 1
+/// when unknown), found once: each look reads the cgroup's CPU quota and
+/// the affinity mask (60 to 100 µs).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A sample is written when one of its values is not zero.
@@ -388,7 +382,7 @@ fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
 
 /// How many members [`gzip_members`] makes of `len` encoded bytes.
 fn gzip_member_count(len: usize) -> usize {
-    let cores = crate::helper::cores();
+    let cores = cores();
     (len / GZIP_MEMBER_MIN).clamp(1, cores)
 }
 
@@ -402,34 +396,6 @@ fn gzip_member(piece: &[u8]) -> std::io::Result<Vec<u8>> {
 /// (its tables are allocated and cleared once, not per member).
 fn member_deflate() -> flate2::Compress {
     flate2::Compress::new(flate2::Compression::fast(), false)
-}
-
-/// A thread's [`member_deflate`] for [`large_member_into`], made at its
-/// first use: where ISA-L compresses ([`isal`]) it is never needed, and
-/// making one allocates and clears its tables (≈ 30 µs).
-#[derive(Default)]
-struct LazyDeflate(Option<flate2::Compress>);
-
-impl LazyDeflate {
-    fn get(&mut self) -> &mut flate2::Compress {
-        self.0.get_or_insert_with(member_deflate)
-    }
-}
-
-/// One gzip member of a piece of a large output, its `index`th (the
-/// streamed pool's, and [`whole::write_gzip_members`]'): ISA-L's when this
-/// build has it ([`isal`]), else [`gzip_member_into`]'s. Either way the
-/// same bytes in every run.
-fn large_member_into(
-    piece: &[u8],
-    out: Vec<u8>,
-    deflate: &mut LazyDeflate,
-    index: u64,
-) -> std::io::Result<Vec<u8>> {
-    match isal::gzip_member_into(piece, out, index) {
-        Ok(member) => Ok(member),
-        Err(out) => gzip_member_into(piece, out, deflate.get()),
-    }
 }
 
 /// The header `flate2::write::GzEncoder` writes at the fastest level: no
@@ -565,7 +531,7 @@ mod gzip_tests {
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
             .collect();
         let members = gzip_members(&bytes).unwrap();
-        let cores = crate::helper::cores();
+        let cores = cores();
         assert_eq!(members.len(), cores.min(3));
         let joined: Vec<u8> = members.concat();
         let mut back = Vec::new();

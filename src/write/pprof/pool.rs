@@ -181,7 +181,7 @@ impl Pool {
 /// A worker: compresses tasks from `queue` until it is closed, sending each
 /// outcome to `report`.
 fn work(queue: &Mutex<mpsc::Receiver<Task>>, report: &mpsc::Sender<(u64, Outcome)>) {
-    let mut deflate = super::LazyDeflate::default();
+    let mut deflate = super::member_deflate();
     loop {
         // The lock is held only to take a task, not while compressing.
         let task = match queue.lock() {
@@ -190,8 +190,7 @@ fn work(queue: &Mutex<mpsc::Receiver<Task>>, report: &mpsc::Sender<(u64, Outcome
         };
         let Ok(task) = task else { return };
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            let member =
-                super::large_member_into(&task.encoded, task.member, &mut deflate, task.seq)?;
+            let member = super::gzip_member_into(&task.encoded, task.member, &mut deflate)?;
             Ok(Done {
                 member,
                 encoded: task.encoded,
@@ -214,8 +213,7 @@ mod tests {
 
     /// Pieces of different sizes and contents, compressed by the pool,
     /// come out as one gzip member each, in order, and as the very members
-    /// `large_member_into` makes of them (ISA-L's too: each member has its
-    /// slot, whichever thread makes it).
+    /// `gzip_member_into` makes of them, whichever thread makes each.
     #[test]
     fn members_come_out_in_order() {
         let pieces = super::super::test_pieces(40);
@@ -240,15 +238,11 @@ mod tests {
             pool.finish(&mut out).unwrap();
             let members = super::super::decoded_members(&out);
             assert!(members == pieces, "{threads} threads: the pieces, in order");
-            if !super::super::isal::same_bytes_every_run() {
-                continue; // ISA-L's streams on each thread's stack
-            }
             let mut expected = Vec::new();
-            let mut deflate = super::super::LazyDeflate::default();
-            for (i, piece) in pieces.iter().enumerate() {
+            let mut deflate = super::super::member_deflate();
+            for piece in &pieces {
                 let member =
-                    super::super::large_member_into(piece, Vec::new(), &mut deflate, i as u64)
-                        .unwrap();
+                    super::super::gzip_member_into(piece, Vec::new(), &mut deflate).unwrap();
                 expected.extend_from_slice(&member);
             }
             assert!(out == expected, "{threads} threads: the same members");

@@ -438,7 +438,7 @@ impl Streaming {
         let pool = match &mut self.pool {
             Some(pool) => pool,
             None => {
-                let cores = crate::helper::cores();
+                let cores = super::cores();
                 let pool = Pool::new(cores).map_err(io_error)?;
                 self.pool.insert(pool)
             }

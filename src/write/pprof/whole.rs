@@ -13,9 +13,7 @@
 //!
 //! A middle-sized profile ([`Way::Piped`]) keeps the one member
 //! [`super::gzip_members`] makes of it: this thread encodes the whole
-//! message in small pieces while another compresses them in order. With
-//! ISA-L ([`super::isal`]), which compresses about as fast as a thread
-//! encodes, it is written as members too, of an eighth of the message.
+//! message in small pieces while another compresses them in order.
 //!
 //! Memory: the encoded message and its compressed members (O(output)), as
 //! [`super::write`] otherwise keeps.
@@ -26,7 +24,7 @@ use std::sync::{mpsc, Mutex};
 
 use prost::Message;
 
-use super::{large_member_into, member_deflate, pb, LazyDeflate, Member, Profile};
+use super::{gzip_member_into, member_deflate, pb, Member, Profile};
 
 /// Encoded sample bytes per gzip member. Each member starts compressing
 /// with an empty window; at this size that costs well under 1 % of the
@@ -66,18 +64,13 @@ const PIPED_BYTES: usize = 2 << 20;
 /// The way for `profile`: with rows enough to pay for a thread and a second
 /// core, by the size its encoding is guessed at.
 pub(super) fn way(profile: &Profile) -> Way {
-    let threads = super::worth_a_thread(profile) && crate::helper::cores() > 1;
+    let threads = super::worth_a_thread(profile) && super::cores() > 1;
     if !threads {
         return Way::Encoded;
     }
     let guess = super::samples_len_guess(profile) + 16 * profile.locations().len();
     if guess >= MIN_BYTES {
         Way::Members(PIECE)
-    } else if super::isal::available() {
-        // ISA-L compresses about as fast as this thread encodes: members of
-        // an eighth of the message, compressed by both threads as they come,
-        // beat one member compressed as it comes (the piped way).
-        Way::Members((guess / 8).clamp(SMALL_PIECE, PIECE))
     } else if guess < PIPED_BYTES {
         Way::Piped
     } else {
@@ -113,12 +106,27 @@ pub(super) fn write_gzip_members(
         write_done(done, &mut next, count, &mut *out)?;
         Ok(count)
     };
-    let (theirs, mine): (io::Result<()>, io::Result<usize>) = crate::helper::join(rest, samples);
+    // The halves wait for each other's pieces: they run at once.
+    let (theirs, mine): (io::Result<()>, io::Result<usize>) = std::thread::scope(|scope| {
+        let rest = scope.spawn(rest);
+        let mine = samples();
+        (
+            rest.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            mine,
+        )
+    });
     theirs?;
     let count = mine?;
     write_done(done, &mut next, count, out)?;
-    debug_assert!(crate::helper::lock(done).is_empty(), "every member written");
+    debug_assert!(lock(done).is_empty(), "every member written");
     Ok(())
+}
+
+/// The members done, whether or not a thread panicked holding the lock
+/// (its panic is resumed when it is joined).
+fn lock(done: &Mutex<Done>) -> std::sync::MutexGuard<'_, Done> {
+    done.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The members made and not yet written, by their place.
@@ -136,7 +144,7 @@ fn write_done(
         if *next == (0, count) {
             *next = (1, 0);
         }
-        let Some(member) = crate::helper::lock(done).remove(next) else {
+        let Some(member) = lock(done).remove(next) else {
             return Ok(());
         };
         out.write_all(&member)?;
@@ -188,7 +196,7 @@ fn compress_all_waiting(
     waiting: &Mutex<mpsc::Receiver<Piece>>,
     done: &Mutex<Done>,
 ) -> io::Result<()> {
-    let mut deflate = LazyDeflate::default();
+    let mut deflate = member_deflate();
     loop {
         // A poisoned lock means the other thread panicked: its panic is
         // resumed when it is joined.
@@ -199,11 +207,9 @@ fn compress_all_waiting(
         let Ok((i, piece)) = next else {
             return Ok(());
         };
-        // Each compressor sizes the member's buffer itself. The two series
-        // of pieces take turns in the member indexes (for ISA-L's slots).
-        let index = 2 * i.1 as u64 + u64::from(i.0);
-        let member = large_member_into(&piece, Vec::new(), &mut deflate, index)?;
-        crate::helper::lock(done).insert(i, member);
+        // Each compressor sizes the member's buffer itself.
+        let member = gzip_member_into(&piece, Vec::new(), &mut deflate)?;
+        lock(done).insert(i, member);
     }
 }
 
@@ -313,7 +319,7 @@ mod tests {
     #[test]
     fn members_decompress_to_the_encoded_message() {
         let p = profile(80_000);
-        let cores = crate::helper::cores();
+        let cores = super::super::cores();
         assert!(way(&p) == Way::Members(PIECE) || cores == 1);
         let mut joined = Vec::new();
         write_gzip_members(&p, PIECE, &mut joined).unwrap();
@@ -333,16 +339,14 @@ mod tests {
 
     #[test]
     fn piped_is_what_encoding_then_compressing_gives() {
-        let cores = crate::helper::cores();
+        let cores = super::super::cores();
         // One member of many pieces; then a message past one member, whose
         // pieces are compressed again as members.
         for n in [6_000, 80_000] {
             let p = profile(n);
             let encoded = super::super::encode(&p);
             assert!(encoded.len() > 4 * SMALL_PIECE, "{} bytes", encoded.len());
-            assert!(
-                n > 6_000 || way(&p) == Way::Piped || cores == 1 || super::super::isal::available()
-            );
+            assert!(n > 6_000 || way(&p) == Way::Piped || cores == 1);
             let expected = super::super::gzip_members(&encoded).unwrap();
             assert!(n == 6_000 || expected.len() > 1 || cores == 1);
             assert!(gzip_piped(&p).unwrap() == expected, "{n} samples");

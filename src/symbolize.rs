@@ -5,6 +5,7 @@
 //! and by `.gnu_debuglink` (next to the binary, in `.debug/`, and under
 //! `/usr/lib/debug`), as gdb does.
 
+mod demangle;
 mod gprof_rules;
 pub mod images;
 pub mod lines;
@@ -16,6 +17,8 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
+
+pub use demangle::demangle_cpp;
 
 use crate::error::{Error, Result};
 use crate::profile::{Line, LocationId, MappingId, Profile, SymbolFlags};

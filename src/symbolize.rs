@@ -350,10 +350,7 @@ pub fn demangle(raw: &str) -> String {
         .strip_prefix('_')
         .filter(|r| r.starts_with("_Z"))
         .unwrap_or(raw);
-    cpp_demangle::Symbol::new(itanium)
-        .ok()
-        .and_then(|sym| sym.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-        .unwrap_or_else(|| raw.to_owned())
+    demangle_cpp(itanium).unwrap_or_else(|| raw.to_owned())
 }
 
 fn build_id_hex(file: &object::File<'_>) -> String {

@@ -8,7 +8,7 @@
 //! machines profconv is benchmarked on (whose kernel packs tasks onto few
 //! CPUs), one was often put on its parent's busy CPU and waited there 0.3
 //! to 1.2 ms while the other CPU was idle. The helper stays on its CPU
-//! between tasks: after each it waits [`SPIN`] for the next, yielding to
+//! between tasks: after each it waits `SPIN` for the next, yielding to
 //! anything else that would run there, and only then sleeps. Handing it a
 //! task then takes a few microseconds: a conversion of 3000 functions went
 //! from 7.8 to 6.7 ms (medians of 60 interleaved runs).
@@ -82,7 +82,7 @@ fn join_spawned<A: Send, B>(beside: impl FnOnce() -> A + Send, here: impl FnOnce
 
 /// Starts the helper now rather than at the first [`join`]: a program's
 /// spare thread calls it as the program starts. The helper then waits
-/// awake ([`SPIN`]) on its CPU for the first task, which it takes at once,
+/// awake (`SPIN`) on its CPU for the first task, which it takes at once,
 /// instead of being started (≈ 60 µs) by the caller of the first `join`
 /// and run on a CPU that may have been idle until then. On the 2-CPU
 /// virtual machines profconv is benchmarked on, a CPU idle for a while is

@@ -3,10 +3,10 @@
 //! dumps, and whole profile database directories.
 //!
 //! Reading streams in two passes over the files, parsed in place (mapped):
-//! first every header ([`index`]: events, images, which files hold each
-//! image), then the counts one image at a time ([`scan`]), each image
+//! first every header (`index`: events, images, which files hold each
+//! image), then the counts one image at a time (`scan`), each image
 //! becoming one lean part of the profile (rows of address and values,
-//! [`parts`]) that is handed on, its buffers reused for the next image.
+//! `parts`) that is handed on, its buffers reused for the next image.
 //! What stays in memory is O(files + images), plus the image being read;
 //! `info` keeps no counts at all, only their totals.
 

@@ -5,6 +5,7 @@
 //! and by `.gnu_debuglink` (next to the binary, in `.debug/`, and under
 //! `/usr/lib/debug`), as gdb does.
 
+mod demangle;
 mod gprof_rules;
 pub mod images;
 pub mod lines;
@@ -16,6 +17,8 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
+
+pub use demangle::demangle_cpp;
 
 use crate::error::{Error, Result};
 use crate::profile::{Line, LocationId, MappingId, Profile, SymbolFlags};
@@ -374,10 +377,7 @@ pub fn demangle(raw: &str) -> String {
         .strip_prefix('_')
         .filter(|r| r.starts_with("_Z"))
         .unwrap_or(raw);
-    cpp_demangle::Symbol::new(itanium)
-        .ok()
-        .and_then(|sym| sym.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-        .unwrap_or_else(|| raw.to_owned())
+    demangle_cpp(itanium).unwrap_or_else(|| raw.to_owned())
 }
 
 fn build_id_hex(file: &object::File<'_>) -> String {

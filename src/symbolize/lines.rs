@@ -4,12 +4,12 @@
 //! addr2line parses each unit's line program into sorted row vectors and
 //! searches them per address. Here the addresses are sorted first; each unit
 //! whose ranges hold one of them has its line program decoded once, by a
-//! small decoder of the opcodes ([`Decoder`]), and its rows are merged with
+//! small decoder of the opcodes (`Decoder`), and its rows are merged with
 //! the unit's addresses as they come. Nothing is kept of a row once the
 //! addresses up to the next row have their answer.
 //!
 //! The answers are addr2line's own: the units an address is looked up in and
-//! their order are those of addr2line's `ResUnits` ([`units`]); a unit's rows
+//! their order are those of addr2line's `ResUnits` (`units`); a unit's rows
 //! are those gimli's `LineRows` yields (tombstones skipped); rows are grouped
 //! into sequences and same-address rows merged as addr2line's `Lines::parse`
 //! does; the row of an address is the last one at or before it in the one

@@ -183,7 +183,7 @@ fn site_locations(
             continue;
         }
         if let Some(raw) = file.name(site) {
-            let name = addr2line::demangle_auto(raw.as_str().into(), None).into_owned();
+            let name = symbolize::demangle(&raw);
             let function = profile.add_function(&name, &raw, "", 0);
             profile.set_location_lines(id, vec![Line { function, line: 0 }]);
         }

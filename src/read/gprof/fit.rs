@@ -94,6 +94,22 @@ fn arcs_off_entries(data: &GmonData, binary: &Binary) -> Option<String> {
     ))
 }
 
+/// Whether an x86 call ends at `pc`: `call rel32` (`e8`), or an indirect
+/// `call` (`ff /2`) through a register, `disp8(reg)`, `disp32(reg)` or
+/// `disp32(%rip)`, as `-pg` code calls `mcount` directly, through the GOT
+/// (`*mcount@GOTPCREL(%rip)`, i386 PIC's `*mcount@GOT(%ebx)`) or a register.
+fn x86_call_ends_at(binary: &Binary, pc: u64) -> bool {
+    let before = |n: u64| {
+        pc.checked_sub(n)
+            .and_then(|at| binary.bytes_at(at, n as usize))
+    };
+    let indirect = |b: &[u8], modrm: fn(u8) -> bool| b[0] == 0xff && modrm(b[1]);
+    before(5).is_some_and(|b| b[0] == 0xe8)
+        || before(6).is_some_and(|b| indirect(b, |m| m == 0x15 || m & 0xf8 == 0x90))
+        || before(3).is_some_and(|b| indirect(b, |m| m & 0xf8 == 0x50))
+        || before(2).is_some_and(|b| indirect(b, |m| m & 0xf8 == 0xd0))
+}
+
 /// Whether a call instruction ends at `pc` in `binary`'s code (`None`
 /// for an instruction set not known here). The `mcount` call of each
 /// target's `-pg` prologue: x86 `call rel32` or `call *disp32(%rip)`; ARM
@@ -110,11 +126,7 @@ fn call_ends_at(binary: &Binary, pc: u64) -> Option<bool> {
         })
     };
     let found = match binary.architecture {
-        A::I386 | A::X86_64 | A::X86_64_X32 => {
-            let near = pc.checked_sub(5).and_then(|at| binary.bytes_at(at, 1));
-            let indirect = pc.checked_sub(6).and_then(|at| binary.bytes_at(at, 2));
-            near == Some(&[0xe8][..]) || indirect == Some(&[0xff, 0x15][..])
-        }
+        A::I386 | A::X86_64 | A::X86_64_X32 => x86_call_ends_at(binary, pc),
         A::Arm => {
             let pc = pc & !1;
             let thumb = pc.checked_sub(4).and_then(|at| binary.bytes_at(at, 4));

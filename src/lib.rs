@@ -42,6 +42,7 @@
 
 pub mod archive;
 pub mod error;
+mod mmap;
 pub mod profile;
 mod radix;
 pub mod read;

@@ -119,10 +119,7 @@ fn map_object(path: &Path) -> Result<memmap2::Mmap> {
             ),
         ));
     }
-    // SAFETY: the map is read-only and private to this process; like every
-    // tool that maps its inputs (addr2line's own loader does), profconv
-    // assumes the file is not truncated while it runs.
-    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))
+    crate::mmap::map(&file).map_err(|e| Error::io(path, e))
 }
 
 /// Which of an executable's symbols are its functions.

@@ -101,10 +101,7 @@ impl Input {
         }
         let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         if meta.is_file() && meta.len() > 0 {
-            // SAFETY: the mapping is read-only and private; profconv does not
-            // write to its inputs. Another program truncating the file while
-            // it is read is outside what a converter can guard against.
-            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+            let map = crate::mmap::map(&file).map_err(|e| Error::io(path, e))?;
             if !map.starts_with(&GZIP_MAGIC) {
                 return Ok(Input {
                     name: path.to_path_buf(),

@@ -85,9 +85,7 @@ impl Found {
 /// parse as addr2line parses them (then every address is asked of it).
 pub fn sorted_lines(path: &Path, addresses: &[u64]) -> Option<SortedLines> {
     let file = std::fs::File::open(path).ok()?;
-    // SAFETY: a read-only private map, as addr2line's own loader makes of
-    // the same file; profconv assumes it is not truncated while it runs.
-    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let map = crate::mmap::map(&file).ok()?;
     sorted_lines_in(&map, addresses)
 }
 

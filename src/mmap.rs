@@ -1,0 +1,18 @@
+//! The one place profconv maps a file into memory: inputs
+//! ([`crate::read::Input`]), executables and their debug files
+//! ([`crate::symbolize::Binary`]) and the DWARF the line lookups read
+//! ([`crate::symbolize::lines`]). Nothing is copied; the map lives as long as
+//! the value returned.
+
+use std::fs::File;
+use std::io;
+
+/// Maps all of `file`, read-only and private to this process.
+pub(crate) fn map(file: &File) -> io::Result<memmap2::Mmap> {
+    // SAFETY: the map is read-only and private, and profconv never writes
+    // to the files it reads. Like every tool that maps its inputs
+    // (addr2line's loader maps the same files), it assumes no other program
+    // truncates a file while it is read: that would be a SIGBUS, which a
+    // converter cannot guard against.
+    unsafe { memmap2::Mmap::map(file) }
+}

@@ -1,8 +1,10 @@
 //! The sorted line lookup (`symbolize::lines`) against addr2line's
 //! `Loader::find_location`, address by address: every byte of the text of
-//! every fixture binary with DWARF, and of small programs gcc builds here in
-//! several DWARF shapes (versions 4 and 5, 64-bit DWARF, 32-bit code,
-//! sections the linker dropped, optimized code with inlining).
+//! every ELF fixture (tests/fixtures/gprof and gprof-corpus: x86-64, i686,
+//! ARM, PowerPC, MIPS; with DWARF, stripped, separate debug files), of a
+//! generated program of 20 000 functions, and of small programs gcc builds
+//! here in several DWARF shapes (versions 4 and 5, 64-bit DWARF, 32-bit
+//! code, sections the linker dropped, optimized code with inlining).
 //!
 //! `PROFCONV_LINES_BINARY=path` checks one more binary (every text byte).
 
@@ -11,7 +13,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use object::{Object, ObjectSection, SectionFlags, SectionKind};
+use common::gprof_program::{self, Shape};
+use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionKind};
 use profconv::symbolize::lines::{sorted_lines, Found, SortedLines};
 
 /// Every address of the executable sections of `path` (also those a
@@ -34,13 +37,15 @@ fn text_addresses(path: &Path) -> Vec<u64> {
 }
 
 /// Compares the sorted lookup of every text address with addr2line's, and
-/// returns how many addresses the sorted pass answered itself.
-fn compare(path: &Path) -> usize {
+/// returns how many addresses the sorted pass answered itself and how many
+/// there are.
+fn compare(path: &Path) -> (usize, usize) {
     let addresses = text_addresses(path);
     assert!(!addresses.is_empty(), "{}: no text", path.display());
     let loader = addr2line::Loader::new(path).unwrap();
     let sorted = sorted_lines(path, &addresses).expect("the units parse");
-    compare_with(&loader, &sorted, &addresses, path)
+    let answered = compare_with(&loader, &sorted, &addresses, path);
+    (answered, addresses.len())
 }
 
 /// Every address the sorted pass answers has addr2line's answer.
@@ -117,35 +122,95 @@ fn sorted_lookup_on_damaged_dwarf_answers_like_addr2line_or_asks() {
     assert!(answered > 0, "every damaged file was asked of addr2line");
 }
 
+/// The ELF files of a fixture directory (executables and debug files).
+fn elf_files(dir: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(common::fixture(dir))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            let Ok(data) = std::fs::read(path) else {
+                return false;
+            };
+            matches!(
+                object::File::parse(&*data),
+                Ok(object::File::Elf32(_) | object::File::Elf64(_))
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 #[test]
-fn sorted_lookup_matches_addr2line_on_fixture_binaries() {
-    let dir = common::fixture("gprof");
-    let mut checked = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let Ok(data) = std::fs::read(&path) else {
-            continue;
-        };
-        let Ok(file) = object::File::parse(&*data) else {
-            continue;
-        };
-        if file.section_by_name(".debug_line").is_none() {
-            continue;
-        }
-        let answered = compare(&path);
-        let total = text_addresses(&path).len();
-        // The fixtures are plain gcc output: the sorted pass answers them all.
+fn sorted_lookup_matches_addr2line_on_every_fixture_binary() {
+    let mut files = elf_files("gprof");
+    files.extend(elf_files("gprof-corpus"));
+    let mut addresses = 0;
+    for path in &files {
+        let (answered, total) = compare(path);
+        // Plain compiler output, static glibc included: the sorted pass
+        // answers every address itself.
         assert_eq!(answered, total, "{}", path.display());
-        checked += 1;
+        addresses += total;
     }
-    assert!(checked >= 5, "only {checked} fixture binaries with DWARF");
+    eprintln!("{} ELF fixtures, {addresses} addresses", files.len());
+    assert!(files.len() >= 20, "only {} ELF fixtures", files.len());
+    let machines: Vec<object::Architecture> = files
+        .iter()
+        .map(|path| {
+            object::File::parse(&*std::fs::read(path).unwrap())
+                .unwrap()
+                .architecture()
+        })
+        .collect();
+    for machine in [
+        object::Architecture::X86_64,
+        object::Architecture::I386,
+        object::Architecture::Arm,
+        object::Architecture::PowerPc,
+        object::Architecture::Mips,
+    ] {
+        assert!(machines.contains(&machine), "no {machine:?} fixture");
+    }
     if let Some(path) = std::env::var_os("PROFCONV_LINES_BINARY") {
-        let answered = compare(Path::new(&path));
+        let (answered, total) = compare(Path::new(&path));
         eprintln!(
-            "{}: {answered} addresses answered",
+            "{}: {answered} of {total} addresses answered",
             Path::new(&path).display()
         );
     }
+}
+
+/// The generated program of 20 000 functions (tests/common/gprof_program.rs,
+/// built as the gprof tests build it, not run): every byte of its text, and
+/// every function has lines of its own source file.
+#[test]
+fn sorted_lookup_matches_addr2line_on_a_program_of_20000_functions() {
+    let dir = common::tempdir();
+    let shape = Shape::new(20_000);
+    let Some((_, exe)) = gprof_program::build(&shape, dir.path()) else {
+        return;
+    };
+    let (answered, total) = compare(&exe);
+    assert_eq!(answered, total, "some addresses asked of addr2line");
+    let data = std::fs::read(&exe).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let mut entries: Vec<(u64, String)> = file
+        .symbols()
+        .filter(|s| s.name().is_ok_and(|n| n.starts_with("fn_")))
+        .map(|s| (s.address(), s.name().unwrap().to_owned()))
+        .collect();
+    entries.sort();
+    assert_eq!(entries.len(), 20_000, "functions in the symbol table");
+    let addresses: Vec<u64> = entries.iter().map(|e| e.0).collect();
+    let sorted = sorted_lines(&exe, &addresses).unwrap();
+    for (i, (_, name)) in entries.iter().enumerate() {
+        let Some((file, line)) = sorted.location(i) else {
+            panic!("{name}: asked of addr2line");
+        };
+        assert!(file.contains("/gen_") && line > 0, "{name}: {file}:{line}");
+    }
+    eprintln!("{total} addresses of 20 000 functions");
 }
 
 const SOURCE_A: &str = r#"
@@ -218,8 +283,7 @@ fn sorted_lookup_matches_addr2line_on_programs_built_here() {
             eprintln!("gcc could not build {name} ({flags:?}): skipped");
             continue;
         };
-        let answered = compare(&path);
-        let total = text_addresses(&path).len();
+        let (answered, total) = compare(&path);
         assert_eq!(answered, total, "{name}: some addresses asked of addr2line");
         built += 1;
     }

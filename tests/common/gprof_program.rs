@@ -193,6 +193,19 @@ fn function(c: &mut String, i: usize, children: &[usize], period: &[u64], spins:
 /// path (the run leaves `dir/gmon.out`). `None` when gcc is missing (only
 /// outside CI).
 pub fn build_and_run(shape: &Shape, dir: &Path) -> Option<(Program, PathBuf)> {
+    let (program, exe) = build(shape, dir)?;
+    let status = Command::new(&exe)
+        .current_dir(dir)
+        .status()
+        .expect("run the generated program");
+    assert!(status.success(), "generated program failed");
+    assert!(dir.join("gmon.out").is_file(), "no gmon.out written");
+    Some((program, exe))
+}
+
+/// Writes and builds the program in `dir` (`dir/prog`), without running it.
+/// `None` when gcc is missing (only outside CI).
+pub fn build(shape: &Shape, dir: &Path) -> Option<(Program, PathBuf)> {
     let program = generate(shape);
     let mut files = Vec::new();
     for (file, text) in &program.sources {
@@ -220,11 +233,5 @@ pub fn build_and_run(shape: &Shape, dir: &Path) -> Option<(Program, PathBuf)> {
             return None;
         }
     }
-    let status = Command::new(&exe)
-        .current_dir(dir)
-        .status()
-        .expect("run the generated program");
-    assert!(status.success(), "generated program failed");
-    assert!(dir.join("gmon.out").is_file(), "no gmon.out written");
     Some((program, exe))
 }

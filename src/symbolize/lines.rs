@@ -126,6 +126,7 @@ fn lookup(dwarf: &gimli::Dwarf<Reader<'_>>, addresses: &[u64]) -> Option<SortedL
     let aranges = Aranges::read(dwarf)?;
     let mut found = vec![Found::Nowhere; addresses.len()];
     let mut files = Vec::new();
+    let mut lines = UnitLines::default(); // one unit at a time
     let mut headers = dwarf.units();
     while let Some(header) = headers.next().ok()? {
         // Partial and type units hold no code: addr2line looks up no
@@ -156,9 +157,9 @@ fn lookup(dwarf: &gimli::Dwarf<Reader<'_>>, addresses: &[u64]) -> Option<SortedL
             entry,
             aranges: aranges.of(offset),
         };
-        let mut lines = UnitLines::read(unit, program)?;
+        lines.read(unit, program)?;
         lines.claim(&declared, files.len(), addresses, &mut found);
-        files.extend(lines.files);
+        files.append(&mut lines.files);
     }
     for (found, &address) in found.iter_mut().zip(addresses) {
         if address == u64::MAX {
@@ -313,6 +314,7 @@ struct Sequence {
 }
 
 /// One unit's line table, as gimli reads it.
+#[derive(Default)]
 struct UnitLines {
     sequences: Vec<Sequence>,
     rows: Vec<Row>,
@@ -321,16 +323,19 @@ struct UnitLines {
 }
 
 impl UnitLines {
-    /// Runs the unit's line program. Rows at the address of the row before
+    /// Runs a unit's line program (in place of the last one's). Rows at the address of the row before
     /// replace it (a reader takes the last row at an address); rows after
     /// the last end of sequence are dropped. `None` when the program does
     /// not parse or its rows go back within a sequence.
     fn read<'d>(
+        &mut self,
         unit: gimli::UnitRef<'_, Reader<'d>>,
         program: gimli::IncompleteLineProgram<Reader<'d>>,
-    ) -> Option<UnitLines> {
+    ) -> Option<()> {
         let mut program = program.rows();
-        let (mut sequences, mut rows) = (Vec::new(), Vec::<Row>::new());
+        let (sequences, rows) = (&mut self.sequences, &mut self.rows);
+        sequences.clear();
+        rows.clear();
         let mut first = 0;
         while let Some((_, row)) = program.next_row().ok()? {
             let address = row.address();
@@ -362,12 +367,8 @@ impl UnitLines {
             }
         }
         rows.truncate(first);
-        let files = render_files(unit, program.header())?;
-        Some(UnitLines {
-            sequences,
-            rows,
-            files,
-        })
+        self.files = render_files(unit, program.header())?;
+        Some(())
     }
 
     /// Gives each address the sequences hold its row, or [`Found::Ask`]

@@ -642,8 +642,9 @@ impl Binary {
         if !self.single_frames {
             return None;
         }
-        // Where addr2line's reader would not open, this pass finds nothing
-        // either: same file, same sections, same units (lines.rs).
+        // Where addr2line's reader would not open (unit headers, unit
+        // entries or .debug_aranges that do not parse), this pass gives up
+        // too: same file, same sections, read with the same gimli (lines.rs).
         let debug_file = self.debug_file.as_deref()?;
         match &self.image {
             Some(image) if debug_file == self.path => lines::sorted_lines_in(image, addresses),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# aps.sh - benchmark profconv's APS conversion against `cat` of the same file (issue 12).
+# aps.sh - benchmark profconv's APS conversion against `cat` of the same file.
 #
 #   benches/aps.sh                       # 5.5 M records from 20 000 stacks: 308 MB
 #   RECORDS=19e6 DISTINCT=50000 benches/aps.sh

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # dcpi.sh - benchmark the DCPI reader on generated profile databases, against `cat` of the
-# same files, with time, throughput and peak RSS of both (issue 12).
+# same files, with time, throughput and peak RSS of both.
 #
-#   benches/dcpi.sh                      # issue 12: sparse (10 %) and dense (57 %) databases
+#   benches/dcpi.sh                      # sparse (10 %) and dense (57 %) databases
 #   SAMPLED=0.10 benches/dcpi.sh         # only the sparse one
 #   SIZE_MB=1024 benches/dcpi.sh         # instead: a many-epoch database of 1 GiB
 #

@@ -14,7 +14,7 @@ Usage:
       whole by back-to-back chunks of 32-1024 instructions (so the database
       is about images x insns x 4 bytes: 383 MiB for the defaults), and a
       fraction --sampled of the instructions has a non-zero count, so about
-      images x insns x sampled distinct addresses have samples (issue 12's
+      images x insns x sampled distinct addresses have samples (the
       sparse database: 0.10, 10 M addresses; dense: 0.57, 57 M).
 """
 import argparse

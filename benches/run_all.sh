@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_all.sh - every input of issue 12's table, each measured against its reference in the
+# run_all.sh - every input of docs/benchmarks.md's table, each measured against its reference in the
 # same run, then one table of the results with the machine's core count.
 #
 #   benches/run_all.sh            # ~10 min on 2 cores (+ ~5 min the first time, to build the
@@ -77,7 +77,7 @@ import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 head = ["input", "MB", "profconv s (median wall, CPU)", "MB/s", "peak RSS MiB", "reference (median wall, CPU, peak RSS)",
         "ratio ref/profconv (wall, CPU)", "goal", "result"]
-print("issue 12 benchmarks: %s cores, profconv %s (%s)" % (sys.argv[2], sys.argv[3], sys.argv[6]))
+print("profconv benchmarks: %s cores, profconv %s (%s)" % (sys.argv[2], sys.argv[3], sys.argv[6]))
 print("host probe (benches/probe.c pinned to each CPU) before: %s" % sys.argv[4])
 print("host probe after: %s" % sys.argv[5])
 print("| " + " | ".join(head) + " |")

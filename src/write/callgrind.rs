@@ -116,7 +116,7 @@ fn events(profile: &Profile) -> Vec<Event> {
 
 /// Text made safe for a one-line field.
 fn one_line(s: &str) -> String {
-    s.replace(['\n', '\r'], " ")
+    super::names::callgrind_name(s).into_owned()
 }
 
 impl Callgrind {

@@ -12,11 +12,12 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
     let (kind, unit) = profile.sample_type_name(index);
     let lines = folded::lines(profile, options)?;
     let mut fg = inferno::flamegraph::Options::default();
-    fg.title = if options.title.is_empty() {
+    let title = if options.title.is_empty() {
         format!("{kind} ({unit})")
     } else {
         format!("{} — {kind} ({unit})", options.title)
     };
+    fg.title = super::names::xml_text(&title).into_owned();
     fg.count_name = unit.to_owned();
     fg.name_type = "Function:".to_owned();
     // Colours from a hash of the frame name, not random: the same input gives
@@ -28,8 +29,14 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
         fg.subtitle = Some("no samples of this type".to_owned());
         let empty = ["(no samples) 1".to_owned()];
         return inferno::flamegraph::from_lines(&mut fg, empty.iter().map(String::as_str), out)
-            .map_err(|e| Error::Usage(format!("flamegraph rendering failed: {e}")));
+            .map_err(render_error);
     }
     inferno::flamegraph::from_lines(&mut fg, lines.iter().map(String::as_str), out)
-        .map_err(|e| Error::Usage(format!("flamegraph rendering failed: {e}")))
+        .map_err(render_error)
+}
+
+/// An error of inferno's: writing the SVG (a full disk, a closed pipe) is
+/// an output error like any writer's, not a usage error.
+fn render_error(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::io(std::path::Path::new("<output>"), std::io::Error::other(e))
 }

@@ -8,15 +8,11 @@ use crate::profile::Profile;
 use crate::write::frames::Frames;
 use crate::write::{chosen_sample_type, effective_group_by, WriteOptions};
 
-/// A frame name made safe for the folded format: no `;`, no line breaks.
+/// A frame name made safe for the folded format ([`super::names::folded_frame`]):
+/// no `;`, no line breaks or other control characters, and so also safe in
+/// the flamegraph drawn from the lines.
 pub fn clean_frame(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            ';' => ':',
-            '\n' | '\r' => ' ',
-            c => c,
-        })
-        .collect()
+    super::names::folded_frame(name).into_owned()
 }
 
 /// The folded lines of a profile for the chosen sample type.

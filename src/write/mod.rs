@@ -6,6 +6,7 @@ pub mod callgrind;
 pub mod flamegraph;
 pub mod folded;
 pub mod frames;
+mod names;
 pub mod pprof;
 pub mod speedscope;
 pub mod target;

@@ -53,7 +53,26 @@ impl Write for Temporary {
     }
 }
 
-/// A temporary file `.NAME.XXXXXX.tmp` next to `path`, removed when dropped.
+/// The longest file name most file systems take (`NAME_MAX`, in bytes).
+const NAME_MAX: usize = 255;
+
+/// `name` cut (at a character boundary) so that `.NAME.XXXXXX.tmp` fits in
+/// [`NAME_MAX`] bytes: an output named with up to 255 bytes still gets a
+/// temporary beside it.
+fn within_name_max(name: &str) -> &str {
+    let room = NAME_MAX - ".".len() - ".".len() - TEMP_RANDOM_LEN - ".tmp".len();
+    if name.len() <= room {
+        return name;
+    }
+    let mut end = room;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// A temporary file `.NAME.XXXXXX.tmp` next to `path`, removed when dropped
+/// (NAME cut to fit [`NAME_MAX`]).
 fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -63,7 +82,7 @@ fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let prefix = format!(".{name}.");
+    let prefix = format!(".{}.", within_name_max(&name));
     let mut builder = tempfile::Builder::new();
     builder
         .prefix(&prefix)
@@ -115,5 +134,26 @@ mod tests {
         drop(out);
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn outputs_named_with_255_bytes_get_a_temporary_that_fits() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["o".repeat(255), format!("{}.folded", "é".repeat(120))] {
+            let path = dir.path().join(&name);
+            let mut t = Temporary::create(&path).unwrap();
+            t.write_all(b"x").unwrap();
+            t.commit().unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), b"x");
+        }
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 2, "no temporary left: {names:?}");
+        assert!(super::super::is_temporary_name(&format!(
+            ".{}.abcdef.tmp",
+            within_name_max(&"o".repeat(255))
+        )));
     }
 }

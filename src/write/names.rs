@@ -1,0 +1,113 @@
+//! Frame names made safe for each output's syntax (docs/formats/outputs.md):
+//! names come from the inputs (an mpatrol string table, an APS module
+//! path, an ELF symbol) and may hold any character, while XML 1.0 forbids
+//! most control characters and the folded and callgrind formats are
+//! line-based. Each writer passes every name through the step of its
+//! syntax; a character that cannot stand is written as a visible escape
+//! (`\x1b`, `\u{fffe}`), so the name stays readable and distinct.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// `name` as XML character data (SVG `<title>` and `<text>`): the
+/// characters XML 1.0 forbids (C0 controls other than tab, newline and
+/// carriage return; U+FFFE, U+FFFF) escaped. The markup characters
+/// (`<&>"'`) are left to the XML writer.
+pub(crate) fn xml_text(name: &str) -> Cow<'_, str> {
+    escape(
+        name,
+        |c| matches!(c, '\0'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}'),
+    )
+}
+
+/// `name` as one frame of a folded line (`root;…;leaf COUNT`): the frame
+/// separator `;` becomes `:`, and line breaks and other control characters
+/// are escaped, so a name never splits a frame or a line. Also safe as XML
+/// character data, since folded lines are what the flamegraph is drawn from.
+pub(crate) fn folded_frame(name: &str) -> Cow<'_, str> {
+    let escaped = escape(name, |c| {
+        c.is_control() || matches!(c, '\u{fffe}' | '\u{ffff}')
+    });
+    if escaped.contains(';') {
+        Cow::Owned(escaped.replace(';', ":"))
+    } else {
+        escaped
+    }
+}
+
+/// `name` on a callgrind `fn=`/`fl=`/`ob=` line: line breaks and other
+/// control characters escaped (the format is line-based).
+pub(crate) fn callgrind_name(name: &str) -> Cow<'_, str> {
+    escape(name, |c| c.is_control())
+}
+
+/// `name` with every character `bad` picks written as `\xNN` (below
+/// U+0080) or `\u{NNNN}`.
+fn escape(name: &str, bad: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !name.chars().any(&bad) {
+        return Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if !bad(c) {
+            out.push(c);
+        } else if (c as u32) < 0x80 {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every C0 control, DEL, the two non-characters and a few ordinary
+    /// characters, in one name.
+    fn hostile() -> String {
+        let mut s: String = (0u8..0x20).map(char::from).collect();
+        s.push('\u{7f}');
+        s.push_str("a;b <&> \u{fffe}\u{ffff}é");
+        s
+    }
+
+    /// XML 1.0's `Char` production.
+    fn xml_char(c: char) -> bool {
+        matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..)
+    }
+
+    #[test]
+    fn xml_text_holds_only_characters_xml_allows() {
+        let name = hostile();
+        let out = xml_text(&name);
+        assert!(out.chars().all(xml_char), "{out:?}");
+        assert!(out.contains("\\x1b") && out.contains("\\u{fffe}") && out.contains('é'));
+        assert_eq!(xml_text("plain <name>"), "plain <name>");
+    }
+
+    #[test]
+    fn folded_frames_hold_no_separator_and_no_line_break() {
+        let name = hostile();
+        let out = folded_frame(&name);
+        assert!(!out.contains(';') && !out.contains('\n') && !out.contains('\r'));
+        assert!(out.chars().all(xml_char), "{out:?}");
+        assert!(out.contains("a:b <&>"));
+        assert!(matches!(folded_frame("main"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn callgrind_names_hold_no_line_break() {
+        let name = hostile();
+        let out = callgrind_name(&name);
+        assert!(!out.chars().any(char::is_control), "{out:?}");
+        assert!(out.contains("a;b"), "callgrind keeps the semicolon");
+    }
+
+    #[test]
+    fn distinct_hostile_names_stay_distinct() {
+        assert_ne!(xml_text("a\u{1}"), xml_text("a\u{2}"));
+        assert_ne!(folded_frame("a\n"), folded_frame("a\r"));
+    }
+}

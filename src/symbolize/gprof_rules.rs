@@ -216,7 +216,7 @@ pub(super) fn code_entries(file: &object::File<'_>) -> Vec<u64> {
             s.address() & if odd { !1 } else { !0 }
         })
         .collect();
-    out.sort_unstable();
+    crate::radix::sort_by_key(&mut out, |&a| a);
     out.dedup();
     out
 }
@@ -319,7 +319,12 @@ fn finalize(
     text_end: Option<u64>,
     leading: Option<char>,
 ) -> Vec<FunctionSymbol> {
-    all.sort_by_key(|c| (c.address, !c.is_func, c.is_static));
+    // By address (a radix sort: tens of thousands of symbols), then each
+    // address's few aliases by kind, both stable.
+    crate::radix::sort_by_key(&mut all, |c| c.address);
+    for aliases in all.chunk_by_mut(|a, b| a.address == b.address) {
+        aliases.sort_by_key(|c| (!c.is_func, c.is_static));
+    }
     let mut kept: Vec<Candidate<'_>> = Vec::with_capacity(all.len());
     for c in all {
         match kept.last_mut() {

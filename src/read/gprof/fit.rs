@@ -69,7 +69,7 @@ fn histogram_outside_code(data: &GmonData, binary: &Binary) -> Option<String> {
 fn arcs_off_entries(data: &GmonData, binary: &Binary) -> Option<String> {
     let entries = binary.entries();
     let mut callees: Vec<u64> = data.arcs.iter().map(|a| a.self_pc).collect();
-    callees.sort_unstable();
+    crate::radix::sort_by_key(&mut callees, |&a| a);
     callees.dedup();
     if callees.len() < ARCS_TO_JUDGE {
         return None;

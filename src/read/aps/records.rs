@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use super::capture::cpu_from_file_name;
-use super::count::CHUNK_BYTES;
 use super::head::{FileHead, FILE_HEAD_SIZE, RECORD_FIXED_SIZE};
 use super::layout::{solve_layout, Layout};
 use super::source::Source;
@@ -14,6 +13,11 @@ use crate::error::{Error, Result};
 use crate::read::cursor::Endian;
 use crate::read::input::Input;
 use crate::read::options::ReadOptions;
+
+/// Bytes of records counted as one piece of work, and released from memory
+/// at a time. (Smaller chunks keep more pages mapped: a chunk's edge page,
+/// read again by its neighbour, maps the pages around it again.)
+pub(super) const CHUNK_BYTES: usize = 4 << 20;
 
 /// One record, in the byte order of the file head.
 #[derive(Clone, Copy)]

@@ -13,6 +13,7 @@ use std::time::{Instant, SystemTime};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::convert::{convert_inputs, Options, Output};
 use crate::error::{Error, Result};
 use crate::read::{self, Format, ReadOptions};
 use crate::write::{self, OutputFormat, WriteOptions};
@@ -592,42 +593,28 @@ fn convert(
         .binary
         .as_ref()
         .map(|b| b.display().to_string());
-    if todo
-        .iter()
-        .all(|(format, _)| write::streams_format(*format))
-    {
-        record.warnings = convert_streamed(&input, &read_options, &todo, &options.out_dir)?;
-        return Ok(Status::Converted);
-    }
-    let profile = read::read_inputs(std::slice::from_ref(&input), &read_options)?;
-    record.warnings = profile.warnings().map(str::to_owned).collect();
+    // The warnings, also when writing fails after the reading.
+    let progress = std::sync::Arc::new(read::Progress::default());
+    read_options.progress = Some(progress.clone());
     let mut write_options = options.write.clone();
     write_options.title = unit.rel.clone();
-    for (format, out) in todo {
-        prepare_output(&options.out_dir, out)?;
-        write::write_atomically(out, |w| write::write(&profile, *format, &write_options, w))?;
+    let outputs: Vec<Output> = todo
+        .iter()
+        .map(|(format, path)| Output {
+            path: path.clone(),
+            format: *format,
+        })
+        .collect();
+    for output in &outputs {
+        prepare_output(&options.out_dir, &output.path)?;
     }
-    Ok(Status::Converted)
-}
-
-/// Writes pprof-only outputs part by part as the unit is read, so that a
-/// large DCPI database needs no whole profile in memory (as on the command
-/// line); the unit's warnings. A failed read leaves no output (only its
-/// directory).
-fn convert_streamed(
-    input: &read::Input,
-    read_options: &ReadOptions,
-    todo: &[&(OutputFormat, PathBuf)],
-    out_dir: &Path,
-) -> Result<Vec<String>> {
-    for (_, out) in todo {
-        prepare_output(out_dir, out)?;
-    }
-    let targets: Vec<(&Path, OutputFormat)> =
-        todo.iter().map(|(f, out)| (out.as_path(), *f)).collect();
-    let mut streamed = write::StreamedOutputs::create(&targets)?;
-    read::read_parts(std::slice::from_ref(input), read_options, &mut streamed)?;
-    streamed.finish()
+    let convert_options = Options {
+        read: read_options,
+        write: write_options,
+    };
+    let converted = convert_inputs(std::slice::from_ref(&input), &outputs, &convert_options);
+    record.warnings = progress.warnings();
+    converted.map(|_| Status::Converted)
 }
 
 /// The outputs of `unit` to write: all with `--force`, else those missing,

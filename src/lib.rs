@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 
 pub mod archive;
+mod convert;
 pub mod error;
 pub mod profile;
 mod radix;
@@ -53,6 +54,7 @@ mod test_rng;
 
 pub use write::pprof::pb;
 
+pub use convert::{convert, Options, Output};
 pub use error::{Error, Result};
 pub use profile::Profile;
 pub use read::{read, Format, ReadOptions};

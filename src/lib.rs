@@ -51,6 +51,8 @@ pub mod write;
 
 #[cfg(test)]
 mod test_rng;
+#[cfg(test)]
+mod testkit;
 
 pub use write::pprof::pb;
 

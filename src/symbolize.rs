@@ -8,6 +8,8 @@
 mod gprof_rules;
 pub mod images;
 pub mod lines;
+#[cfg(test)]
+mod lines_tests;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};

@@ -230,9 +230,14 @@ pub fn read_parts(inputs: &[Input], options: &ReadOptions, sink: &mut dyn PartSi
 
 /// Describes what the inputs hold, without converting them.
 pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<Summary> {
-    let inputs = open_all(paths, options)?;
-    let format = format_of(&inputs, options)?;
-    (reader(format).info)(&inputs, options)
+    info_inputs(&open_all(paths, options)?, options)
+}
+
+/// Describes what opened inputs (of one format) hold, without converting
+/// them.
+pub fn info_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
+    let format = format_of(inputs, options)?;
+    (reader(format).info)(inputs, options)
 }
 
 /// The one format of all inputs: forced by the options, or detected and the

@@ -214,3 +214,6 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     }
     Ok(profile)
 }
+
+#[cfg(test)]
+mod tests;

@@ -69,3 +69,6 @@ pub fn info(inputs: &[Input], _options: &ReadOptions) -> Result<Summary> {
     }
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests;

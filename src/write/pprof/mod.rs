@@ -12,6 +12,8 @@ use crate::profile::{LabelValue, Profile, Sample};
 pub mod pb;
 mod pool;
 mod stream;
+#[cfg(test)]
+mod stream_tests;
 mod whole;
 mod wire;
 

@@ -1,4 +1,4 @@
-//! The sorted line lookup (`symbolize::lines`) against addr2line's
+//! The sorted line lookup ([`super::lines`]) against addr2line's
 //! `Loader::find_location`, address by address: every byte of the text of
 //! every fixture binary with DWARF, and of small programs gcc builds here in
 //! several DWARF shapes (versions 4 and 5, 64-bit DWARF, 32-bit code,
@@ -6,13 +6,12 @@
 //!
 //! `PROFCONV_LINES_BINARY=path` checks one more binary (every text byte).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::lines::{sorted_lines, Found, SortedLines};
+use crate::testkit;
 use object::{Object, ObjectSection, SectionFlags, SectionKind};
-use profconv::symbolize::lines::{sorted_lines, Found, SortedLines};
 
 /// Every address of the executable sections of `path` (also those a
 /// separate debug file keeps without their bytes), sorted.
@@ -80,7 +79,7 @@ fn compare_with(
 /// reader does not open (gprof then opens that reader only when asked).
 #[test]
 fn sorted_lookup_on_damaged_dwarf_answers_like_addr2line_or_asks() {
-    let fixture = common::fixture("gprof/callgraph-nopie");
+    let fixture = testkit::fixture("gprof/callgraph-nopie");
     let data = std::fs::read(&fixture).unwrap();
     let file = object::File::parse(&*data).unwrap();
     let range = |name: &str| {
@@ -89,8 +88,8 @@ fn sorted_lookup_on_damaged_dwarf_answers_like_addr2line_or_asks() {
     };
     let (line, info) = (range(".debug_line"), range(".debug_info"));
     let addresses = text_addresses(&fixture);
-    let dir = common::tempdir();
-    let mut rng = common::rng::Rng(0x9e37_79b9_7f4a_7c15);
+    let dir = testkit::tempdir();
+    let mut rng = testkit::rng::Rng(0x9e37_79b9_7f4a_7c15);
     let mut answered = 0;
     for round in 0..300 {
         let mut damaged = data.clone();
@@ -119,7 +118,7 @@ fn sorted_lookup_on_damaged_dwarf_answers_like_addr2line_or_asks() {
 
 #[test]
 fn sorted_lookup_matches_addr2line_on_fixture_binaries() {
-    let dir = common::fixture("gprof");
+    let dir = testkit::fixture("gprof");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -199,7 +198,7 @@ fn build(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
 
 #[test]
 fn sorted_lookup_matches_addr2line_on_programs_built_here() {
-    let dir = common::tempdir();
+    let dir = testkit::tempdir();
     let shapes: [(&str, &[&str]); 7] = [
         ("dwarf5", &["-g", "-O0"]),
         ("dwarf4", &["-gdwarf-4", "-O1"]),
@@ -224,7 +223,10 @@ fn sorted_lookup_matches_addr2line_on_programs_built_here() {
         built += 1;
     }
     if built == 0 {
-        assert!(!common::in_ci(), "gcc is needed to build the test programs");
+        assert!(
+            !testkit::in_ci(),
+            "gcc is needed to build the test programs"
+        );
         eprintln!("no gcc: nothing built");
     }
 }

@@ -138,6 +138,18 @@ pub struct Report {
     pub inputs: Vec<Record>,
 }
 
+impl Report {
+    /// Writes the report as pretty JSON, and a newline, to `path`: through
+    /// a temporary file renamed into place, so that a killed run leaves the
+    /// old report or the new one.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        write::write_atomically(path, |out| {
+            serde_json::to_writer_pretty(&mut *out, self).map_err(|e| Error::io(path, e.into()))?;
+            out.write_all(b"\n").map_err(|e| Error::io(path, e))
+        })
+    }
+}
+
 /// How deep the walk goes.
 const MAX_DEPTH: usize = 64;
 
@@ -146,7 +158,7 @@ const MAX_DEPTH: usize = 64;
 /// cannot be converted (unreadable folders, folders deeper than
 /// `MAX_DEPTH` (64), FIFOs and devices, symbolic links) is a unit with a
 /// problem, so the report accounts for the whole tree.
-pub fn plan(root: &Path, exclude: Option<&Path>) -> Result<Vec<Unit>> {
+pub(crate) fn plan(root: &Path, exclude: Option<&Path>) -> Result<Vec<Unit>> {
     let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
     if !meta.is_dir() {
         return Err(Error::Usage(format!(
@@ -289,7 +301,7 @@ fn dir_bytes(dir: &Path, depth: usize) -> u64 {
 /// The output path of a unit in a format: its relative path (less a `.gz`,
 /// see [`Unit::out_stem`]) plus the format's extension, under the output
 /// directory.
-pub fn output_path(out_dir: &Path, unit: &Unit, format: OutputFormat) -> PathBuf {
+pub(crate) fn output_path(out_dir: &Path, unit: &Unit, format: OutputFormat) -> PathBuf {
     let mut name = unit.out_stem.clone().into_os_string();
     name.push(".");
     name.push(format.extension());
@@ -369,7 +381,8 @@ impl Glob {
 
 /// Matches a glob against a `/`-separated relative path (see [`Glob`]); an
 /// invalid pattern matches nothing.
-pub fn glob_match(pattern: &str, path: &str) -> bool {
+#[cfg(test)]
+fn glob_match(pattern: &str, path: &str) -> bool {
     Glob::new(pattern).is_ok_and(|g| g.is_match(path))
 }
 
@@ -508,10 +521,6 @@ fn newest_input_time(unit: &Unit) -> Option<SystemTime> {
 }
 
 /// Converts one unit; never fails as a whole: failures are records.
-pub fn convert_unit(unit: &Unit, options: &ArchiveOptions) -> Record {
-    convert_unit_with(unit, options, &Neighbours::default())
-}
-
 fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbours) -> Record {
     let started = Instant::now();
     let mut record = Record {
@@ -641,7 +650,7 @@ fn outputs_to_write<'a>(
 
 /// Removes temporary files a killed earlier run left in the output tree
 /// (`.NAME.XXXXXX.tmp`, as `write::write_atomically` names them).
-pub fn remove_stale_temporaries(dir: &Path) -> usize {
+pub(crate) fn remove_stale_temporaries(dir: &Path) -> usize {
     fn go(dir: &Path, depth: usize) -> usize {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return 0;

@@ -54,8 +54,6 @@ mod test_rng;
 #[cfg(test)]
 mod testkit;
 
-pub use write::pprof::pb;
-
 pub use convert::{convert, Options, Output};
 pub use error::{Error, Result};
 pub use profile::Profile;

@@ -13,7 +13,7 @@ use profconv::read::{
     self, ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
     ReadOptions,
 };
-use profconv::write::{self, OutputFormat, WriteOptions};
+use profconv::write::{OutputFormat, WriteOptions};
 use profconv::Output;
 
 const EXAMPLES: &str = "\
@@ -445,11 +445,7 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     shown.bar.finish_and_clear();
     eprint!("{}", profconv::archive::summary(&report));
     if let Some(path) = &args.report {
-        write::write_atomically(path, |out| {
-            serde_json::to_writer_pretty(&mut *out, &report)
-                .map_err(|e| Error::io(path, e.into()))?;
-            out.write_all(b"\n").map_err(|e| Error::io(path, e))
-        })?;
+        report.save(path)?;
     }
     Ok(report.failed == 0)
 }

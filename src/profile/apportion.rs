@@ -4,7 +4,7 @@
 
 /// Splits `total` into integer parts proportional to `weights`, so that the
 /// parts add up to `total` exactly (largest-remainder rounding).
-pub fn apportion(total: i64, weights: &[f64]) -> Vec<i64> {
+pub(crate) fn apportion(total: i64, weights: &[f64]) -> Vec<i64> {
     let mut parts = vec![0; weights.len()];
     Apportioner::default().split_into(total, weights, &mut parts);
     parts
@@ -13,7 +13,7 @@ pub fn apportion(total: i64, weights: &[f64]) -> Vec<i64> {
 /// [`apportion`] for callers that split many totals: its working space is
 /// kept from call to call, and the parts written into a slice.
 #[derive(Debug, Default)]
-pub struct Apportioner {
+pub(crate) struct Apportioner {
     exact: Vec<f64>,
     order: Vec<usize>,
 }

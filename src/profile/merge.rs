@@ -27,7 +27,7 @@ impl Profile {
     /// `self`, in the order [`Profile::merge`] would, and says where each
     /// entry went. A streaming writer uses it to translate a part's ids
     /// while it encodes the part's locations and samples itself.
-    pub fn merge_tables(&mut self, other: &Profile) -> Result<TableMap> {
+    pub(crate) fn merge_tables(&mut self, other: &Profile) -> Result<TableMap> {
         let mut merger = Merger::new(self, other);
         merger.map_sample_types()?;
         merger.map_header();
@@ -45,7 +45,7 @@ impl Profile {
 /// [`Profile::merge_tables`] merged it into another: entry `i` of each is
 /// the new index of entry `i` of the merged profile.
 #[derive(Debug, Clone, Default)]
-pub struct TableMap {
+pub(crate) struct TableMap {
     /// Sample type indexes.
     pub types: Vec<usize>,
     /// Mapping ids.

@@ -21,12 +21,13 @@ use std::hash::{Hash, Hasher};
 use hashbrown::HashTable;
 use rustc_hash::{FxHashMap as HashMap, FxHasher};
 
-pub use apportion::{apportion, Apportioner};
-pub use merge::TableMap;
-pub use parts::{AddressPart, CollectParts, PartSink};
+pub(crate) use apportion::{apportion, Apportioner};
+pub(crate) use merge::TableMap;
+pub(crate) use parts::{AddressPart, CollectParts, PartSink};
+pub(crate) use tables::SymbolFlags;
 pub use tables::{
     Function, FunctionId, GroupBy, Label, LabelValue, Line, Lines, Location, LocationId, Mapping,
-    MappingId, Sample, Stack, StrId, StringTable, SymbolFlags, ValueType, Values,
+    MappingId, Sample, Stack, StrId, StringTable, ValueType, Values,
 };
 
 /// What marks a diagnostic ([`Profile::warn`]) among a profile's comments.
@@ -211,13 +212,13 @@ impl Profile {
 
     /// Adds a mapping even when an equal one exists: the same image at the
     /// same range in two processes is two mappings.
-    pub fn add_distinct_mapping(&mut self, mapping: Mapping) -> MappingId {
+    pub(crate) fn add_distinct_mapping(&mut self, mapping: Mapping) -> MappingId {
         self.mappings.push(mapping);
         MappingId::from_index(self.mappings.len() - 1)
     }
 
     /// Sets the `has_*` flags of a mapping that `found` sets (never clears one).
-    pub fn add_mapping_flags(&mut self, id: MappingId, found: SymbolFlags) {
+    pub(crate) fn add_mapping_flags(&mut self, id: MappingId, found: SymbolFlags) {
         if let Some(m) = self.mappings.get_mut(id.index()) {
             m.has_functions |= found.functions;
             m.has_filenames |= found.filenames;
@@ -227,7 +228,7 @@ impl Profile {
     }
 
     /// Sets the build id of a mapping (hex text, as pprof shows it).
-    pub fn set_mapping_build_id(&mut self, id: MappingId, build_id: &str) {
+    pub(crate) fn set_mapping_build_id(&mut self, id: MappingId, build_id: &str) {
         let build_id = self.intern(build_id);
         if let Some(m) = self.mappings.get_mut(id.index()) {
             m.build_id = build_id;
@@ -262,7 +263,7 @@ impl Profile {
 
     /// Adds a function whose strings are interned here already (or finds
     /// the equal one): [`Profile::add_function`] without interning.
-    pub fn add_interned_function(&mut self, function: Function) -> FunctionId {
+    pub(crate) fn add_interned_function(&mut self, function: Function) -> FunctionId {
         self.intern_function(function)
     }
 
@@ -289,7 +290,7 @@ impl Profile {
 
     /// Makes room for `locations` more locations and `samples` more samples
     /// (a reader that knows how many it is about to add).
-    pub fn reserve(&mut self, locations: usize, samples: usize) {
+    pub(crate) fn reserve(&mut self, locations: usize, samples: usize) {
         self.locations.reserve(locations);
         self.samples.reserve(samples);
     }
@@ -298,7 +299,7 @@ impl Profile {
     /// (their index, which [`Profile::reserve`] leaves alone since distinct
     /// samples need none) and `functions` more functions with two strings
     /// each, so that the hash tables are not rebuilt as they grow.
-    pub fn reserve_interned(&mut self, samples: usize, functions: usize) {
+    pub(crate) fn reserve_interned(&mut self, samples: usize, functions: usize) {
         self.sample_index.reserve(samples, |&(h, _)| h);
         self.functions.reserve(functions);
         self.function_index.reserve(functions);
@@ -309,7 +310,7 @@ impl Profile {
     /// know their locations are distinct (one per sampled address of an
     /// image), so that no index entry is kept per location. A later
     /// [`Profile::add_location`] of an equal location gets an id of its own.
-    pub fn add_distinct_location(&mut self, location: Location) -> LocationId {
+    pub(crate) fn add_distinct_location(&mut self, location: Location) -> LocationId {
         self.locations.push(location);
         LocationId::from_index(self.locations.len() - 1)
     }
@@ -317,7 +318,7 @@ impl Profile {
     /// Adds `locations` as [`Profile::add_distinct_location`] would one by
     /// one: the first gets the id [`Profile::locations`]`.len()`, the next
     /// one more, and so on (moved in whole when there are none yet).
-    pub fn add_distinct_locations(&mut self, locations: Vec<Location>) {
+    pub(crate) fn add_distinct_locations(&mut self, locations: Vec<Location>) {
         if self.locations.is_empty() {
             self.locations = locations;
         } else {
@@ -330,7 +331,12 @@ impl Profile {
     /// entry is kept per sample (a later [`Profile::add_sample`] of the same
     /// stack makes a second sample, which every writer sums). `values` must
     /// have one entry per sample type; `labels` sorted by key.
-    pub fn add_distinct_sample(&mut self, stack: &[LocationId], values: &[i64], labels: &[Label]) {
+    pub(crate) fn add_distinct_sample(
+        &mut self,
+        stack: &[LocationId],
+        values: &[i64],
+        labels: &[Label],
+    ) {
         debug_assert_eq!(values.len(), self.sample_types.len());
         debug_assert!(labels.is_sorted());
         self.samples.push(Sample {
@@ -421,7 +427,7 @@ impl Profile {
     /// (moved as they are when this profile has none yet). Their stacks must
     /// name this profile's locations, their labels its strings, and they must
     /// have one value per sample type of this profile.
-    pub fn add_samples(&mut self, set: SampleSet) {
+    pub(crate) fn add_samples(&mut self, set: SampleSet) {
         debug_assert_eq!(set.width, self.sample_types.len());
         if self.samples.is_empty() && set.width == self.sample_types.len() {
             self.samples = set.samples;
@@ -510,7 +516,7 @@ impl Profile {
 
     /// Drops every location and sample (and their indexes), keeping the
     /// other tables: what a streaming writer keeps once it has written them.
-    pub fn clear_locations_and_samples(&mut self) {
+    pub(crate) fn clear_locations_and_samples(&mut self) {
         self.locations = Vec::new();
         self.samples = Vec::new();
         self.location_index = HashMap::default();
@@ -520,7 +526,7 @@ impl Profile {
     /// Moves the locations and samples out into a profile of their own (with
     /// the same strings and sample types, so ids keep their meaning), and
     /// leaves this one with the other tables.
-    pub fn take_rows(&mut self) -> Profile {
+    pub(crate) fn take_rows(&mut self) -> Profile {
         let rows = Profile {
             locations: std::mem::take(&mut self.locations),
             samples: std::mem::take(&mut self.samples),
@@ -534,7 +540,7 @@ impl Profile {
 
     /// The display frames of a location, innermost first: one per line
     /// (inlined frames), or one synthesized name for an unsymbolized address.
-    pub fn location_frames(&self, id: LocationId) -> Vec<Frame<'_>> {
+    pub(crate) fn location_frames(&self, id: LocationId) -> Vec<Frame<'_>> {
         let Some(location) = self.locations.get(id.index()) else {
             return Vec::new();
         };
@@ -561,7 +567,7 @@ impl Profile {
     }
 
     /// `image+0xOFFSET` for an address in a named mapping, else `0xADDRESS`.
-    pub fn address_name(&self, location: &Location) -> String {
+    pub(crate) fn address_name(&self, location: &Location) -> String {
         match location.mapping.and_then(|m| self.mappings.get(m.index())) {
             Some(m) if !self.str(m.filename).is_empty() => {
                 let offset = location
@@ -575,7 +581,7 @@ impl Profile {
     }
 
     /// The value of label `key` on a sample, as text.
-    pub fn label_text(&self, sample: &Sample, key: &str) -> Option<String> {
+    pub(crate) fn label_text(&self, sample: &Sample, key: &str) -> Option<String> {
         sample
             .labels
             .iter()
@@ -591,7 +597,7 @@ impl Profile {
 /// location ids they name are known), aggregated as [`Profile::add_sample`]
 /// does, then added with [`Profile::add_samples`].
 #[derive(Debug, Clone, Default)]
-pub struct SampleSet {
+pub(crate) struct SampleSet {
     /// Values per sample.
     width: usize,
     samples: Vec<Sample>,
@@ -630,11 +636,6 @@ impl SampleSet {
     /// Values per sample.
     pub fn width(&self) -> usize {
         self.width
-    }
-
-    /// The samples so far, in order of first addition.
-    pub fn samples(&self) -> &[Sample] {
-        &self.samples
     }
 }
 
@@ -685,7 +686,7 @@ fn add_sample_to(
 
 /// A frame as outputs show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame<'a> {
+pub(crate) struct Frame<'a> {
     /// The function name (or a synthesized address name).
     pub name: std::borrow::Cow<'a, str>,
     /// Its source file, when known.
@@ -695,7 +696,7 @@ pub struct Frame<'a> {
 }
 
 /// The last path component of a file name (either separator).
-pub fn basename(path: &str) -> &str {
+pub(crate) fn basename(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
@@ -703,21 +704,21 @@ pub fn basename(path: &str) -> &str {
 /// sample, 2^27 of them (1 GiB). An input whose distinct stacks times sample
 /// types exceed it (thousands of event types, say) is refused with
 /// [`too_many_values`] before the values are allocated.
-pub const MAX_VALUES: u64 = 1 << 27;
+pub(crate) const MAX_VALUES: u64 = 1 << 27;
 
 /// Values are kept densely (one per sample type per sample); past this many
 /// (32 MiB of them) they must also be at least one in [`MAX_ZEROS_PER_VALUE`]
 /// non-zero, so that a small input with thousands of events, each sampled at
 /// a few addresses, cannot make memory grow with events × addresses.
-pub const DENSE_VALUES_FREE: u64 = 1 << 22;
+pub(crate) const DENSE_VALUES_FREE: u64 = 1 << 22;
 
 /// See [`DENSE_VALUES_FREE`]: at most this many values per non-zero one.
-pub const MAX_ZEROS_PER_VALUE: u64 = 16;
+pub(crate) const MAX_ZEROS_PER_VALUE: u64 = 16;
 
 /// `None` when `types` sample types over `samples` samples, of which
 /// `nonzero` values are not zero, fit [`MAX_VALUES`] and the density rule of
 /// [`DENSE_VALUES_FREE`]; else what to say about it.
-pub fn too_many_values(types: usize, samples: u64, nonzero: u64) -> Option<String> {
+pub(crate) fn too_many_values(types: usize, samples: u64, nonzero: u64) -> Option<String> {
     let values = (types as u64).saturating_mul(samples);
     if values > MAX_VALUES {
         return Some(format!(

@@ -17,7 +17,7 @@ use crate::error::Result;
 /// DCPI image). A part with no samples may carry comments to add at the end.
 /// The profile the parts stand for is the head with every later part
 /// [merged](Profile::merge) into it, in order.
-pub trait PartSink {
+pub(crate) trait PartSink {
     /// Takes the next part.
     fn part(&mut self, part: Profile) -> Result<()>;
 
@@ -38,7 +38,7 @@ pub trait PartSink {
 /// labels. No object per row: a DCPI image of millions of sampled addresses
 /// is two flat arrays, reused from image to image.
 #[derive(Debug, Clone)]
-pub struct AddressPart {
+pub(crate) struct AddressPart {
     /// Sample types, strings and the mapping; no locations or samples.
     pub tables: Profile,
     /// The rows' mapping, in `tables`.
@@ -107,7 +107,7 @@ impl AddressPart {
 /// The [`PartSink`] that merges the parts into one profile: the
 /// collect-everything reading every writer but the streaming one uses.
 #[derive(Debug, Default)]
-pub struct CollectParts {
+pub(crate) struct CollectParts {
     profile: Option<Profile>,
 }
 

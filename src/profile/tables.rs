@@ -193,7 +193,7 @@ impl Mapping {
 
 /// What symbolization found for a mapping's locations (pprof's `has_*` flags).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SymbolFlags {
+pub(crate) struct SymbolFlags {
     /// Some location got a function name.
     pub functions: bool,
     /// Some location got a source file.

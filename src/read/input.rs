@@ -15,23 +15,23 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// How many leading bytes of an input detection looks at.
-pub const DETECT_BYTES: usize = 4096;
+pub(crate) const DETECT_BYTES: usize = 4096;
 
 /// The name that means standard input on the command line.
-pub const STDIN: &str = "-";
+pub(crate) const STDIN: &str = "-";
 
 /// The smallest bound on a decompressed input (256 MiB).
-pub const MIN_DECOMPRESSED_CAP: u64 = 256 << 20;
+pub(crate) const MIN_DECOMPRESSED_CAP: u64 = 256 << 20;
 
 /// The bound on a decompressed input, as a multiple of its compressed size.
-pub const DECOMPRESSION_RATIO_CAP: u64 = 64;
+pub(crate) const DECOMPRESSION_RATIO_CAP: u64 = 64;
 
 /// The first two bytes of a gzip member.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// How sure a reader is that an input is in its format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Detection {
+pub(crate) enum Detection {
     /// Not this format.
     No,
     /// The sizes or text look right, without a magic number to prove it.
@@ -70,7 +70,7 @@ impl std::fmt::Debug for Input {
 
 /// The most bytes a gzip input of `compressed` bytes may decompress to:
 /// `max(64 × compressed, 256 MiB)`, or `given` when the user set one.
-pub fn decompression_cap(compressed: u64, given: Option<u64>) -> u64 {
+pub(crate) fn decompression_cap(compressed: u64, given: Option<u64>) -> u64 {
     given.unwrap_or_else(|| {
         compressed
             .saturating_mul(DECOMPRESSION_RATIO_CAP)
@@ -246,19 +246,6 @@ fn gunzip(name: &Path, raw: &[u8], max_size: Option<u64>) -> Result<Vec<u8>> {
         ));
     }
     Ok(out)
-}
-
-/// The first [`DETECT_BYTES`] of a file (decompressed when gzip) and the
-/// length of its whole (decompressed) content.
-pub fn read_head(path: &Path) -> Result<(Vec<u8>, u64)> {
-    let input = Input::open(path, None)?;
-    Ok((input.head().to_vec(), input.len()))
-}
-
-/// Reads a whole file, decompressing it when it is gzip-compressed.
-pub fn read_input(path: &Path) -> Result<Vec<u8>> {
-    let input = Input::open(path, None)?;
-    Ok(input.bytes().to_vec())
 }
 
 #[cfg(test)]

@@ -13,14 +13,14 @@
 //!
 //! Adding a format is a module and one row in [`READERS`].
 
-pub mod aps;
-pub mod cursor;
-pub mod dcpi;
-pub mod gprof;
-pub mod info;
-pub mod input;
-pub mod mpatrol;
-pub mod options;
+pub(crate) mod aps;
+pub(crate) mod cursor;
+pub(crate) mod dcpi;
+pub(crate) mod gprof;
+mod info;
+pub(crate) mod input;
+pub(crate) mod mpatrol;
+mod options;
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +28,8 @@ use crate::error::{Error, Result};
 use crate::profile::{PartSink, Profile};
 
 pub use info::{Entry, Summary};
-pub use input::{read_head, read_input, Detection, Input, DETECT_BYTES};
+pub(crate) use input::Detection;
+pub use input::Input;
 pub use options::{
     ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
     Progress, ReadOptions,
@@ -55,17 +56,15 @@ pub fn input_size(paths: &[PathBuf]) -> u64 {
 }
 
 /// A yes/no question about a path (is it a capture? one of its files?).
-pub type PathTest = fn(&Path) -> bool;
+pub(crate) type PathTest = fn(&Path) -> bool;
 
 /// A reader's entry point that hands the profile to a sink in parts.
-pub type ReadParts = fn(&[Input], &ReadOptions, &mut dyn PartSink) -> Result<()>;
+pub(crate) type ReadParts = fn(&[Input], &ReadOptions, &mut dyn PartSink) -> Result<()>;
 
 /// One reader's row in [`READERS`].
-pub struct ReaderSpec {
+pub(crate) struct ReaderSpec {
     /// The format it reads.
     pub format: Format,
-    /// What messages call it.
-    pub name: &'static str,
     /// Recognises a file from its first bytes and its length.
     pub detect: fn(head: &[u8], len: u64) -> Detection,
     /// Recognises a directory input, for readers that take directories.
@@ -88,10 +87,9 @@ pub struct ReaderSpec {
 /// The readers, in detection order: among the readers that recognise an
 /// input, one with a magic number wins over a heuristic one, then the
 /// earlier row wins.
-pub const READERS: &[ReaderSpec] = &[
+pub(crate) const READERS: &[ReaderSpec] = &[
     ReaderSpec {
         format: Format::Gprof,
-        name: "gprof",
         detect: gprof::detect_input,
         detect_dir: None,
         unit_dir: None,
@@ -102,7 +100,6 @@ pub const READERS: &[ReaderSpec] = &[
     },
     ReaderSpec {
         format: Format::Mpatrol,
-        name: "mpatrol",
         detect: mpatrol::detect_input,
         detect_dir: None,
         unit_dir: None,
@@ -113,7 +110,6 @@ pub const READERS: &[ReaderSpec] = &[
     },
     ReaderSpec {
         format: Format::Dcpi,
-        name: "dcpi",
         detect: dcpi::detect_input,
         detect_dir: Some(dcpi::detect_dir),
         unit_dir: Some(dcpi::is_database),
@@ -124,7 +120,6 @@ pub const READERS: &[ReaderSpec] = &[
     },
     ReaderSpec {
         format: Format::Aps,
-        name: "aps",
         detect: aps::detect_input,
         detect_dir: Some(aps::detect_dir),
         unit_dir: None,
@@ -136,7 +131,7 @@ pub const READERS: &[ReaderSpec] = &[
 ];
 
 /// The row of a format.
-pub fn reader(format: Format) -> &'static ReaderSpec {
+pub(crate) fn reader(format: Format) -> &'static ReaderSpec {
     READERS
         .iter()
         .find(|r| r.format == format)
@@ -145,7 +140,7 @@ pub fn reader(format: Format) -> &'static ReaderSpec {
 
 /// The format of a file from its first bytes and its length. Formats with a
 /// magic number are tried before the heuristic ones.
-pub fn detect_bytes(head: &[u8], len: u64) -> Option<Format> {
+pub(crate) fn detect_bytes(head: &[u8], len: u64) -> Option<Format> {
     let mut best: Option<(Detection, Format)> = None;
     for r in READERS {
         let d = (r.detect)(head, len);
@@ -175,13 +170,13 @@ pub fn detect(path: &Path) -> Result<Option<Format>> {
 }
 
 /// True for a directory that is one profile as a whole (a DCPI database).
-pub fn is_whole_profile_dir(path: &Path) -> bool {
+pub(crate) fn is_whole_profile_dir(path: &Path) -> bool {
     READERS.iter().any(|r| r.unit_dir.is_some_and(|d| d(path)))
 }
 
 /// For a capture directory (an APS capture), the test of which of its files
 /// belong to the capture, read together as one profile.
-pub fn capture_dir(path: &Path) -> Option<PathTest> {
+pub(crate) fn capture_dir(path: &Path) -> Option<PathTest> {
     READERS
         .iter()
         .filter_map(|r| r.capture_dir)
@@ -190,7 +185,7 @@ pub fn capture_dir(path: &Path) -> Option<PathTest> {
 }
 
 /// Opens every input once (`-` = standard input).
-pub fn open_all(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<Input>> {
+pub(crate) fn open_all(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<Input>> {
     if paths
         .iter()
         .filter(|p| *p == Path::new(input::STDIN))
@@ -220,7 +215,11 @@ pub fn read_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
 
 /// Reads opened inputs (of one format) into parts handed to `sink`: in
 /// several parts when the reader streams (DCPI), else as one part.
-pub fn read_parts(inputs: &[Input], options: &ReadOptions, sink: &mut dyn PartSink) -> Result<()> {
+pub(crate) fn read_parts(
+    inputs: &[Input],
+    options: &ReadOptions,
+    sink: &mut dyn PartSink,
+) -> Result<()> {
     let reader = reader(format_of(inputs, options)?);
     match reader.read_parts {
         Some(read_parts) => read_parts(inputs, options, sink),
@@ -242,7 +241,7 @@ pub fn info_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
 
 /// The one format of all inputs: forced by the options, or detected and the
 /// same for every input.
-pub fn format_of(inputs: &[Input], options: &ReadOptions) -> Result<Format> {
+pub(crate) fn format_of(inputs: &[Input], options: &ReadOptions) -> Result<Format> {
     if let Some(f) = options.format {
         return Ok(f);
     }

@@ -3,15 +3,15 @@
 //! (`options.rs`), frames and group frames (`frames.rs`), where an output
 //! goes (`target.rs`, `output.rs`, `temporary.rs`).
 
-pub mod callgrind;
-pub mod flamegraph;
-pub mod folded;
-pub mod frames;
+pub(crate) mod callgrind;
+pub(crate) mod flamegraph;
+pub(crate) mod folded;
+pub(crate) mod frames;
 mod options;
 mod output;
-pub mod pprof;
-pub mod speedscope;
-pub mod target;
+pub(crate) mod pprof;
+pub(crate) mod speedscope;
+pub(crate) mod target;
 mod temporary;
 
 use std::io::Write;
@@ -19,9 +19,10 @@ use std::io::Write;
 use crate::error::Result;
 use crate::profile::Profile;
 
-pub use frames::group_frames;
-pub use options::{chosen_sample_type, effective_group_by, OutputFormat, WriteOptions};
-pub use output::{is_temporary_name, write_atomically, write_file, OutputFile, StreamedOutputs};
+pub(crate) use options::{chosen_sample_type, effective_group_by};
+pub use options::{OutputFormat, WriteOptions};
+pub use output::write_file;
+pub(crate) use output::{is_temporary_name, write_atomically, StreamedOutputs};
 
 /// Writes `profile` in `format` to `out`.
 pub fn write(
@@ -44,7 +45,7 @@ pub fn write(
 /// Can `format` be written while the profile is still being read, part by
 /// part ([`pprof::Stream`])? Only pprof can; the other writers need the
 /// whole profile (sorted stacks, totals).
-pub fn streams_format(format: OutputFormat) -> bool {
+pub(crate) fn streams_format(format: OutputFormat) -> bool {
     matches!(format, OutputFormat::Pprof | OutputFormat::PprofRaw)
 }
 

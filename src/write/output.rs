@@ -170,22 +170,8 @@ impl StreamedOutputs {
     /// Writes the rest of every output and renames it into place; the
     /// parts' diagnostics ([`Profile::warn`]), for the caller to show.
     pub fn finish(self) -> Result<Vec<String>> {
-        self.finish_with(pprof::Stream::finish)
-    }
-
-    /// [`StreamedOutputs::finish`] for a process that ends right after
-    /// ([`pprof::Stream::finish_before_exit`]): what the outputs held is
-    /// left for the system to take back.
-    pub fn finish_before_exit(self) -> Result<Vec<String>> {
-        self.finish_with(pprof::Stream::finish_before_exit)
-    }
-
-    fn finish_with(
-        self,
-        finish: fn(pprof::Stream<OutputFile>) -> Result<OutputFile>,
-    ) -> Result<Vec<String>> {
         for stream in self.streams {
-            finish(stream)?.commit()?;
+            stream.finish()?.commit()?;
         }
         Ok(self.warnings)
     }

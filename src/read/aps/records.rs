@@ -44,10 +44,6 @@ impl Record<'_> {
     pub fn tid(&self) -> i32 {
         self.field(8) as i32
     }
-    /// Time since the previous sample (unit unknown).
-    pub fn time_diff(&self) -> i32 {
-        self.field(12) as i32
-    }
     /// Caller addresses recorded, as written (may be out of range).
     pub fn cs_layer(&self) -> i32 {
         self.field(20) as i32
@@ -90,8 +86,6 @@ pub struct ApsFile {
     pub path: PathBuf,
     /// The CPU from the file name, when it follows the capture naming.
     pub cpu: Option<u32>,
-    /// Length in bytes.
-    pub len: u64,
     /// The file head.
     pub head: FileHead,
     /// The solved layout.
@@ -127,7 +121,6 @@ impl ApsFile {
         let file = ApsFile {
             path: path.to_path_buf(),
             cpu: cpu_from_file_name(path),
-            len,
             head,
             layout,
             modules,

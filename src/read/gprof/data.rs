@@ -92,11 +92,6 @@ impl Bins {
         self.len
     }
 
-    /// True when there is no bin.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The non-zero bins, (index, count), by index.
     pub fn nonzero(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
         self.nonzero.iter().copied()

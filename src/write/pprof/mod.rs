@@ -17,7 +17,7 @@ mod stream_tests;
 mod whole;
 mod wire;
 
-pub use stream::{Stream, SPILL_VALUES};
+pub use stream::Stream;
 
 /// How many threads can compress at once here (`available_parallelism`, 1
 /// when unknown), found once: each look reads the cgroup's CPU quota and
@@ -440,7 +440,8 @@ impl<'d> Member<'d> {
 }
 
 /// Decodes pprof bytes (gzip-compressed or not, in one or more gzip
-/// members): for tests and `info`.
+/// members): for tests.
+#[cfg(test)]
 pub fn decode(bytes: &[u8]) -> std::result::Result<pb::Profile, String> {
     let raw;
     let data = if bytes.starts_with(&[0x1f, 0x8b]) {

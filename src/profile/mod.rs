@@ -364,7 +364,7 @@ impl Profile {
     /// Replaces the lines of a location (symbolization), keeping the index
     /// consistent. If an equal location already exists the two stay distinct
     /// ids with equal content, which every writer accepts.
-    pub fn set_location_lines(&mut self, id: LocationId, lines: Vec<Line>) {
+    pub(crate) fn set_location_lines(&mut self, id: LocationId, lines: Vec<Line>) {
         let Some(location) = self.locations.get_mut(id.index()) else {
             return;
         };

@@ -32,7 +32,7 @@ macro_rules! table_id {
 }
 
 table_id!(
-    /// Index into [`Profile::strings`]; 0 is always the empty string.
+    /// Index into [`Profile::strings`](super::Profile::strings); 0 is always the empty string.
     StrId
 );
 
@@ -42,15 +42,15 @@ impl StrId {
 }
 
 table_id!(
-    /// Index into [`Profile::mappings`].
+    /// Index into [`Profile::mappings`](super::Profile::mappings).
     MappingId
 );
 table_id!(
-    /// Index into [`Profile::functions`].
+    /// Index into [`Profile::functions`](super::Profile::functions).
     FunctionId
 );
 table_id!(
-    /// Index into [`Profile::locations`].
+    /// Index into [`Profile::locations`](super::Profile::locations).
     LocationId
 );
 
@@ -267,7 +267,7 @@ pub struct Location {
 pub struct Sample {
     /// Leaf first.
     pub stack: Stack,
-    /// One value per [`Profile::sample_types`] entry.
+    /// One value per [`Profile::sample_types`](super::Profile::sample_types) entry.
     pub values: Values,
     /// Sorted by key, so that equal label sets compare equal.
     pub labels: Vec<Label>,

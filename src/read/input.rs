@@ -80,8 +80,9 @@ pub(crate) fn decompression_cap(compressed: u64, given: Option<u64>) -> u64 {
 
 impl Input {
     /// Opens `path` (`-` = standard input): maps a regular file, reads
-    /// anything else once, and decompresses gzip within `max_size` (see
-    /// [`decompression_cap`]). A directory gives an input without bytes.
+    /// anything else once, and decompresses gzip within `max_size` (by default
+    /// 64 times the compressed size, at least 256 MiB). A directory gives an
+    /// input without bytes.
     pub fn open(path: &Path, max_size: Option<u64>) -> Result<Input> {
         if path == Path::new(STDIN) {
             let mut raw = Vec::new();
@@ -137,7 +138,7 @@ impl Input {
     }
 
     /// An input of a file's bytes as [`Input::open`] reads them: gzip is
-    /// decompressed (within `max_size`, see [`decompression_cap`]), anything
+    /// decompressed (within `max_size`, as [`Input::open`] says), anything
     /// else kept as it is. For callers that already hold the bytes (fuzzing).
     pub fn from_file_bytes(name: &Path, raw: Vec<u8>, max_size: Option<u64>) -> Result<Input> {
         let bytes = if raw.starts_with(&GZIP_MAGIC) {
@@ -155,7 +156,7 @@ impl Input {
 
     /// When a regular file (or directory) was last modified; `None` for
     /// standard input, pipes and inputs made from bytes.
-    pub fn modified(&self) -> Option<std::time::SystemTime> {
+    pub(crate) fn modified(&self) -> Option<std::time::SystemTime> {
         self.modified
     }
 
@@ -169,7 +170,7 @@ impl Input {
     }
 
     /// The first [`DETECT_BYTES`] bytes (fewer when the input is shorter).
-    pub fn head(&self) -> &[u8] {
+    pub(crate) fn head(&self) -> &[u8] {
         let bytes = self.bytes();
         bytes.get(..DETECT_BYTES).unwrap_or(bytes)
     }
@@ -192,7 +193,7 @@ impl Input {
     /// Says that the bytes in `range` will not be read again, so that a
     /// streaming reader's memory stays bounded on a mapped file (the pages
     /// are dropped; reading them again would fetch them from the file).
-    pub fn release(&self, range: Range<usize>) {
+    pub(crate) fn release(&self, range: Range<usize>) {
         #[cfg(unix)]
         if let Data::Mapped(map) = &self.data {
             const PAGE: usize = 4096;

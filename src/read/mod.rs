@@ -1,17 +1,22 @@
 //! The façade of the readers: one table of readers in detection order, and
 //! the functions that open inputs, detect their format and dispatch.
 //!
+//! For a library user: [`read`] (or [`read_inputs`] for inputs already
+//! opened, [`Input::from_bytes`] for bytes in memory) gives the whole
+//! [`Profile`]; [`info`] describes the inputs; [`detect`] names a file's
+//! format; [`ReadOptions`] holds every reader's options.
+//!
 //! Every reader is a module with the same entry points, registered once in
-//! [`READERS`]:
+//! the crate's table of readers (`READERS`):
 //! - `detect(head, len) -> Detection`: does an input (its first bytes, at most
-//!   [`DETECT_BYTES`], and its full length) look like this format?
+//!   `DETECT_BYTES`, and its full length) look like this format?
 //! - `detect_dir(path) -> bool` for readers that take directories;
 //! - `read(inputs, options) -> Result<Profile>`: read one or more inputs into one profile;
-//! - `info(inputs, options) -> Result<String>`: describe what the inputs hold;
+//! - `info(inputs, options) -> Result<Summary>`: describe what the inputs hold;
 //! - optionally `read_parts(inputs, options, sink)`: hand the profile over in
-//!   parts ([`PartSink`]) for readers whose profiles can outgrow memory.
+//!   parts (`profile::PartSink`) for readers whose profiles can outgrow memory.
 //!
-//! Adding a format is a module and one row in [`READERS`].
+//! Adding a format is a module and one row in `READERS`.
 
 pub(crate) mod aps;
 pub(crate) mod cursor;
@@ -164,7 +169,9 @@ pub fn detect_input(input: &Input) -> Option<Format> {
 }
 
 /// The format of one input (a file or a directory), or `None` when it is of
-/// no format profconv knows.
+/// no format profconv knows. A file's format is told from its first 4 KiB
+/// (decompressed when gzip) and its length: a magic number first, then the
+/// heuristics of formats without one.
 pub fn detect(path: &Path) -> Result<Option<Format>> {
     Ok(detect_input(&Input::open(path, None)?))
 }
@@ -202,12 +209,17 @@ pub(crate) fn open_all(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<I
         .collect()
 }
 
-/// Reads all `paths` (of one format) into one profile.
+/// Reads all `paths` into one profile: files (gzip-compressed ones are
+/// decompressed), directories (a DCPI database, an APS capture), `-` for
+/// standard input. They are of one format, forced by `options.format` or
+/// detected; several are summed, as `gprof -s` does. Malformed input is
+/// [`Error::Format`], naming the file and the byte offset.
 pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
     read_inputs(&open_all(paths, options)?, options)
 }
 
-/// Reads opened inputs (of one format) into one profile.
+/// [`read`] of inputs opened already ([`Input::open`], or
+/// [`Input::from_bytes`] for bytes in memory).
 pub fn read_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     let format = format_of(inputs, options)?;
     (reader(format).read)(inputs, options)
@@ -227,7 +239,10 @@ pub(crate) fn read_parts(
     }
 }
 
-/// Describes what the inputs hold, without converting them.
+/// Describes what the inputs hold (format, variant, byte order, pointer
+/// size, counts, totals, time range), without converting them: as text
+/// through `Display`, as JSON through `Serialize`. The inputs are taken as
+/// [`read`] takes them.
 pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<Summary> {
     info_inputs(&open_all(paths, options)?, options)
 }

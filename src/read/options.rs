@@ -177,7 +177,7 @@ pub struct ReadOptions {
 
 impl ReadOptions {
     /// Reports `bytes` more of input read.
-    pub fn advance(&self, bytes: u64) {
+    pub(crate) fn advance(&self, bytes: u64) {
         if let Some(p) = &self.progress {
             p.add(bytes);
         }

@@ -13,7 +13,7 @@ use crate::profile::{AddressPart, PartSink, Profile};
 /// Writes `profile` to `path` (`-` = standard output). A regular file (or a
 /// symbolic link's target) is written through a temporary file in the same
 /// directory that is renamed into place, so a failed run leaves nothing
-/// half-written; a device or FIFO is written in place ([`target::resolve`]).
+/// half-written; a device or FIFO is written in place.
 pub fn write_file(
     profile: &Profile,
     format: OutputFormat,

@@ -14,6 +14,12 @@
 //! would make. A pool of no workers compresses on the caller's thread (a
 //! small output, or one core).
 //!
+//! A member's bytes are a function of its input alone, whichever worker
+//! makes it: each member is compressed into a buffer of its own whose
+//! starting size the caller's rule gives from the input's size ([`Pool::new`]);
+//! deflate's blocks depend on the room it is given, so a buffer that came
+//! back from another member (of another size) would make other bytes.
+//!
 //! Memory: at most [`Pool::limit`] members, and beyond one per worker and
 //! one more, at most [`POOL_BYTES`] of encoded bytes, are handed in and not
 //! yet written (queued, being compressed, or compressed and waiting for an
@@ -81,9 +87,10 @@ pub(super) struct Pool {
     sizes: std::collections::VecDeque<usize>,
     /// Members compressed before an older one, by place.
     waiting: BTreeMap<u64, Done>,
-    /// Buffers of written members, for the next ones.
+    /// Buffers of written members' encoded bytes, for the next ones.
     spare_encoded: Vec<Vec<u8>>,
-    spare_members: Vec<Vec<u8>>,
+    /// The starting size of a member's buffer, from its encoded size.
+    room: fn(usize) -> usize,
     limit: usize,
     threads: usize,
     /// [`POOL_BYTES`] (tests lower it).
@@ -94,8 +101,10 @@ pub(super) struct Pool {
 
 impl Pool {
     /// A pool of `threads` workers; none: members are compressed on the
-    /// caller's thread as they are handed in.
-    pub(super) fn new(threads: usize) -> io::Result<Pool> {
+    /// caller's thread as they are handed in. Each member is compressed into
+    /// a new buffer of `room(encoded size)` bytes (0 for a member handed in
+    /// as pieces).
+    pub(super) fn new(threads: usize, room: fn(usize) -> usize) -> io::Result<Pool> {
         let (tasks, queue) = mpsc::channel::<Task>();
         let queue = Arc::new(Mutex::new(queue));
         let (report, done) = mpsc::channel();
@@ -118,7 +127,7 @@ impl Pool {
             sizes: std::collections::VecDeque::new(),
             waiting: BTreeMap::new(),
             spare_encoded: Vec::new(),
-            spare_members: Vec::new(),
+            room,
             // Two members per worker: one being compressed, one queued for
             // when it is done; and one more being written or encoded.
             limit: 2 * threads + 1,
@@ -141,10 +150,9 @@ impl Pool {
     /// member here.
     pub(super) fn compress(&mut self, encoded: Vec<u8>, out: &mut dyn Write) -> io::Result<()> {
         if let Some(deflate) = &mut self.inline {
-            let member = self.spare_members.pop().unwrap_or_default();
+            let member = Vec::with_capacity((self.room)(encoded.len()));
             let member = super::gzip_member_into(&encoded, member, deflate)?;
             out.write_all(&member)?;
-            self.spare_members.push(member);
             let mut encoded = encoded;
             encoded.clear();
             self.spare_encoded.push(encoded);
@@ -185,7 +193,7 @@ impl Pool {
         let task = Task {
             seq: self.sent,
             input,
-            member: self.spare_members.pop().unwrap_or_default(),
+            member: Vec::with_capacity((self.room)(size)),
         };
         let tasks = self.tasks.as_ref().ok_or_else(closed)?;
         tasks.send(task).map_err(|_| closed())?;
@@ -236,7 +244,6 @@ impl Pool {
             self.sizes.pop_front();
             done.encoded.clear();
             self.spare_encoded.push(done.encoded);
-            self.spare_members.push(done.member);
         }
         Ok(())
     }
@@ -298,7 +305,7 @@ mod tests {
             (1, 60_000),
             (2, 60_000),
         ] {
-            let mut pool = Pool::new(threads).unwrap();
+            let mut pool = Pool::new(threads, |_| 0).unwrap();
             pool.max_bytes = max_bytes;
             let mut out = Vec::new();
             for piece in &pieces {
@@ -335,7 +342,7 @@ mod tests {
             let member = super::super::gzip_member_into(piece, Vec::new(), &mut deflate).unwrap();
             expected.extend_from_slice(&member);
         }
-        let mut inline = Pool::new(0).unwrap();
+        let mut inline = Pool::new(0, |_| 0).unwrap();
         let mut out = Vec::new();
         for piece in &pieces {
             inline.compress(piece.clone(), &mut out).unwrap();
@@ -345,7 +352,7 @@ mod tests {
 
         let joined = pieces.concat();
         let whole = super::super::gzip_member_into(&joined, Vec::new(), &mut deflate).unwrap();
-        let mut pool = Pool::new(2).unwrap();
+        let mut pool = Pool::new(2, |_| 0).unwrap();
         let mut out = Vec::new();
         let member = pool.member(&mut out).unwrap();
         for piece in &pieces {
@@ -354,6 +361,50 @@ mod tests {
         drop(member);
         pool.finish(&mut out).unwrap();
         assert!(out == whole, "pieces: one member of them joined");
+    }
+
+    /// Members that compress badly (deflate runs out of room in its buffer
+    /// and ends blocks where it does) are the same bytes whatever worker
+    /// makes them and whatever it made before: each gets a buffer of the
+    /// size the rule gives.
+    #[test]
+    fn members_are_the_same_bytes_whichever_worker_makes_them() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let pieces: Vec<Vec<u8>> = (0..24u64)
+            .map(|i| {
+                let len = 20_000 + (i as usize * 7919) % 90_000;
+                (0..len)
+                    .map(|j| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        // Noise, with some runs: compresses to 60-100 %.
+                        if j % 5 == 0 {
+                            0
+                        } else {
+                            state as u8
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let room = |len: usize| len / 4;
+        let mut expected = Vec::new();
+        for piece in &pieces {
+            let mut deflate = super::super::member_deflate();
+            let buffer = Vec::with_capacity(room(piece.len()));
+            let member = super::super::gzip_member_into(piece, buffer, &mut deflate).unwrap();
+            expected.extend_from_slice(&member);
+        }
+        for threads in [0, 1, 2, 3] {
+            let mut pool = Pool::new(threads, room).unwrap();
+            let mut out = Vec::new();
+            for piece in &pieces {
+                pool.compress(piece.clone(), &mut out).unwrap();
+            }
+            pool.finish(&mut out).unwrap();
+            assert!(out == expected, "{threads} threads: the same bytes");
+        }
     }
 
     /// A write error reaches the caller.
@@ -368,7 +419,7 @@ mod tests {
                 Ok(())
             }
         }
-        let mut pool = Pool::new(2).unwrap();
+        let mut pool = Pool::new(2, |_| 0).unwrap();
         let mut result = Ok(());
         for _ in 0..10 {
             result = result.and_then(|()| pool.compress(vec![1; 1000], &mut Full));

@@ -415,7 +415,7 @@ impl Streaming {
             Some(pool) => pool,
             None => {
                 let cores = super::cores();
-                let pool = Pool::new(cores).map_err(io_error)?;
+                let pool = Pool::new(cores, |len| len / 4).map_err(io_error)?;
                 self.pool.insert(pool)
             }
         };

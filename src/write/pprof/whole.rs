@@ -91,7 +91,7 @@ pub(super) fn write_members(
     piece: usize,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let mut pool = Pool::new(super::cores())?;
+    let mut pool = Pool::new(super::cores(), |_| 0)?;
     let mut compress = |piece: Vec<u8>| pool.compress(piece, &mut *out);
     encode_samples_in_pieces(profile, piece, &mut compress)?;
     encode_rest_in_pieces(profile, piece, &mut compress)?;
@@ -103,12 +103,14 @@ pub(super) fn write_members(
 /// else one per core at most, compressed at once.
 pub(super) fn write_encoded(encoded: Vec<u8>, out: &mut dyn Write) -> io::Result<()> {
     let count = super::gzip_member_count(encoded.len());
+    // A quarter of the input to start with: about what it compresses to.
+    let room = |len| len / 4;
     if count == 1 {
-        let mut pool = Pool::new(0)?;
+        let mut pool = Pool::new(0, room)?;
         pool.compress(encoded, out)?;
         return pool.finish(out);
     }
-    let mut pool = Pool::new(count)?;
+    let mut pool = Pool::new(count, room)?;
     for piece in encoded.chunks(encoded.len().div_ceil(count)) {
         pool.compress(piece.to_vec(), out)?;
     }
@@ -121,25 +123,26 @@ const SMALL_PIECE: usize = 1 << 16;
 /// [`write_encoded`]`(super::encode(profile))`, the same bytes: the message
 /// is encoded on this thread in pieces that a worker compresses as they
 /// come, into one member. When the message turns out to be longer than one
-/// member holds, it is compressed again the usual way.
+/// member holds (the guess was short), it is encoded and compressed again
+/// the usual way.
 fn write_piped(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
-    let mut pool = Pool::new(1)?;
+    let mut pool = Pool::new(1, |_| 0)?;
     // The member is written out only once it is known to be the one wanted.
     let mut member = Vec::new();
     let pieces = pool.member(&mut member)?;
-    let mut encoded = Vec::new();
+    let mut len = 0;
     let mut send = |piece: Vec<u8>| {
-        encoded.extend_from_slice(&piece);
+        len += piece.len();
         pieces.send(piece)
     };
     encode_samples_in_pieces(profile, SMALL_PIECE, &mut send)?;
     encode_rest_in_pieces(profile, SMALL_PIECE, &mut send)?;
     drop(pieces);
     pool.finish(&mut member)?;
-    if super::gzip_member_count(encoded.len()) == 1 {
+    if super::gzip_member_count(len) == 1 {
         return out.write_all(&member);
     }
-    write_encoded(encoded, out)
+    write_encoded(super::encode(profile), out)
 }
 
 /// Encodes field 1 (`sample_type`) and every written sample (field 2), and

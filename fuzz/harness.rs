@@ -85,7 +85,7 @@ pub fn gprof_gnu(data: &[u8]) -> Result<()> {
     if !file.starts_with(b"gmon") {
         return Ok(());
     }
-    read::gprof::read(&input("gmon.out", file), &gprof_options(control)).map(drop)
+    read::read_inputs(&input("gmon.out", file), &gprof_options(control)).map(drop)
 }
 
 /// Target `gprof_bsd`: 4.4BSD and 4.3BSD gmon.out (anything without the
@@ -97,7 +97,7 @@ pub fn gprof_bsd(data: &[u8]) -> Result<()> {
     if file.starts_with(b"gmon") {
         return Ok(());
     }
-    read::gprof::read(&input("gmon.out", file), &gprof_options(control)).map(drop)
+    read::read_inputs(&input("gmon.out", file), &gprof_options(control)).map(drop)
 }
 
 /// Target `mpatrol`: bit 0 of the control byte splits by size class.
@@ -110,7 +110,7 @@ pub fn mpatrol(data: &[u8]) -> Result<()> {
         ..ReadOptions::default()
     };
     o.mpatrol.size_classes = control & 1 != 0;
-    read::mpatrol::read(&input("mpatrol.out", file), &o).map(drop)
+    read::read_inputs(&input("mpatrol.out", file), &o).map(drop)
 }
 
 /// DCPI options from the control byte: bits 0–1 the instruction size
@@ -143,7 +143,7 @@ pub fn dcpi(data: &[u8]) -> Result<()> {
     if starts_like_dcpicat(file) {
         return Ok(());
     }
-    read::dcpi::read(&input("profile", file), &dcpi_options(control)).map(drop)
+    read::read_inputs(&input("profile", file), &dcpi_options(control)).map(drop)
 }
 
 /// Target `dcpicat`: `dcpicat` text dumps (first line `name ...`).
@@ -154,7 +154,7 @@ pub fn dcpicat(data: &[u8]) -> Result<()> {
     if !starts_like_dcpicat(file) {
         return Ok(());
     }
-    read::dcpi::read(&input("dump.txt", file), &dcpi_options(control)).map(drop)
+    read::read_inputs(&input("dump.txt", file), &dcpi_options(control)).map(drop)
 }
 
 /// Target `aps`: APS sample files. Control byte: bits 0–1 the call depth
@@ -186,7 +186,7 @@ pub fn aps(data: &[u8]) -> Result<()> {
     } else {
         "sample_cpu_1_20150716_130220"
     };
-    read::aps::read(&input(name, file), &o).map(drop)
+    read::read_inputs(&input(name, file), &o).map(drop)
 }
 
 /// Every output format the library writes.
@@ -213,11 +213,11 @@ pub fn pipeline(data: &[u8]) -> Result<()> {
         data.to_vec(),
         Some(PIPELINE_GZIP_CAP),
     )?];
-    let Some(format) = read::detect_input(&inputs[0]) else {
+    if read::detect_input(&inputs[0]).is_none() {
         return Ok(());
-    };
+    }
     let options = ReadOptions::default();
-    let info = (read::reader(format).info)(&inputs, &options);
+    let info = read::info_inputs(&inputs, &options);
     let profile = read::read_inputs(&inputs, &options);
     let (_, profile) = (info?, profile?);
     let write_options = WriteOptions {

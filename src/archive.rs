@@ -13,6 +13,7 @@ use std::time::{Instant, SystemTime};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::convert::{convert_inputs, Options, Output};
 use crate::error::{Error, Result};
 use crate::read::{self, Format, ReadOptions};
 use crate::write::{self, OutputFormat, WriteOptions};
@@ -137,6 +138,18 @@ pub struct Report {
     pub inputs: Vec<Record>,
 }
 
+impl Report {
+    /// Writes the report as pretty JSON, and a newline, to `path`: through
+    /// a temporary file renamed into place, so that a killed run leaves the
+    /// old report or the new one.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        write::write_atomically(path, |out| {
+            serde_json::to_writer_pretty(&mut *out, self).map_err(|e| Error::io(path, e.into()))?;
+            out.write_all(b"\n").map_err(|e| Error::io(path, e))
+        })
+    }
+}
+
 /// How deep the walk goes.
 const MAX_DEPTH: usize = 64;
 
@@ -145,7 +158,7 @@ const MAX_DEPTH: usize = 64;
 /// cannot be converted (unreadable folders, folders deeper than
 /// `MAX_DEPTH` (64), FIFOs and devices, symbolic links) is a unit with a
 /// problem, so the report accounts for the whole tree.
-pub fn plan(root: &Path, exclude: Option<&Path>) -> Result<Vec<Unit>> {
+pub(crate) fn plan(root: &Path, exclude: Option<&Path>) -> Result<Vec<Unit>> {
     let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
     if !meta.is_dir() {
         return Err(Error::Usage(format!(
@@ -288,7 +301,7 @@ fn dir_bytes(dir: &Path, depth: usize) -> u64 {
 /// The output path of a unit in a format: its relative path (less a `.gz`,
 /// see [`Unit::out_stem`]) plus the format's extension, under the output
 /// directory.
-pub fn output_path(out_dir: &Path, unit: &Unit, format: OutputFormat) -> PathBuf {
+pub(crate) fn output_path(out_dir: &Path, unit: &Unit, format: OutputFormat) -> PathBuf {
     let mut name = unit.out_stem.clone().into_os_string();
     name.push(".");
     name.push(format.extension());
@@ -368,7 +381,8 @@ impl Glob {
 
 /// Matches a glob against a `/`-separated relative path (see [`Glob`]); an
 /// invalid pattern matches nothing.
-pub fn glob_match(pattern: &str, path: &str) -> bool {
+#[cfg(test)]
+fn glob_match(pattern: &str, path: &str) -> bool {
     Glob::new(pattern).is_ok_and(|g| g.is_match(path))
 }
 
@@ -507,10 +521,6 @@ fn newest_input_time(unit: &Unit) -> Option<SystemTime> {
 }
 
 /// Converts one unit; never fails as a whole: failures are records.
-pub fn convert_unit(unit: &Unit, options: &ArchiveOptions) -> Record {
-    convert_unit_with(unit, options, &Neighbours::default())
-}
-
 fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbours) -> Record {
     let started = Instant::now();
     let mut record = Record {
@@ -592,42 +602,28 @@ fn convert(
         .binary
         .as_ref()
         .map(|b| b.display().to_string());
-    if todo
-        .iter()
-        .all(|(format, _)| write::streams_format(*format))
-    {
-        record.warnings = convert_streamed(&input, &read_options, &todo, &options.out_dir)?;
-        return Ok(Status::Converted);
-    }
-    let profile = read::read_inputs(std::slice::from_ref(&input), &read_options)?;
-    record.warnings = profile.warnings().map(str::to_owned).collect();
+    // The warnings, also when writing fails after the reading.
+    let progress = std::sync::Arc::new(read::Progress::default());
+    read_options.progress = Some(progress.clone());
     let mut write_options = options.write.clone();
     write_options.title = unit.rel.clone();
-    for (format, out) in todo {
-        prepare_output(&options.out_dir, out)?;
-        write::write_atomically(out, |w| write::write(&profile, *format, &write_options, w))?;
+    let outputs: Vec<Output> = todo
+        .iter()
+        .map(|(format, path)| Output {
+            path: path.clone(),
+            format: *format,
+        })
+        .collect();
+    for output in &outputs {
+        prepare_output(&options.out_dir, &output.path)?;
     }
-    Ok(Status::Converted)
-}
-
-/// Writes pprof-only outputs part by part as the unit is read, so that a
-/// large DCPI database needs no whole profile in memory (as on the command
-/// line); the unit's warnings. A failed read leaves no output (only its
-/// directory).
-fn convert_streamed(
-    input: &read::Input,
-    read_options: &ReadOptions,
-    todo: &[&(OutputFormat, PathBuf)],
-    out_dir: &Path,
-) -> Result<Vec<String>> {
-    for (_, out) in todo {
-        prepare_output(out_dir, out)?;
-    }
-    let targets: Vec<(&Path, OutputFormat)> =
-        todo.iter().map(|(f, out)| (out.as_path(), *f)).collect();
-    let mut streamed = write::StreamedOutputs::create(&targets)?;
-    read::read_parts(std::slice::from_ref(input), read_options, &mut streamed)?;
-    streamed.finish()
+    let convert_options = Options {
+        read: read_options,
+        write: write_options,
+    };
+    let converted = convert_inputs(std::slice::from_ref(&input), &outputs, &convert_options);
+    record.warnings = progress.warnings();
+    converted.map(|_| Status::Converted)
 }
 
 /// The outputs of `unit` to write: all with `--force`, else those missing,
@@ -654,7 +650,7 @@ fn outputs_to_write<'a>(
 
 /// Removes temporary files a killed earlier run left in the output tree
 /// (`.NAME.XXXXXX.tmp`, as `write::write_atomically` names them).
-pub fn remove_stale_temporaries(dir: &Path) -> usize {
+pub(crate) fn remove_stale_temporaries(dir: &Path) -> usize {
     fn go(dir: &Path, depth: usize) -> usize {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return 0;

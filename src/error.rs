@@ -51,7 +51,7 @@ pub enum Error {
 
 impl Error {
     /// A malformed-input error at `offset` of `file`.
-    pub fn format(file: &Path, offset: u64, what: impl Into<String>) -> Self {
+    pub(crate) fn format(file: &Path, offset: u64, what: impl Into<String>) -> Self {
         Error::Format {
             file: file.to_path_buf(),
             offset,
@@ -60,7 +60,7 @@ impl Error {
     }
 
     /// An unsupported-variant error about `file`.
-    pub fn unsupported(file: &Path, what: impl Into<String>) -> Self {
+    pub(crate) fn unsupported(file: &Path, what: impl Into<String>) -> Self {
         Error::Unsupported {
             file: file.to_path_buf(),
             what: what.into(),

@@ -1,21 +1,35 @@
 //! profconv: turns legacy profiler output (GNU gprof `gmon.out`, mpatrol,
-//! DCPI, APS) into pprof, folded stacks, flamegraph SVG and speedscope.
+//! DCPI, APS) into pprof, folded stacks, flamegraph SVG, speedscope and
+//! callgrind.
 //!
-//! Readers (`read`) fill the intermediate representation (`profile`);
-//! `symbolize` turns addresses into functions, files and lines; writers
-//! (`write`) emit the modern formats. Readers never use writers and the reverse.
+//! One call does a whole conversion: [`convert`] reads the inputs once and
+//! writes every [`Output`], part by part as the inputs are read when every
+//! output is pprof (a DCPI database larger than memory), else from the
+//! whole profile. A gmon.out, symbolized with its executable, to pprof:
 //!
-//! Inputs are opened once ([`read::Input`]: a mapped file, or the bytes of
-//! a pipe, standard input or a gzip stream); [`read::READERS`] is the one
-//! table of formats. The command line lives in the binary; build the library
-//! with `default-features = false` to leave clap and indicatif out.
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let out = dir.path().join("callgraph.pb.gz");
+//! let mut options = profconv::Options::default();
+//! options.read.binary = Some("tests/fixtures/gprof/callgraph-nopie".into());
+//! let output = profconv::Output::new(&out)?; // .pb.gz: gzip-compressed pprof
+//! profconv::convert(&["tests/fixtures/gprof/callgraph-nopie.gmon"], &[output], &options)?;
+//! # assert!(std::fs::metadata(&out)?.len() > 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Reading and writing apart: readers ([`read()`], [`read::read_inputs`])
+//! fill the intermediate representation ([`Profile`], leaf-first stacks of
+//! interned locations, pprof's model); writers ([`write()`],
+//! [`write::write_file`]) emit the modern formats from it. Readers never use
+//! writers, and the reverse. Inputs can be files, directories (a DCPI
+//! database, an APS capture), standard input, or bytes in memory:
 //!
 //! ```
 //! use profconv::read::{self, Input};
 //! use profconv::write::{self, OutputFormat, WriteOptions};
 //!
-//! // A GNU gmon.out with one histogram bin of 3 ticks at 0x1000 and no arcs,
-//! // read from bytes (no file needed).
+//! // A GNU gmon.out with one histogram bin of 3 ticks at 0x1000 and no arcs.
 //! let mut gmon = b"gmon".to_vec();
 //! gmon.extend(1u32.to_le_bytes()); // version 1: a little-endian file
 //! gmon.extend([0; 12]); // spare
@@ -37,10 +51,16 @@
 //! assert_eq!(String::from_utf8_lossy(&folded), "0x1000 30000000\n");
 //! # Ok::<(), profconv::Error>(())
 //! ```
+//!
+//! Whole archives of legacy profiles convert in parallel with
+//! [`archive::run`]. The command line lives in the binary (`src/main.rs`,
+//! `src/cli/`); build the library with `default-features = false` to leave
+//! clap and indicatif out.
 
 #![warn(missing_docs)]
 
 pub mod archive;
+mod convert;
 pub mod error;
 mod mmap;
 pub mod profile;
@@ -51,9 +71,10 @@ pub mod write;
 
 #[cfg(test)]
 mod test_rng;
+#[cfg(test)]
+mod testkit;
 
-pub use write::pprof::pb;
-
+pub use convert::{convert, Options, Output};
 pub use error::{Error, Result};
 pub use profile::Profile;
 pub use read::{read, Format, ReadOptions};

@@ -7,8 +7,12 @@
 
 mod demangle;
 mod gprof_rules;
-pub mod images;
-pub mod lines;
+pub(crate) mod images;
+// Part of its API serves only its differential test (`lines_tests.rs`).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) mod lines;
+#[cfg(test)]
+mod lines_tests;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -25,7 +29,7 @@ use crate::profile::{Line, LocationId, MappingId, Profile, SymbolFlags};
 
 /// A function symbol of the executable's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FunctionSymbol {
+pub(crate) struct FunctionSymbol {
     /// Link-time address.
     pub address: u64,
     /// Size from the symbol table (0 when unknown).
@@ -64,7 +68,7 @@ impl FunctionSymbol {
 
 /// One frame at an address, innermost first when inlined.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceFrame {
+pub(crate) struct SourceFrame {
     /// Readable (demangled) function name.
     pub function: String,
     /// Name as in the symbol table or DWARF.
@@ -77,7 +81,7 @@ pub struct SourceFrame {
 
 /// A loadable segment of the executable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LoadSegment {
+pub(crate) struct LoadSegment {
     /// Link-time address of the segment.
     pub vaddr: u64,
     /// Its size in memory.
@@ -124,7 +128,7 @@ fn map_object(path: &Path) -> Result<memmap2::Mmap> {
 
 /// Which of an executable's symbols are its functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SymbolRules {
+pub(crate) enum SymbolRules {
     /// Symbols typed as functions in code sections, one per address (a
     /// global name first, then the shortest), each as long as its size
     /// says: what the linker and a debugger call functions.
@@ -174,13 +178,11 @@ fn keep_names_apart(symbols: &mut [FunctionSymbol]) {
 }
 
 /// An executable opened for symbolization.
-pub struct Binary {
+pub(crate) struct Binary {
     /// The executable's path.
     pub path: PathBuf,
     /// Hex build id from `.note.gnu.build-id`, empty when there is none.
     pub build_id: String,
-    /// ELF type ET_DYN (position-independent).
-    pub is_pie: bool,
     /// Address size in bytes.
     pub pointer_size: usize,
     /// True for a big-endian executable.
@@ -579,7 +581,6 @@ impl Binary {
         Ok(Binary {
             path: path.to_path_buf(),
             build_id,
-            is_pie: matches!(file.kind(), object::ObjectKind::Dynamic),
             pointer_size: if file.is_64() { 8 } else { 4 },
             big_endian: !file.is_little_endian(),
             segments: load_segments(&file),
@@ -611,17 +612,6 @@ impl Binary {
     /// otherwise): where `mcount` calls come from.
     pub fn entries(&self) -> &[u64] {
         &self.entries
-    }
-
-    /// True when DWARF was found (in the file or a debug file).
-    pub fn has_dwarf(&self) -> bool {
-        self.dwarf_reader().is_some()
-    }
-
-    /// The symbol whose range holds `address`: `[its value, its value + size)`,
-    /// or up to the next symbol when its size is 0.
-    pub fn symbol_at(&self, address: u64) -> Option<&FunctionSymbol> {
-        self.symbol_view().symbol_at(address)
     }
 
     /// The symbol table and how frames are made from it, shareable between
@@ -743,7 +733,7 @@ impl Binary {
 /// and lines of addresses the sorted pass ([`lines`]) leaves to it. Opening
 /// it parses the unit headers (and builds a symbol map of its own); it
 /// parses the line tables of the units it is asked about.
-pub struct DwarfReader(addr2line::Loader);
+pub(crate) struct DwarfReader(addr2line::Loader);
 
 impl DwarfReader {
     /// Opens the DWARF of `path` (the binary or its debug file); `None` when
@@ -755,13 +745,14 @@ impl DwarfReader {
 
 /// A binary's symbols, as [`Binary::symbol_view`] lends them.
 #[derive(Debug, Clone, Copy)]
-pub struct SymbolView<'a> {
+pub(crate) struct SymbolView<'a> {
     symbols: &'a [FunctionSymbol],
     single_frames: bool,
 }
 
 impl<'a> SymbolView<'a> {
-    /// See [`Binary::symbol_at`].
+    /// The symbol whose range holds `address`: `[its value, its value + size)`,
+    /// or up to the next symbol when its size is 0.
     pub fn symbol_at(self, address: u64) -> Option<&'a FunctionSymbol> {
         let symbols = self.symbols;
         let i = symbols
@@ -899,11 +890,11 @@ fn dwarf_frames<'a>(
 
 /// A frame as (readable name, system name, file, line); the file is `""`
 /// and the line 0 when unknown.
-pub type RawFrame<'a> = (Cow<'a, str>, Cow<'a, str>, &'a str, i64);
+pub(crate) type RawFrame<'a> = (Cow<'a, str>, Cow<'a, str>, &'a str, i64);
 
 /// A frame borrowed from the binary's symbol table or debug information.
 #[derive(Debug, Clone, Copy)]
-pub struct FrameRef<'a> {
+pub(crate) struct FrameRef<'a> {
     /// Readable function name.
     pub function: &'a str,
     /// Name as the system knows it.
@@ -934,7 +925,7 @@ fn elf_segments<Elf: object::read::elf::FileHeader>(
 
 /// What a symbolization pass found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SymbolizeStats {
+pub(crate) struct SymbolizeStats {
     /// Unsymbolized locations of the mapping looked at.
     pub locations: usize,
     /// How many of them got frames.
@@ -944,7 +935,7 @@ pub struct SymbolizeStats {
 /// How an image was loaded: turns a profiled address into the binary's
 /// link-time address (SVMA).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Relocation {
+pub(crate) enum Relocation {
     /// The profile's addresses are the link-time addresses (gprof, a kernel).
     Identity,
     /// The image was loaded `bias` bytes above its link-time addresses
@@ -987,7 +978,7 @@ impl Relocation {
 /// image loaded as `relocation` says. Return addresses are looked up one
 /// byte earlier. Sets the mapping's `has_*` flags from what was really found
 /// and, when the binary has one, its build id.
-pub fn symbolize_mapping(
+pub(crate) fn symbolize_mapping(
     profile: &mut Profile,
     mapping: MappingId,
     binary: &Binary,

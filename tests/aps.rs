@@ -10,12 +10,25 @@ use std::path::{Path, PathBuf};
 
 use common::gen::aps::*;
 use common::*;
-use profconv::read::aps;
-use profconv::read::{ApsOptions, Input, ReadOptions};
+use profconv::read::{self, ApsOptions, Input, ReadOptions};
+use profconv::Format;
 
 /// Opens a file as the library's readers take it.
 fn open(path: &Path) -> Vec<Input> {
     vec![Input::open(path, None).unwrap()]
+}
+
+/// `options` with the format forced to APS, as `--from aps`.
+fn as_aps(options: &ReadOptions) -> ReadOptions {
+    ReadOptions {
+        format: Some(Format::Aps),
+        ..options.clone()
+    }
+}
+
+/// What the format of `bytes` is detected as.
+fn detected(bytes: &[u8]) -> Option<Format> {
+    read::detect_input(&Input::from_bytes("sample", bytes.to_vec()))
 }
 
 // ---------------------------------------------------------------------------
@@ -188,7 +201,7 @@ fn speedscope_stacks(doc: &serde_json::Value, kind: &str) -> BTreeMap<String, f6
 }
 
 fn read_err(path: &Path, options: &ReadOptions) -> String {
-    match aps::read(&open(path), options) {
+    match read::read_inputs(&open(path), &as_aps(options)) {
         Ok(_) => panic!("{} was read without error", path.display()),
         Err(e) => e.to_string(),
     }
@@ -523,7 +536,7 @@ fn caller_frames_are_return_addresses_and_the_leaf_is_not() {
     let p = read_pprof(&convert(&[&input], &dir.path().join("out.pb"), &[]));
     // Unsymbolized, both keep their exact address; the pprof model has no
     // flag, so check the IR through the library.
-    let profile = aps::read(&open(&input), &ReadOptions::default()).unwrap();
+    let profile = read::read_inputs(&open(&input), &as_aps(&ReadOptions::default())).unwrap();
     for sample in profile.samples() {
         for (i, &loc) in sample.stack.iter().enumerate() {
             assert_eq!(profile.locations()[loc.index()].is_return_address, i > 0);
@@ -1279,23 +1292,20 @@ fn images_missing_from_the_root_leave_frames_unsymbolized_and_say_so() {
 fn detection_needs_the_file_magic_in_either_byte_order() {
     let le = board().bytes();
     let be = board().all_big().bytes();
-    assert!(aps::detect(&le[..64], le.len() as u64));
-    assert!(aps::detect(&be[..64], be.len() as u64));
+    assert_eq!(detected(&le), Some(Format::Aps));
+    assert_eq!(detected(&be), Some(Format::Aps));
     let mut other = le.clone();
     other[0] ^= 1;
-    assert!(!aps::detect(&other[..64], other.len() as u64));
-    assert!(
-        !aps::detect(&le[..4], 40),
-        "shorter than the head and the table heads"
-    );
+    assert_eq!(detected(&other), None);
     assert_eq!(
-        profconv::read::detect_bytes(&be[..64], be.len() as u64),
-        Some(profconv::Format::Aps)
+        detected(&le[..4]),
+        None,
+        "shorter than the head and the table heads"
     );
     let dir = tempdir();
     let capture = capture_dir(dir.path());
-    assert!(aps::detect_dir(&capture));
-    assert!(!aps::detect_dir(dir.path()));
+    assert_eq!(read::detect(&capture).unwrap(), Some(Format::Aps));
+    assert_eq!(read::detect(dir.path()).unwrap(), None);
 }
 
 #[test]
@@ -1498,7 +1508,7 @@ fn every_truncation_and_corruption_fails_cleanly() {
     for len in 0..bytes.len() {
         std::fs::write(&path, &bytes[..len]).unwrap();
         assert!(
-            aps::read(&open(&path), &ReadOptions::default()).is_err(),
+            read::read_inputs(&open(&path), &as_aps(&ReadOptions::default())).is_err(),
             "truncated to {len}"
         );
     }
@@ -1517,8 +1527,9 @@ fn every_truncation_and_corruption_fails_cleanly() {
             corrupt[at] = next() as u8;
         }
         std::fs::write(&path, &corrupt).unwrap();
-        let _ = aps::read(&open(&path), &ReadOptions::default());
-        let _ = aps::info(&open(&path), &ReadOptions::default());
+        let aps = as_aps(&ReadOptions::default());
+        let _ = read::read_inputs(&open(&path), &aps);
+        let _ = read::info_inputs(&open(&path), &aps);
     }
 }
 

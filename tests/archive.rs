@@ -353,18 +353,26 @@ fn make_big_archive(root: &Path, n: usize) {
     }
 }
 
+/// The name of a temporary file a conversion writes before renaming it into
+/// place: `.NAME.XXXXXX.tmp`.
+fn is_temporary_name(name: &str) -> bool {
+    let Some(inner) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
+        return false;
+    };
+    inner.rsplit_once('.').is_some_and(|(stem, random)| {
+        !stem.is_empty() && random.len() == 6 && random.chars().all(|c| c.is_ascii_alphanumeric())
+    })
+}
+
 fn outputs_all_decode(out: &Path) -> usize {
     let mut n = 0;
     for (name, bytes) in tree(out) {
         assert!(
-            !profconv::write::is_temporary_name(
-                Path::new(&name).file_name().unwrap().to_str().unwrap()
-            ),
+            !is_temporary_name(Path::new(&name).file_name().unwrap().to_str().unwrap()),
             "temporary file left: {name}"
         );
         if name.ends_with(".pb.gz") {
-            profconv::write::pprof::decode(&bytes)
-                .unwrap_or_else(|e| panic!("{name} is half-written: {e}"));
+            decode_pprof_bytes(&bytes).unwrap_or_else(|e| panic!("{name} is half-written: {e}"));
         } else if name.ends_with(".svg") {
             let text = String::from_utf8(bytes).unwrap();
             assert!(
@@ -464,12 +472,11 @@ fn outputs_complete_but_temporaries(out: &Path) {
             .to_str()
             .unwrap()
             .to_owned();
-        if profconv::write::is_temporary_name(&file) {
+        if is_temporary_name(&file) {
             continue;
         }
         if name.ends_with(".pb.gz") {
-            profconv::write::pprof::decode(&bytes)
-                .unwrap_or_else(|e| panic!("{name} is half-written: {e}"));
+            decode_pprof_bytes(&bytes).unwrap_or_else(|e| panic!("{name} is half-written: {e}"));
         } else {
             assert!(
                 String::from_utf8(bytes)

@@ -1177,17 +1177,10 @@ fn line_in(top: &str, name: &str) -> String {
 fn single_profile_file_is_detected_without_from() {
     let dir = tempdir();
     let file = write(&dir.path().join("whatever.bin"), &valid_profile().bytes());
-    let (head, len) = profconv::read::read_head(&file).unwrap();
-    assert_eq!(
-        profconv::read::detect_bytes(&head, len),
-        Some(profconv::Format::Dcpi)
-    );
+    let dcpi = Some(profconv::Format::Dcpi);
+    assert_eq!(profconv::read::detect(&file).unwrap(), dcpi);
     let dump = fixture("dcpi/dcpicat-manpage.txt");
-    let (head, len) = profconv::read::read_head(&dump).unwrap();
-    assert_eq!(
-        profconv::read::detect_bytes(&head, len),
-        Some(profconv::Format::Dcpi)
-    );
+    assert_eq!(profconv::read::detect(&dump).unwrap(), dcpi);
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! DCPI at scale (issues 12 and 13): a generated database of over a
 //! million sampled addresses converts to pprof in heap memory well below
 //! the database's size, with every count where its footer says; `info`
-//! keeps no counts; the streamed pprof decodes to exactly the profile the
-//! whole-profile writer makes; pathological databases stop with an error
-//! rather than exhaust memory.
+//! keeps no counts; pathological databases stop with an error rather than
+//! exhaust memory. (That the streamed pprof decodes to exactly the profile
+//! the whole-profile writer makes is tested in src/write/pprof/stream_tests.rs.)
 //!
 //! Memory is measured by a counting global allocator (this test binary's
 //! own): the peak of live heap bytes while the library converts. Mapped
@@ -18,9 +18,7 @@ use std::sync::Mutex;
 
 use common::gen::dcpi::{build_db, DbSpec, DbTotals};
 use common::*;
-use profconv::profile::{PartSink, Profile};
-use profconv::read::{self, Input, ReadOptions};
-use profconv::write::pprof::{self, Stream};
+use profconv::read::{self, ReadOptions};
 
 struct Counting;
 
@@ -69,16 +67,18 @@ fn spec(images: usize, insns: u32, per_mille: u32) -> DbSpec {
     }
 }
 
-fn open(db: &Path) -> Vec<Input> {
-    read::open_all(&[db.to_path_buf()], &ReadOptions::default()).unwrap()
-}
-
-/// Converts the database to pprof through the streaming writer, into `out`.
+/// Converts the database to pprof with [`profconv::convert`] (which
+/// streams pprof outputs), into `out`.
 fn stream_to(db: &Path, out: &Path, gzip: bool) -> profconv::Result<()> {
-    let file = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
-    let mut stream = Stream::new(file, gzip);
-    read::read_parts(&open(db), &ReadOptions::default(), &mut stream)?;
-    stream.finish().map(drop)
+    let format = match gzip {
+        true => profconv::OutputFormat::Pprof,
+        false => profconv::OutputFormat::PprofRaw,
+    };
+    let output = profconv::Output {
+        path: out.to_path_buf(),
+        format,
+    };
+    profconv::convert(&[db], &[output], &profconv::Options::default()).map(drop)
 }
 
 fn total(p: &pb::Profile, type_name: &str) -> i64 {
@@ -201,68 +201,6 @@ fn info_keeps_no_counts() {
     assert!(peak < 1 << 20, "info took {peak} bytes of heap");
 }
 
-/// A database with a label, two events at two periods, several epochs
-/// and a dcpicat dump: every part of the streamed format.
-fn varied_db(root: &Path) {
-    let mut spec = spec(3, 3000, 300);
-    spec.epochs = 2;
-    spec.events = vec![("cycles".into(), 63488), ("imiss".into(), 4096)];
-    build_db(root, &spec);
-    let dump = "name /usr/bench/lib001.so\nimage 20261122000001abc001\nlabel run2\n\
-                text_start 0x3ff01000000\nevent 10 cycles:63488:10000\n0x3ff01000010 4\n0x3ff01000020 6\n";
-    std::fs::write(root.join("202601010000/host/lib001.dump"), dump).unwrap();
-}
-
-#[test]
-fn streamed_pprof_decodes_to_the_whole_profile() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempdir();
-    let db = dir.path().join("db");
-    varied_db(&db);
-    let options = ReadOptions::default();
-    let whole = read::read_inputs(&open(&db), &options).unwrap();
-    let expected = pprof::to_proto(&whole);
-    for gzip in [false, true] {
-        let mut stream = Stream::with_spill(Vec::new(), gzip, 0);
-        read::read_parts(&open(&db), &options, &mut stream).unwrap();
-        let bytes = stream.finish().unwrap();
-        let streamed = pprof::decode(&bytes).unwrap();
-        assert_eq!(streamed, expected, "gzip {gzip}");
-    }
-    // Held (small) profiles are written exactly as the whole-profile writer does.
-    let mut stream = Stream::new(Vec::new(), true);
-    read::read_parts(&open(&db), &options, &mut stream).unwrap();
-    let mut bytes = Vec::new();
-    pprof::write(&whole, true, &mut bytes).unwrap();
-    assert!(stream.finish().unwrap() == bytes, "same bytes");
-}
-
-#[test]
-fn images_of_one_file_stream_from_their_columns_to_the_whole_profile() {
-    // One file per image, so every image is read straight into a lean
-    // part's rows; images of the second event have their values in other
-    // columns of the whole profile.
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempdir();
-    let db = dir.path().join("db");
-    let mut spec = spec(4, 5000, 300);
-    spec.events = vec![("cycles".into(), 63488), ("imiss".into(), 4096)];
-    spec.one_event_each = true;
-    let truth = build_db(&db, &spec);
-    let options = ReadOptions::default();
-    let whole = read::read_inputs(&open(&db), &options).unwrap();
-    let expected = pprof::to_proto(&whole);
-    check_against_footers(&expected, &truth);
-    // 10 000: the first image's part is held (as a copy of its columns),
-    // then streamed with the second.
-    for spill in [0, 3000, 10_000, pprof::SPILL_VALUES] {
-        let mut stream = Stream::with_spill(Vec::new(), false, spill);
-        read::read_parts(&open(&db), &options, &mut stream).unwrap();
-        let streamed = pprof::decode(&stream.finish().unwrap()).unwrap();
-        assert_eq!(streamed, expected, "spill at {spill}");
-    }
-}
-
 #[test]
 fn a_failed_streamed_conversion_leaves_no_output() {
     let dir = tempdir();
@@ -288,19 +226,6 @@ fn a_failed_streamed_conversion_leaves_no_output() {
     );
 }
 
-/// A sink that drops every part, keeping only counts.
-#[derive(Default)]
-struct Discard {
-    parts: usize,
-}
-
-impl PartSink for Discard {
-    fn part(&mut self, _part: Profile) -> profconv::Result<()> {
-        self.parts += 1;
-        Ok(())
-    }
-}
-
 #[test]
 fn ten_thousand_one_event_files_stop_with_an_error_not_out_of_memory() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -312,21 +237,12 @@ fn ten_thousand_one_event_files_stop_with_an_error_not_out_of_memory() {
     spec.events = (0..10_000).map(|e| (format!("event{e}"), 1)).collect();
     spec.one_event_each = true;
     let truth = build_db(&db, &spec);
-    let mut sink = Discard::default();
-    let (done, peak) =
-        peak_heap(|| read::read_parts(&open(&db), &ReadOptions::default(), &mut sink));
+    let out = dir.path().join("out.pb.gz");
+    let (done, peak) = peak_heap(|| stream_to(&db, &out, true));
     let error = done.unwrap_err().to_string();
     assert!(error.contains("20000 sample types"), "{error}");
     assert!(error.contains("convert fewer events at a time"), "{error}");
-    // Refused by the density rule as soon as 20 000 types × the samples so
-    // far pass profile::DENSE_VALUES_FREE values (almost all zero): the
-    // head and the images before that one went to the sink.
-    let images_before = (profconv::profile::DENSE_VALUES_FREE / 20_000) as usize;
-    assert_eq!(
-        sink.parts,
-        1 + images_before,
-        "refused when the bound is reached, not before"
-    );
+    assert!(!out.exists(), "no output is left");
     // The index of files, images and events (about 2 KB a file, whatever
     // its size), and one image at a time.
     assert!(

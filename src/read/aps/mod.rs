@@ -27,15 +27,10 @@ mod samples;
 mod source;
 mod tables;
 
-pub use capture::{cpu_from_file_name, is_sample_file_name};
-pub use head::{
-    event_name, FileHead, DEFAULT_CALL_DEPTH, DEFAULT_PATH_LEN, FILE_HEAD_MAGIC, FILE_HEAD_SIZE,
-    MODULE_HEAD_MAGIC, RECORD_FIXED_SIZE, VMA_HEAD_MAGIC,
-};
-pub use layout::{Layout, Origin};
+pub use capture::is_sample_file_name;
+pub use head::{FILE_HEAD_MAGIC, FILE_HEAD_SIZE};
 pub use pid_info::PidInfo;
-pub use records::{ApsFile, Record};
-pub use tables::{merged_modules, ModuleEntry, VmaEntry};
+pub use records::ApsFile;
 
 use std::path::Path;
 

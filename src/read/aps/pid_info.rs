@@ -83,11 +83,6 @@ impl PidInfo {
     pub fn len(&self) -> usize {
         self.threads.len()
     }
-
-    /// True when no thread is named.
-    pub fn is_empty(&self) -> bool {
-        self.threads.is_empty()
-    }
 }
 
 // Inputs: files, capture directories, pid_info.

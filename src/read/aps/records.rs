@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use super::capture::cpu_from_file_name;
-use super::count::CHUNK_BYTES;
 use super::head::{FileHead, FILE_HEAD_SIZE, RECORD_FIXED_SIZE};
 use super::layout::{solve_layout, Layout};
 use super::source::Source;
@@ -14,6 +13,11 @@ use crate::error::{Error, Result};
 use crate::read::cursor::Endian;
 use crate::read::input::Input;
 use crate::read::options::ReadOptions;
+
+/// Bytes of records counted as one piece of work, and released from memory
+/// at a time. (Smaller chunks keep more pages mapped: a chunk's edge page,
+/// read again by its neighbour, maps the pages around it again.)
+pub(super) const CHUNK_BYTES: usize = 4 << 20;
 
 /// One record, in the byte order of the file head.
 #[derive(Clone, Copy)]
@@ -39,10 +43,6 @@ impl Record<'_> {
     /// Thread id.
     pub fn tid(&self) -> i32 {
         self.field(8) as i32
-    }
-    /// Time since the previous sample (unit unknown).
-    pub fn time_diff(&self) -> i32 {
-        self.field(12) as i32
     }
     /// Caller addresses recorded, as written (may be out of range).
     pub fn cs_layer(&self) -> i32 {
@@ -86,8 +86,6 @@ pub struct ApsFile {
     pub path: PathBuf,
     /// The CPU from the file name, when it follows the capture naming.
     pub cpu: Option<u32>,
-    /// Length in bytes.
-    pub len: u64,
     /// The file head.
     pub head: FileHead,
     /// The solved layout.
@@ -123,7 +121,6 @@ impl ApsFile {
         let file = ApsFile {
             path: path.to_path_buf(),
             cpu: cpu_from_file_name(path),
-            len,
             head,
             layout,
             modules,

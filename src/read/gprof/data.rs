@@ -6,8 +6,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::gnu::add_histogram;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::read::cursor::Endian;
 
 /// Which layout a file uses.
@@ -91,11 +90,6 @@ impl Bins {
     /// How many bins, zeros included.
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    /// True when there is no bin.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The non-zero bins, (index, count), by index.
@@ -252,6 +246,74 @@ pub(super) fn merge_arcs(mut arcs: Vec<CallArc>) -> Vec<CallArc> {
 /// choose, so the sum saturates instead of overflowing.
 pub(super) fn add_count(total: &mut u64, count: u64) {
     *total = total.saturating_add(count);
+}
+
+/// Adds a histogram record: equal ranges are summed bin by bin, others kept
+/// apart; a different rate or dimension cannot be combined (§1). `index`
+/// finds a range among `hists` (filled from them when empty).
+///
+/// Histograms that gprof would not put together are refused, as gprof
+/// does: another clock rate or dimension, another bin width ("different
+/// scales in histogram records"), or a range that overlaps an earlier one
+/// without being the same ("overlapping histogram records"): most often
+/// the gmon.out files of two different programs. `earlier` says where the
+/// histograms already in `hists` came from.
+pub(super) fn add_histogram(
+    file: &Path,
+    (offset, earlier): (usize, &str),
+    hists: &mut Vec<Histogram>,
+    index: &mut rustc_hash::FxHashMap<(u64, u64, usize), usize>,
+    h: Histogram,
+) -> Result<()> {
+    let refuse = |why: String| {
+        Err(Error::format(
+            file,
+            offset as u64,
+            format!(
+                "{why}; gprof refuses to combine them too (are these profiles of one program?)"
+            ),
+        ))
+    };
+    if let Some(first) = hists.first() {
+        if first.prof_rate != h.prof_rate || first.dimension != h.dimension {
+            return refuse(format!(
+                "this histogram at {} Hz ({}) cannot be combined with the one {earlier} at {} Hz ({})",
+                h.prof_rate, h.dimension, first.prof_rate, first.dimension
+            ));
+        }
+        let (a, b) = (first.units_per_bin(), h.units_per_bin());
+        if (a - b).abs() > 1e-6 {
+            return refuse(format!(
+                "this histogram's bins cover {:.4} bytes each ({} bins over {:#x}..{:#x}), the one {earlier} {:.4} bytes ({} bins over {:#x}..{:#x})",
+                2.0 * b, h.bins.len(), h.low_pc, h.high_pc,
+                2.0 * a, first.bins.len(), first.low_pc, first.high_pc
+            ));
+        }
+    }
+    let same_range = |o: &Histogram| (o.low_pc, o.high_pc) == (h.low_pc, h.high_pc);
+    let overlap = |o: &Histogram| o.low_pc < h.high_pc && h.low_pc < o.high_pc;
+    if let Some(o) = hists.iter().find(|o| overlap(o) && !same_range(o)) {
+        return refuse(format!(
+            "this histogram's range {:#x}..{:#x} overlaps the one {earlier} ({:#x}..{:#x}) without being the same",
+            h.low_pc, h.high_pc, o.low_pc, o.high_pc
+        ));
+    }
+    let key = (h.low_pc, h.high_pc, h.bins.len());
+    if index.is_empty() && !hists.is_empty() {
+        index.extend(
+            hists
+                .iter()
+                .enumerate()
+                .map(|(i, o)| ((o.low_pc, o.high_pc, o.bins.len()), i)),
+        );
+    }
+    if let Some(same) = index.get(&key).and_then(|&i| hists.get_mut(i)) {
+        same.bins.add(&h.bins);
+    } else {
+        index.insert(key, hists.len());
+        hists.push(h);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

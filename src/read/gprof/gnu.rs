@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use super::data::{add_count, merge_arcs, Bins, CallArc, GmonData, Histogram, Variant};
+use super::data::{
+    add_count, add_histogram, merge_arcs, Bins, CallArc, GmonData, Histogram, Variant,
+};
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
 
@@ -240,74 +242,6 @@ fn read_basic_blocks(c: &mut Cursor<'_>, blocks: &mut BTreeMap<u64, u64>) -> Res
         let addr = c.word("basic-block address")?;
         let count = c.word("basic-block count")?;
         add_count(blocks.entry(addr).or_insert(0), count);
-    }
-    Ok(())
-}
-
-/// Adds a histogram record: equal ranges are summed bin by bin, others kept
-/// apart; a different rate or dimension cannot be combined (§1). `index`
-/// finds a range among `hists` (filled from them when empty).
-///
-/// Histograms that gprof would not put together are refused, as gprof
-/// does: another clock rate or dimension, another bin width ("different
-/// scales in histogram records"), or a range that overlaps an earlier one
-/// without being the same ("overlapping histogram records"): most often
-/// the gmon.out files of two different programs. `earlier` says where the
-/// histograms already in `hists` came from.
-pub(super) fn add_histogram(
-    file: &Path,
-    (offset, earlier): (usize, &str),
-    hists: &mut Vec<Histogram>,
-    index: &mut HashMap<(u64, u64, usize), usize>,
-    h: Histogram,
-) -> Result<()> {
-    let refuse = |why: String| {
-        Err(Error::format(
-            file,
-            offset as u64,
-            format!(
-                "{why}; gprof refuses to combine them too (are these profiles of one program?)"
-            ),
-        ))
-    };
-    if let Some(first) = hists.first() {
-        if first.prof_rate != h.prof_rate || first.dimension != h.dimension {
-            return refuse(format!(
-                "this histogram at {} Hz ({}) cannot be combined with the one {earlier} at {} Hz ({})",
-                h.prof_rate, h.dimension, first.prof_rate, first.dimension
-            ));
-        }
-        let (a, b) = (first.units_per_bin(), h.units_per_bin());
-        if (a - b).abs() > 1e-6 {
-            return refuse(format!(
-                "this histogram's bins cover {:.4} bytes each ({} bins over {:#x}..{:#x}), the one {earlier} {:.4} bytes ({} bins over {:#x}..{:#x})",
-                2.0 * b, h.bins.len(), h.low_pc, h.high_pc,
-                2.0 * a, first.bins.len(), first.low_pc, first.high_pc
-            ));
-        }
-    }
-    let same_range = |o: &Histogram| (o.low_pc, o.high_pc) == (h.low_pc, h.high_pc);
-    let overlap = |o: &Histogram| o.low_pc < h.high_pc && h.low_pc < o.high_pc;
-    if let Some(o) = hists.iter().find(|o| overlap(o) && !same_range(o)) {
-        return refuse(format!(
-            "this histogram's range {:#x}..{:#x} overlaps the one {earlier} ({:#x}..{:#x}) without being the same",
-            h.low_pc, h.high_pc, o.low_pc, o.high_pc
-        ));
-    }
-    let key = (h.low_pc, h.high_pc, h.bins.len());
-    if index.is_empty() && !hists.is_empty() {
-        index.extend(
-            hists
-                .iter()
-                .enumerate()
-                .map(|(i, o)| ((o.low_pc, o.high_pc, o.bins.len()), i)),
-        );
-    }
-    if let Some(same) = index.get(&key).and_then(|&i| hists.get_mut(i)) {
-        same.bins.add(&h.bins);
-    } else {
-        index.insert(key, hists.len());
-        hists.push(h);
     }
     Ok(())
 }

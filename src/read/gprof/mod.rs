@@ -12,10 +12,9 @@ mod locate;
 mod profile;
 mod ticks;
 
-pub use data::{sum, Bins, CallArc, GmonData, Histogram, Variant};
+pub use data::{sum, GmonData};
 pub use gnu::detect_gnu;
 pub use info::info;
-pub use profile::to_profile;
 
 use std::path::Path;
 use std::rc::Rc;
@@ -39,11 +38,6 @@ pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
     } else {
         Detection::No
     }
-}
-
-/// True for the BSD formats, recognised by their header's sizes (§2).
-pub fn detect(head: &[u8], file_len: u64) -> bool {
-    detect_gnu(head) || bsd_layout(head, file_len, None).is_some()
 }
 
 /// Parses one gmon.out file.
@@ -214,3 +208,6 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     }
     Ok(profile)
 }
+
+#[cfg(test)]
+mod tests;

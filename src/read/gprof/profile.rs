@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
-use super::locate::{addresses, arc_ends, index_of, resolve_beside, Located, Numbering, Resolved};
+use super::locate::{addresses, index_of, resolve_beside, Located, Numbering, Resolved};
 use super::ticks::{assign_ticks, gprof_functions, typed_from, ArcEnds, Func, Tick};
 use crate::profile::{apportion, Mapping, MappingId, Profile, SampleSet, SymbolFlags};
 use crate::read::options::GprofStacks;
@@ -395,9 +395,10 @@ fn add_flat_samples(
     }
 }
 
-/// The profile gprof's data stands for (§4).
+/// The profile gprof's data stands for (§4), for tests.
+#[cfg(test)]
 pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks) -> Profile {
-    to_profile_with(data, arc_ends(data), binary, stacks)
+    to_profile_with(data, super::locate::arc_ends(data), binary, stacks)
 }
 
 /// [`to_profile`], the sorted, distinct addresses of the arcs' ends

@@ -157,6 +157,7 @@ impl MpatrolFile {
     }
 
     /// The call site with 1-based `index`.
+    #[cfg(test)]
     pub fn call_site(&self, index: u64) -> Option<&CallSite> {
         let i = usize::try_from(index.checked_sub(1)?).ok()?;
         self.call_sites.get(*self.call_site_of_index.get(i)?)
@@ -187,6 +188,7 @@ impl MpatrolFile {
 
     /// The stack of a call site, leaf first: it, its parent, and so on.
     /// [`super::parse`] has already refused missing parents and loops.
+    #[cfg(test)]
     pub fn stack<'a>(&'a self, site: &'a CallSite) -> Vec<&'a CallSite> {
         let mut out = vec![site];
         let mut parent = site.parent;

@@ -13,10 +13,7 @@ mod info;
 mod parse;
 mod profile;
 
-pub use file::{
-    BinTotals, CallSite, MpatrolFile, ProfilingRecord, SizeBins, FIRST_VERSIONED, MAGIC,
-    MAX_STACK_FRAMES, SIZE_CLASSES,
-};
+pub use file::MAGIC;
 pub use parse::parse;
 pub use profile::to_profile;
 
@@ -69,3 +66,6 @@ pub fn info(inputs: &[Input], _options: &ReadOptions) -> Result<Summary> {
     }
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests;

@@ -12,10 +12,12 @@ use crate::profile::{LabelValue, Profile, Sample};
 pub mod pb;
 mod pool;
 mod stream;
+#[cfg(test)]
+mod stream_tests;
 mod whole;
 mod wire;
 
-pub use stream::{Stream, SPILL_VALUES};
+pub use stream::Stream;
 
 /// How many threads can compress at once here (`available_parallelism`, 1
 /// when unknown), found once: each look reads the cgroup's CPU quota and
@@ -196,19 +198,7 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     if !gzip {
         return out.write_all(&encode(profile)).map_err(io);
     }
-    // Large profiles: encoded and compressed on both threads, in members;
-    // middle-sized ones: compressed on one thread as the other encodes.
-    let members = match whole::way(profile) {
-        whole::Way::Members(piece) => {
-            return whole::write_gzip_members(profile, piece, out).map_err(io);
-        }
-        whole::Way::Piped => whole::gzip_piped(profile),
-        whole::Way::Encoded => gzip_members(&encode(profile)),
-    };
-    for member in members.map_err(io)? {
-        out.write_all(&member).map_err(io)?;
-    }
-    Ok(())
+    whole::write_gzip(profile, out).map_err(io)
 }
 
 /// Profiles of fewer samples and locations than this are encoded (and
@@ -360,36 +350,11 @@ fn put_sample(sample: &Sample, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
 /// flate2's `MultiGzDecoder` read as one stream.
 const GZIP_MEMBER_MIN: usize = 1 << 20;
 
-/// The gzip members of `bytes`, compressed at Go's BestSpeed level.
-fn gzip_members(bytes: &[u8]) -> std::io::Result<Vec<Vec<u8>>> {
-    let compress = gzip_member;
-    let pieces = gzip_member_count(bytes.len());
-    if pieces == 1 {
-        return Ok(vec![compress(bytes)?]);
-    }
-    let size = bytes.len().div_ceil(pieces);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = bytes
-            .chunks(size)
-            .map(|piece| scope.spawn(move || compress(piece)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
-}
-
-/// How many members [`gzip_members`] makes of `len` encoded bytes.
+/// How many members a whole profile of `len` encoded bytes is compressed
+/// into (`whole::write_encoded`).
 fn gzip_member_count(len: usize) -> usize {
     let cores = cores();
     (len / GZIP_MEMBER_MIN).clamp(1, cores)
-}
-
-/// One gzip member of `piece`, at Go's BestSpeed level.
-fn gzip_member(piece: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut deflate = member_deflate();
-    gzip_member_into(piece, Vec::with_capacity(piece.len() / 4), &mut deflate)
 }
 
 /// A compressor for [`gzip_member_into`], to be kept from member to member
@@ -402,8 +367,8 @@ fn member_deflate() -> flate2::Compress {
 /// name or time, XFL 4 (fastest), OS 255 (unknown).
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff];
 
-/// [`gzip_member`] written into `out` (emptied first, its capacity reused)
-/// with `deflate` (reset first).
+/// One gzip member of `piece`, at Go's BestSpeed level, written into `out`
+/// (emptied first, its capacity reused) with `deflate` (reset first).
 fn gzip_member_into(
     piece: &[u8],
     out: Vec<u8>,
@@ -475,7 +440,8 @@ impl<'d> Member<'d> {
 }
 
 /// Decodes pprof bytes (gzip-compressed or not, in one or more gzip
-/// members): for tests and `info`.
+/// members): for tests.
+#[cfg(test)]
 pub fn decode(bytes: &[u8]) -> std::result::Result<pb::Profile, String> {
     let raw;
     let data = if bytes.starts_with(&[0x1f, 0x8b]) {
@@ -530,19 +496,19 @@ mod gzip_tests {
         let bytes: Vec<u8> = (0..3 * GZIP_MEMBER_MIN as u32)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
             .collect();
-        let members = gzip_members(&bytes).unwrap();
+        let mut joined = Vec::new();
+        whole::write_encoded(bytes.clone(), &mut joined).unwrap();
         let cores = cores();
+        let members = decoded_members(&joined);
         assert_eq!(members.len(), cores.min(3));
-        let joined: Vec<u8> = members.concat();
-        let mut back = Vec::new();
-        std::io::Read::read_to_end(
-            &mut flate2::read::MultiGzDecoder::new(&joined[..]),
-            &mut back,
-        )
-        .unwrap();
-        assert!(back == bytes, "the members decode to the input");
-        let small = gzip_members(&bytes[..1000]).unwrap();
-        assert_eq!(small.len(), 1, "small outputs stay one member");
+        assert!(members.concat() == bytes, "the members decode to the input");
+        let mut small = Vec::new();
+        whole::write_encoded(bytes[..1000].to_vec(), &mut small).unwrap();
+        assert_eq!(
+            decoded_members(&small).len(),
+            1,
+            "small outputs stay one member"
+        );
     }
 
     #[test]

@@ -128,19 +128,7 @@ impl<W: Write> Stream<W> {
     }
 
     /// Writes what remains (or the whole held profile) and returns the output.
-    pub fn finish(self) -> Result<W> {
-        self.finish_with(Free::Aside)
-    }
-
-    /// [`Stream::finish`] for a process that ends right after: the whole
-    /// profile written is not freed (the system takes the memory back at
-    /// once; freeing it piece by piece, or starting a thread to, would
-    /// only cost time).
-    pub fn finish_before_exit(self) -> Result<W> {
-        self.finish_with(Free::Never)
-    }
-
-    fn finish_with(mut self, free: Free) -> Result<W> {
+    pub fn finish(mut self) -> Result<W> {
         match std::mem::replace(&mut self.state, State::Holding(Vec::new(), 0)) {
             State::Holding(parts, _) => {
                 let mut parts = parts.into_iter();
@@ -149,10 +137,7 @@ impl<W: Write> Stream<W> {
                     whole.merge(&part.into_profile())?;
                 }
                 write_whole(&whole, self.gzip, &mut self.out)?;
-                match free {
-                    Free::Aside => drop_aside(whole),
-                    Free::Never => std::mem::forget(whole),
-                }
+                drop_aside(whole);
             }
             State::Streaming(mut s) => {
                 let tables = to_proto(&s.global).encode_to_vec();
@@ -203,15 +188,6 @@ impl<W: Write> Stream<W> {
         self.state = State::Streaming(s);
         Ok(())
     }
-}
-
-/// What becomes of a profile written whole once it is.
-#[derive(Clone, Copy)]
-enum Free {
-    /// [`drop_aside`].
-    Aside,
-    /// Nothing: the process ends right after.
-    Never,
 }
 
 /// Frees a profile written whole: a large one (hundreds of thousands of
@@ -439,7 +415,7 @@ impl Streaming {
             Some(pool) => pool,
             None => {
                 let cores = super::cores();
-                let pool = Pool::new(cores).map_err(io_error)?;
+                let pool = Pool::new(cores, |len| len / 4).map_err(io_error)?;
                 self.pool.insert(pool)
             }
         };

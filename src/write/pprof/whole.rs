@@ -1,30 +1,29 @@
-//! A large whole profile encoded and gzip-compressed on two threads at
-//! once, as concatenated gzip members (which gzip, Go's `compress/gzip`, so
-//! `go tool pprof`, and flate2's `MultiGzDecoder` read as one stream).
+//! A whole profile written as gzip-compressed pprof, through the one gzip
+//! pipeline ([`Pool`]) the streamed writer uses too, in one of three ways
+//! by the size its encoding is guessed at ([`way`]):
 //!
-//! This thread encodes `sample_type` and the samples (fields 1 and 2), the
-//! other the rest of the message (mappings, locations, then fields 5 to
-//! 15), each in pieces of about [`PIECE`] bytes handed on as they are done.
-//! Each thread then compresses the pieces still waiting, so the first to
-//! finish encoding starts compressing and both cores work until the end;
-//! this thread writes the members done, in message order, while the other
-//! compresses its last. The members decompress to exactly
-//! [`super::encode`]'s bytes.
+//! - large ([`Way::Members`]): this thread encodes the message (`sample_type`
+//!   and the samples, then the mappings, locations and fields 5 to 15) in
+//!   pieces of about [`PIECE`] bytes, and the pool's workers, one per core,
+//!   compress each as a gzip member of its own while the next is encoded;
+//! - middle-sized ([`Way::Piped`]): this thread encodes the message in small
+//!   pieces while one worker compresses them, as they come, into one member;
+//! - small, or one core ([`Way::Encoded`]): encoded whole, then compressed
+//!   ([`write_encoded`]).
 //!
-//! A middle-sized profile ([`Way::Piped`]) keeps the one member
-//! [`super::gzip_members`] makes of it: this thread encodes the whole
-//! message in small pieces while another compresses them in order.
+//! Concatenated gzip members are read as one stream by gzip, Go's
+//! `compress/gzip` (so `go tool pprof`) and flate2's `MultiGzDecoder`; they
+//! decompress to exactly [`super::encode`]'s bytes.
 //!
 //! Memory: the encoded message and its compressed members (O(output)), as
 //! [`super::write`] otherwise keeps.
 
-use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::sync::{mpsc, Mutex};
 
 use prost::Message;
 
-use super::{gzip_member_into, member_deflate, pb, Member, Profile};
+use super::pool::Pool;
+use super::{pb, Profile};
 
 /// Encoded sample bytes per gzip member. Each member starts compressing
 /// with an empty window; at this size that costs well under 1 % of the
@@ -32,16 +31,11 @@ use super::{gzip_member_into, member_deflate, pb, Member, Profile};
 const PIECE: usize = 1 << 19;
 
 /// Profiles whose encoding is guessed at this many bytes or more are
-/// written by [`write_gzip_members`]; smaller ones keep [`super::gzip_members`]'s
+/// written by [`write_members`]; smaller ones keep [`write_encoded`]'s
 /// bytes (one member below 2 MiB encoded: the fixtures' outputs, and
 /// `compare_outputs.sh`'s DCPI database, 1.7 MB encoded, guessed 2.4 MB).
 /// The guess overstates: 3.7 MB for the gprof-20000 benchmark's 3.5 MB.
 const MIN_BYTES: usize = 3 << 20;
-
-/// A piece of the encoded message and its place: which thread's part of
-/// the message (0 before 1), then its number in it. Pieces are compressed
-/// in any order and written in this order.
-type Piece = ((u8, usize), Vec<u8>);
 
 /// Locations encoded between checks of the piece's size.
 const LOCATIONS_AT_ONCE: usize = 1 << 12;
@@ -49,16 +43,16 @@ const LOCATIONS_AT_ONCE: usize = 1 << 12;
 /// How [`super::write`] compresses a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Way {
-    /// Large: [`write_gzip_members`] in pieces of this size.
+    /// Large: [`write_members`] in pieces of this size.
     Members(usize),
-    /// Middle-sized: [`gzip_piped`].
+    /// Middle-sized: [`write_piped`].
     Piped,
     /// Small, or one core: encoded whole, then compressed.
     Encoded,
 }
 
 /// Encodings guessed below this are [`Way::Piped`] (so that
-/// [`super::gzip_members`] would make one member of them).
+/// [`write_encoded`] would make one member of them).
 const PIPED_BYTES: usize = 2 << 20;
 
 /// The way for `profile`: with rows enough to pay for a thread and a second
@@ -78,145 +72,86 @@ pub(super) fn way(profile: &Profile) -> Way {
     }
 }
 
+/// Writes `profile` as gzip-compressed pprof to `out`, the [`way`] its
+/// size asks for.
+pub(super) fn write_gzip(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    match way(profile) {
+        Way::Members(piece) => write_members(profile, piece, out),
+        Way::Piped => write_piped(profile, out),
+        Way::Encoded => write_encoded(super::encode(profile), out),
+    }
+}
+
 /// The gzip members of `profile`'s pprof message (at Go's BestSpeed
-/// level), made on two threads from pieces of about `piece` encoded bytes,
-/// written to `out` in order. This thread writes the members done once it
-/// has nothing left to compress, while the other finishes its last; then
-/// the rest.
-pub(super) fn write_gzip_members(
+/// level), one per piece of about `piece` encoded bytes, compressed by a
+/// worker per core while this thread encodes, and written to `out` in
+/// order.
+pub(super) fn write_members(
     profile: &Profile,
     piece: usize,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let (pieces, waiting) = mpsc::channel::<Piece>();
-    let waiting = Mutex::new(waiting);
-    let done = Mutex::new(Done::default());
-    let (waiting, done) = (&waiting, &done);
-    let theirs = pieces.clone();
-    // Each sender is dropped before compressing: then no thread waits for
-    // pieces that will not come.
-    let rest = move || {
-        encode_rest_in_pieces(profile, theirs, piece);
-        compress_all_waiting(waiting, done)
-    };
-    let mut next = (0, 0);
-    let samples = || {
-        let count = encode_samples_in_pieces(profile, pieces, piece);
-        compress_all_waiting(waiting, done)?;
-        write_done(done, &mut next, count, &mut *out)?;
-        Ok(count)
-    };
-    // The halves wait for each other's pieces: they run at once.
-    let (theirs, mine): (io::Result<()>, io::Result<usize>) = std::thread::scope(|scope| {
-        let rest = scope.spawn(rest);
-        let mine = samples();
-        (
-            rest.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            mine,
-        )
-    });
-    theirs?;
-    let count = mine?;
-    write_done(done, &mut next, count, out)?;
-    debug_assert!(lock(done).is_empty(), "every member written");
-    Ok(())
+    let mut pool = Pool::new(super::cores(), |_| 0)?;
+    let mut compress = |piece: Vec<u8>| pool.compress(piece, &mut *out);
+    encode_samples_in_pieces(profile, piece, &mut compress)?;
+    encode_rest_in_pieces(profile, piece, &mut compress)?;
+    pool.finish(out)
 }
 
-/// The members done, whether or not a thread panicked holding the lock
-/// (its panic is resumed when it is joined).
-fn lock(done: &Mutex<Done>) -> std::sync::MutexGuard<'_, Done> {
-    done.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// The members made and not yet written, by their place.
-type Done = BTreeMap<(u8, usize), Vec<u8>>;
-
-/// Writes the members of `done` from `next` on while the next one is
-/// there; the samples' part has `count` pieces, the rest's part follows.
-fn write_done(
-    done: &Mutex<Done>,
-    next: &mut (u8, usize),
-    count: usize,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    loop {
-        if *next == (0, count) {
-            *next = (1, 0);
-        }
-        let Some(member) = lock(done).remove(next) else {
-            return Ok(());
-        };
-        out.write_all(&member)?;
-        next.1 += 1;
+/// The encoded message `encoded` as gzip members: one below
+/// [`super::GZIP_MEMBER_MIN`] bytes per core, compressed on this thread;
+/// else one per core at most, compressed at once.
+pub(super) fn write_encoded(encoded: Vec<u8>, out: &mut dyn Write) -> io::Result<()> {
+    let count = super::gzip_member_count(encoded.len());
+    // A quarter of the input to start with: about what it compresses to.
+    let room = |len| len / 4;
+    if count == 1 {
+        let mut pool = Pool::new(0, room)?;
+        pool.compress(encoded, out)?;
+        return pool.finish(out);
     }
+    let mut pool = Pool::new(count, room)?;
+    for piece in encoded.chunks(encoded.len().div_ceil(count)) {
+        pool.compress(piece.to_vec(), out)?;
+    }
+    pool.finish(out)
 }
 
-/// Pieces of [`gzip_piped`]: small, so that compressing starts early.
+/// Pieces of [`write_piped`]: small, so that compressing starts early.
 const SMALL_PIECE: usize = 1 << 16;
 
-/// `super::gzip_members(&super::encode(profile))`, the same bytes: the
-/// message is encoded on this thread in pieces that another thread
-/// compresses as they come, into one member. When the message turns out
-/// to be longer than one member holds, its pieces are compressed again
+/// [`write_encoded`]`(super::encode(profile))`, the same bytes: the message
+/// is encoded on this thread in pieces that a worker compresses as they
+/// come, into one member. When the message turns out to be longer than one
+/// member holds (the guess was short), it is encoded and compressed again
 /// the usual way.
-pub(super) fn gzip_piped(profile: &Profile) -> io::Result<Vec<Vec<u8>>> {
-    let (pieces, waiting) = mpsc::channel::<Piece>();
-    let (member, encoded) = std::thread::scope(|scope| {
-        let compressor = scope.spawn(move || compress_in_order(waiting));
-        encode_samples_in_pieces(profile, pieces.clone(), SMALL_PIECE);
-        encode_rest_in_pieces(profile, pieces, SMALL_PIECE);
-        compressor
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p))
-    })?;
-    let len = encoded.iter().map(Vec::len).sum();
+fn write_piped(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    let mut pool = Pool::new(1, |_| 0)?;
+    // The member is written out only once it is known to be the one wanted.
+    let mut member = Vec::new();
+    let pieces = pool.member(&mut member)?;
+    let mut len = 0;
+    let mut send = |piece: Vec<u8>| {
+        len += piece.len();
+        pieces.send(piece)
+    };
+    encode_samples_in_pieces(profile, SMALL_PIECE, &mut send)?;
+    encode_rest_in_pieces(profile, SMALL_PIECE, &mut send)?;
+    drop(pieces);
+    pool.finish(&mut member)?;
     if super::gzip_member_count(len) == 1 {
-        return Ok(vec![member]);
+        return out.write_all(&member);
     }
-    super::gzip_members(&encoded.concat())
-}
-
-/// One gzip member of the pieces sent to `waiting`, in the order sent
-/// (by one thread), and the pieces.
-fn compress_in_order(waiting: mpsc::Receiver<Piece>) -> io::Result<(Vec<u8>, Vec<Vec<u8>>)> {
-    let mut deflate = member_deflate();
-    let mut member = Member::start(Vec::new(), &mut deflate);
-    let mut pieces = Vec::new();
-    for (_, piece) in waiting {
-        member.add(&piece)?;
-        pieces.push(piece);
-    }
-    Ok((member.finish()?, pieces))
-}
-
-/// Compresses the pieces sent to `waiting` until none is left and no more
-/// will come, into `done`.
-fn compress_all_waiting(
-    waiting: &Mutex<mpsc::Receiver<Piece>>,
-    done: &Mutex<Done>,
-) -> io::Result<()> {
-    let mut deflate = member_deflate();
-    loop {
-        // A poisoned lock means the other thread panicked: its panic is
-        // resumed when it is joined.
-        let next = match waiting.lock() {
-            Ok(receiver) => receiver.recv(),
-            Err(_) => return Ok(()),
-        };
-        let Ok((i, piece)) = next else {
-            return Ok(());
-        };
-        // Each compressor sizes the member's buffer itself.
-        let member = gzip_member_into(&piece, Vec::new(), &mut deflate)?;
-        lock(done).insert(i, member);
-    }
+    write_encoded(super::encode(profile), out)
 }
 
 /// Encodes field 1 (`sample_type`) and every written sample (field 2), and
-/// sends them in pieces of about `size` bytes, numbered from 0; returns how
-/// many.
-fn encode_samples_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>, size: usize) -> usize {
+/// hands them to `send` in pieces of about `size` bytes.
+fn encode_samples_in_pieces(
+    profile: &Profile,
+    size: usize,
+    send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>,
+) -> io::Result<()> {
     let head = pb::Profile {
         sample_type: profile
             .sample_types()
@@ -228,58 +163,59 @@ fn encode_samples_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>, size
     let mut out = head.encode_to_vec();
     out.reserve(size + size / 8);
     let mut scratch = Vec::new();
-    let mut i = 0;
     for sample in profile.samples().iter().filter(|s| super::is_written(s)) {
         super::put_sample(sample, &mut out, &mut scratch);
-        send_full(&pieces, (0, &mut i), &mut out, size);
+        send_full(send, &mut out, size)?;
     }
-    if !out.is_empty() {
-        // The receiver lives until both threads are done.
-        let _ = pieces.send(((0, i), out));
-        i += 1;
-    }
-    i
+    send_rest(send, out)
 }
 
-/// Sends `out` as piece `place` (and counts it) once it holds `size`
-/// bytes, leaving an empty buffer.
+/// Hands `out` to `send` once it holds `size` bytes, leaving an empty
+/// buffer.
 fn send_full(
-    pieces: &mpsc::Sender<Piece>,
-    place: (u8, &mut usize),
+    send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>,
     out: &mut Vec<u8>,
     size: usize,
-) {
+) -> io::Result<()> {
     if out.len() < size {
-        return;
+        return Ok(());
     }
     let next = Vec::with_capacity(size + size / 8);
-    let _ = pieces.send(((place.0, *place.1), std::mem::replace(out, next)));
-    *place.1 += 1;
+    send(std::mem::replace(out, next))
+}
+
+/// Hands the last piece to `send`, if it holds anything.
+fn send_rest(send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>, out: Vec<u8>) -> io::Result<()> {
+    match out.is_empty() {
+        true => Ok(()),
+        false => send(out),
+    }
 }
 
 /// Encodes the message after the samples: mappings (field 3), locations
-/// (field 4), then fields 5 to 15, and sends it in pieces of about
-/// `size` bytes, numbered from 0.
-fn encode_rest_in_pieces(profile: &Profile, pieces: mpsc::Sender<Piece>, size: usize) {
+/// (field 4), then fields 5 to 15, and hands it to `send` in pieces of
+/// about `size` bytes.
+fn encode_rest_in_pieces(
+    profile: &Profile,
+    size: usize,
+    send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>,
+) -> io::Result<()> {
     // `sample_type` goes before the samples ([`encode_samples_in_pieces`]).
     let [_, mappings, tail] = super::encode_tables(profile);
     let mut out = Vec::with_capacity(size + size / 8);
     out.extend_from_slice(&mappings);
-    let mut i = 0;
     let locations = profile.locations();
     for (k, window) in locations.chunks(LOCATIONS_AT_ONCE).enumerate() {
         super::encode_some_locations_of(window, k * LOCATIONS_AT_ONCE, &mut out);
-        send_full(&pieces, (1, &mut i), &mut out, size);
+        send_full(send, &mut out, size)?;
     }
     // The functions and strings, in pieces too: the last piece is
-    // compressed while the other thread may have nothing left to do.
+    // compressed while the other workers may have nothing left to do.
     for part in tail.chunks(size) {
         out.extend_from_slice(part);
-        send_full(&pieces, (1, &mut i), &mut out, size);
+        send_full(send, &mut out, size)?;
     }
-    if !out.is_empty() {
-        let _ = pieces.send(((1, i), out));
-    }
+    send_rest(send, out)
 }
 
 #[cfg(test)]
@@ -322,17 +258,11 @@ mod tests {
         let cores = super::super::cores();
         assert!(way(&p) == Way::Members(PIECE) || cores == 1);
         let mut joined = Vec::new();
-        write_gzip_members(&p, PIECE, &mut joined).unwrap();
-        let members = super::super::decoded_members(&joined).len();
-        assert!(members > 2, "{members} members");
-        let mut back = Vec::new();
-        std::io::Read::read_to_end(
-            &mut flate2::read::MultiGzDecoder::new(&joined[..]),
-            &mut back,
-        )
-        .unwrap();
+        write_members(&p, PIECE, &mut joined).unwrap();
+        let members = super::super::decoded_members(&joined);
+        assert!(members.len() > 2, "{} members", members.len());
         assert!(
-            back == super::super::encode(&p),
+            members.concat() == super::super::encode(&p),
             "the members decode to the message"
         );
     }
@@ -347,9 +277,13 @@ mod tests {
             let encoded = super::super::encode(&p);
             assert!(encoded.len() > 4 * SMALL_PIECE, "{} bytes", encoded.len());
             assert!(n > 6_000 || way(&p) == Way::Piped || cores == 1);
-            let expected = super::super::gzip_members(&encoded).unwrap();
-            assert!(n == 6_000 || expected.len() > 1 || cores == 1);
-            assert!(gzip_piped(&p).unwrap() == expected, "{n} samples");
+            let mut expected = Vec::new();
+            write_encoded(encoded, &mut expected).unwrap();
+            let members = super::super::decoded_members(&expected).len();
+            assert!(n == 6_000 || members > 1 || cores == 1);
+            let mut piped = Vec::new();
+            write_piped(&p, &mut piped).unwrap();
+            assert!(piped == expected, "{n} samples");
         }
     }
 

@@ -272,3 +272,72 @@ struct SiteTree {
     sites: Vec<(u64, u64, usize)>,
     record: Vec<u64>,
 }
+
+/// The example program: two call sites in `new_pair` (one freed, one
+/// leaked, as in the mpatrol manual), a table builder with medium, large and
+/// extra-large blocks, a call site of a function without a symbol, and a
+/// recursive function (the same function twice in one stack).
+pub fn example() -> Program {
+    let funcs = vec![
+        Func {
+            name: Some("_start"),
+            start: 0x100,
+        }, // 0
+        Func {
+            name: Some("main"),
+            start: 0x200,
+        }, // 1
+        Func {
+            name: Some("new_pair"),
+            start: 0x400,
+        }, // 2
+        Func {
+            name: Some("make_table"),
+            start: 0x600,
+        }, // 3
+        Func {
+            name: None,
+            start: 0x900,
+        }, // 4: no symbol
+        Func {
+            name: Some("walk_tree"),
+            start: 0xa00,
+        }, // 5
+    ];
+    let small = |ac, ab, dc, db| [[ac, ab, dc, db], [0; 4], [0; 4], [0; 4]];
+    let allocs = vec![
+        Alloc {
+            frames: vec![(2, 0x14), (1, 0x78), (0, 0x64)],
+            classes: small(256, 2048, 256, 2048),
+        },
+        Alloc {
+            frames: vec![(2, 0x8c), (1, 0x78), (0, 0x64)],
+            classes: small(256, 922, 0, 0),
+        },
+        Alloc {
+            frames: vec![(3, 0x20), (1, 0x40), (0, 0x64)],
+            classes: [
+                [0; 4],
+                [3, 600, 1, 200],
+                [1, 1500, 0, 0],
+                [2, 10_000, 1, 5000],
+            ],
+        },
+        Alloc {
+            frames: vec![(4, 0x10), (1, 0x50), (0, 0x64)],
+            classes: small(1, 16, 0, 0),
+        },
+        Alloc {
+            frames: vec![(5, 0x30), (5, 0x44), (1, 0x60), (0, 0x64)],
+            classes: [[4, 40, 4, 40], [1, 100, 0, 0], [0; 4], [0; 4]],
+        },
+    ];
+    Program {
+        funcs,
+        allocs,
+        bounds: [32, 256, 2048],
+        bin_count: 1024,
+    }
+}
+
+pub const COMBINATIONS: [(usize, bool); 4] = [(4, false), (4, true), (8, false), (8, true)];

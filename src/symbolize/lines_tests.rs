@@ -1,4 +1,4 @@
-//! The sorted line lookup (`symbolize::lines`) against addr2line's
+//! The sorted line lookup ([`super::lines`]) against addr2line's
 //! `Loader::find_location`, address by address: every byte of the text of
 //! every ELF fixture (tests/fixtures/gprof and gprof-corpus: x86-64, i686,
 //! ARM, PowerPC, MIPS; with DWARF, stripped, separate debug files), of a
@@ -8,14 +8,15 @@
 //!
 //! `PROFCONV_LINES_BINARY=path` checks one more binary (every text byte).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::gprof_program::{self, Shape};
+use super::lines::{sorted_lines, Found, SortedLines};
+use crate::testkit::{
+    self,
+    gprof_program::{self, Shape},
+};
 use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionKind};
-use profconv::symbolize::lines::{sorted_lines, Found, SortedLines};
 
 /// Every address of the executable sections of `path` (also those a
 /// separate debug file keeps without their bytes), sorted.
@@ -85,7 +86,7 @@ fn compare_with(
 /// reader does not open (gprof then opens that reader only when asked).
 #[test]
 fn sorted_lookup_on_damaged_dwarf_answers_like_addr2line_or_asks() {
-    let fixture = common::fixture("gprof/callgraph-nopie");
+    let fixture = testkit::fixture("gprof/callgraph-nopie");
     let data = std::fs::read(&fixture).unwrap();
     let file = object::File::parse(&*data).unwrap();
     let range = |name: &str| {
@@ -94,8 +95,8 @@ fn sorted_lookup_on_damaged_dwarf_answers_like_addr2line_or_asks() {
     };
     let (line, info) = (range(".debug_line"), range(".debug_info"));
     let addresses = text_addresses(&fixture);
-    let dir = common::tempdir();
-    let mut rng = common::rng::Rng(0x9e37_79b9_7f4a_7c15);
+    let dir = testkit::tempdir();
+    let mut rng = testkit::rng::Rng(0x9e37_79b9_7f4a_7c15);
     let mut answered = 0;
     for round in 0..300 {
         let mut damaged = data.clone();
@@ -124,7 +125,7 @@ fn sorted_lookup_on_damaged_dwarf_answers_like_addr2line_or_asks() {
 
 /// The ELF files of a fixture directory (executables and debug files).
 fn elf_files(dir: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(common::fixture(dir))
+    let mut out: Vec<PathBuf> = std::fs::read_dir(testkit::fixture(dir))
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|path| {
@@ -186,7 +187,7 @@ fn sorted_lookup_matches_addr2line_on_every_fixture_binary() {
 /// every function has lines of its own source file.
 #[test]
 fn sorted_lookup_matches_addr2line_on_a_program_of_20000_functions() {
-    let dir = common::tempdir();
+    let dir = testkit::tempdir();
     let shape = Shape::new(20_000);
     let Some((_, exe)) = gprof_program::build(&shape, dir.path()) else {
         return;
@@ -264,7 +265,7 @@ fn build(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
 
 #[test]
 fn sorted_lookup_matches_addr2line_on_programs_built_here() {
-    let dir = common::tempdir();
+    let dir = testkit::tempdir();
     let shapes: [(&str, &[&str]); 7] = [
         ("dwarf5", &["-g", "-O0"]),
         ("dwarf4", &["-gdwarf-4", "-O1"]),
@@ -288,7 +289,10 @@ fn sorted_lookup_matches_addr2line_on_programs_built_here() {
         built += 1;
     }
     if built == 0 {
-        assert!(!common::in_ci(), "gcc is needed to build the test programs");
+        assert!(
+            !testkit::in_ci(),
+            "gcc is needed to build the test programs"
+        );
         eprintln!("no gcc: nothing built");
     }
 }

@@ -1,0 +1,137 @@
+//! The front door: [`convert`] reads inputs once and writes every output,
+//! deciding how. When every output is pprof, the outputs are written part
+//! by part as the inputs are read, so that a profile larger than memory (a
+//! DCPI database) never has to be whole; otherwise the whole profile is
+//! read, then each output written in turn. The command line and archive
+//! migrations both come through here.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::read::{self, Input, ReadOptions};
+use crate::write::{self, OutputFormat, WriteOptions};
+
+/// What a conversion is asked to do: how to read the inputs and how to
+/// write the outputs.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// How the inputs are read: format (detected when `None`), the binary to
+    /// symbolize with, each format's options, and a [`read::Progress`] to
+    /// report to.
+    pub read: ReadOptions,
+    /// How the outputs are written. An empty `title` becomes the inputs'
+    /// file names, joined by ` + `.
+    pub write: WriteOptions,
+}
+
+/// One output of a conversion: where it goes and in which format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// The file to write (`-`: standard output). A regular file is written
+    /// through a temporary file renamed into place, so a failed conversion
+    /// leaves the old file or none, never half a file; a device or FIFO is
+    /// written in place.
+    pub path: PathBuf,
+    /// The format to write.
+    pub format: OutputFormat,
+}
+
+impl Output {
+    /// An output whose format follows its file name's extension
+    /// ([`OutputFormat::from_path`]); [`Error::Usage`] when it names none.
+    pub fn new(path: impl Into<PathBuf>) -> Result<Output> {
+        let path = path.into();
+        match OutputFormat::from_path(&path) {
+            Some(format) => Ok(Output { path, format }),
+            None => Err(Error::Usage(format!(
+                "cannot tell the output format from {}: use an extension (.pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*) or name the format",
+                path.display()
+            ))),
+        }
+    }
+}
+
+/// Reads `inputs` (files or directories of one format, `-` for standard
+/// input; several are summed, as `gprof -s` does) and writes each of
+/// `outputs`. Returns the warnings about the inputs ([`crate::Profile::warn`]),
+/// which the outputs also carry among their comments.
+///
+/// Before anything is read, an output that is a file the conversion reads
+/// (an input, `binary`, APS `pid_info`) is refused. When every output is
+/// pprof, the outputs are written as the inputs are read; otherwise the
+/// whole profile is read first, then the outputs are written in order, up
+/// to the first that fails. `options.read.progress`, when set, sees the
+/// bytes read, the start of writing and the warnings (in the second case
+/// before anything is written, so that they are known even when writing
+/// fails).
+pub fn convert<P: AsRef<Path>>(
+    inputs: &[P],
+    outputs: &[Output],
+    options: &Options,
+) -> Result<Vec<String>> {
+    let paths: Vec<PathBuf> = inputs.iter().map(|p| p.as_ref().to_path_buf()).collect();
+    let mut read_paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    read_paths.extend(options.read.binary.as_deref());
+    read_paths.extend(options.read.aps.pid_info.as_deref());
+    for output in outputs {
+        write::target::refuse_input_as_output(&output.path, &read_paths)?;
+    }
+    let opened = read::open_all(&paths, &options.read)?;
+    if !options.write.title.is_empty() {
+        return convert_inputs(&opened, outputs, options);
+    }
+    let mut titled = options.clone();
+    titled.write.title = title_of(&paths);
+    convert_inputs(&opened, outputs, &titled)
+}
+
+/// [`convert`] of inputs opened already (an archive migration opens each
+/// input once, to detect its format), with no check of the outputs against
+/// the inputs and the title as it is.
+pub(crate) fn convert_inputs(
+    inputs: &[Input],
+    outputs: &[Output],
+    options: &Options,
+) -> Result<Vec<String>> {
+    let progress = options.read.progress.as_deref();
+    if outputs.iter().all(|o| write::streams_format(o.format)) {
+        let targets: Vec<(&Path, OutputFormat)> = outputs
+            .iter()
+            .map(|o| (o.path.as_path(), o.format))
+            .collect();
+        let mut streamed = write::StreamedOutputs::create(&targets)?;
+        read::read_parts(inputs, &options.read, &mut streamed)?;
+        if let Some(p) = progress {
+            p.start_writing();
+        }
+        let warnings = streamed.finish()?;
+        if let Some(p) = progress {
+            p.set_warnings(&warnings);
+        }
+        return Ok(warnings);
+    }
+    let profile = read::read_inputs(inputs, &options.read)?;
+    let warnings: Vec<String> = profile.warnings().map(str::to_owned).collect();
+    if let Some(p) = progress {
+        p.set_warnings(&warnings);
+        p.start_writing();
+    }
+    for output in outputs {
+        write::write_file(&profile, output.format, &options.write, &output.path)?;
+    }
+    Ok(warnings)
+}
+
+/// The title outputs show by default: the inputs' file names.
+fn title_of(inputs: &[PathBuf]) -> String {
+    inputs
+        .iter()
+        .map(|p| {
+            p.file_name()
+                .unwrap_or(p.as_os_str())
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect::<Vec<_>>()
+        .join(" + ")
+}

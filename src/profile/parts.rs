@@ -1,0 +1,129 @@
+//! A profile handed over in parts ([`PartSink`]), for readers whose
+//! profiles can outgrow memory (a DCPI database): the parts, their lean
+//! column form ([`AddressPart`]), and the sink that merges them back into
+//! one profile ([`CollectParts`]).
+
+use super::{Label, Lines, Location, MappingId, Profile};
+use crate::error::Result;
+
+/// profile piece by piece so that it never has to be whole in memory.
+///
+/// The first part is the head: sample types, period, time, metadata,
+/// groupings (and possibly strings and tables the later parts use). Every
+/// later part holds some of the head's sample types (in any order, never a
+/// new one: those it has values for) and its own mappings, functions,
+/// locations and samples; its locations
+/// and samples are distinct from every other part's (a part is, e.g., one
+/// DCPI image). A part with no samples may carry comments to add at the end.
+/// The profile the parts stand for is the head with every later part
+/// [merged](Profile::merge) into it, in order.
+pub(crate) trait PartSink {
+    /// Takes the next part.
+    fn part(&mut self, part: Profile) -> Result<()>;
+
+    /// Takes the next part in its lean form (a later part, never the head).
+    /// The part is lent: the reader reuses its buffers for the next one. By
+    /// default it is made into the profile it stands for
+    /// ([`AddressPart::to_profile`]) and handed to [`PartSink::part`]; a
+    /// sink that can use the columns as they are (the streaming pprof
+    /// writer) overrides this.
+    fn address_part(&mut self, part: &AddressPart) -> Result<()> {
+        self.part(part.to_profile())
+    }
+}
+
+/// A part ([`PartSink`]) in columns: one mapping, and per row one
+/// unsymbolized location at a distinct address (not a return address) in
+/// it and one sample whose stack is that location alone, all with the same
+/// labels. No object per row: a DCPI image of millions of sampled addresses
+/// is two flat arrays, reused from image to image.
+#[derive(Debug, Clone)]
+pub(crate) struct AddressPart {
+    /// Sample types, strings and the mapping; no locations or samples.
+    pub tables: Profile,
+    /// The rows' mapping, in `tables`.
+    pub mapping: MappingId,
+    /// Every sample's labels, sorted by key.
+    pub labels: Vec<Label>,
+    /// Each row's address, in the order the rows are.
+    pub addresses: Vec<u64>,
+    /// Each row's values, one per sample type of `tables`, row after row.
+    pub values: Vec<i64>,
+}
+
+impl Default for AddressPart {
+    fn default() -> Self {
+        AddressPart {
+            tables: Profile::default(),
+            mapping: MappingId::from_index(0),
+            labels: Vec::new(),
+            addresses: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+}
+
+impl AddressPart {
+    /// Empties the part, keeping the buffers' capacity.
+    pub fn clear(&mut self) {
+        self.tables = Profile::default();
+        self.labels.clear();
+        self.addresses.clear();
+        self.values.clear();
+    }
+
+    /// Values per row: the number of sample types.
+    pub fn width(&self) -> usize {
+        self.tables.sample_types().len()
+    }
+
+    /// Every row: its address and its values ([`AddressPart::width`] of them).
+    pub fn rows(&self) -> impl Iterator<Item = (u64, &[i64])> {
+        let width = self.width();
+        self.addresses.iter().enumerate().map(move |(i, &address)| {
+            let values = self.values.get(i * width..(i + 1) * width);
+            (address, values.unwrap_or_default())
+        })
+    }
+
+    /// The profile the part stands for: `tables` with a location and a
+    /// one-frame sample per row, in row order.
+    pub fn to_profile(&self) -> Profile {
+        let mut part = self.tables.clone();
+        part.reserve(self.addresses.len(), self.addresses.len());
+        for (address, values) in self.rows() {
+            let location = part.add_distinct_location(Location {
+                mapping: Some(self.mapping),
+                address,
+                is_return_address: false,
+                lines: Lines::new(),
+            });
+            part.add_distinct_sample(&[location], values, &self.labels);
+        }
+        part
+    }
+}
+
+/// The [`PartSink`] that merges the parts into one profile: the
+/// collect-everything reading every writer but the streaming one uses.
+#[derive(Debug, Default)]
+pub(crate) struct CollectParts {
+    profile: Option<Profile>,
+}
+
+impl CollectParts {
+    /// The merged profile (an empty one if no part came).
+    pub fn into_profile(self) -> Profile {
+        self.profile.unwrap_or_default()
+    }
+}
+
+impl PartSink for CollectParts {
+    fn part(&mut self, part: Profile) -> Result<()> {
+        match &mut self.profile {
+            None => self.profile = Some(part),
+            Some(whole) => whole.merge(&part)?,
+        }
+        Ok(())
+    }
+}

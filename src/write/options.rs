@@ -1,0 +1,108 @@
+//! What the writers are told: the output format (from a file name or a
+//! choice), the sample type to show and the synthetic root frames, and the
+//! rules that pick them from a profile when the options say nothing.
+
+use std::path::Path;
+
+use super::callgrind;
+use crate::error::{Error, Result};
+use crate::profile::{GroupBy, Profile};
+
+/// The output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum OutputFormat {
+    /// gzip-compressed pprof protobuf (`.pb.gz`).
+    Pprof,
+    /// Uncompressed pprof protobuf (`.pb`).
+    PprofRaw,
+    /// Folded stacks (`.folded`, `.txt`).
+    Folded,
+    /// Flamegraph SVG rendered with inferno (`.svg`).
+    Svg,
+    /// speedscope JSON (`.speedscope.json`, `.json`).
+    Speedscope,
+    /// callgrind profile for KCachegrind/QCachegrind and callgrind_annotate
+    /// (`.callgrind`, `callgrind.out*`).
+    Callgrind,
+}
+
+impl OutputFormat {
+    /// The format a file name asks for by its extension.
+    pub fn from_path(path: &Path) -> Option<OutputFormat> {
+        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+        let format = if callgrind::is_callgrind_name(&name) {
+            OutputFormat::Callgrind
+        } else if name.ends_with(".pb.gz")
+            || name.ends_with(".pprof")
+            || name.ends_with(".pprof.gz")
+        {
+            OutputFormat::Pprof
+        } else if name.ends_with(".pb") {
+            OutputFormat::PprofRaw
+        } else if name.ends_with(".folded")
+            || name.ends_with(".txt")
+            || name.ends_with(".collapsed")
+        {
+            OutputFormat::Folded
+        } else if name.ends_with(".svg") {
+            OutputFormat::Svg
+        } else if name.ends_with(".json") {
+            OutputFormat::Speedscope
+        } else {
+            return None;
+        };
+        Some(format)
+    }
+
+    /// The conventional extension of the format (used when converting archives).
+    pub fn extension(self) -> &'static str {
+        match self {
+            OutputFormat::Pprof => "pb.gz",
+            OutputFormat::PprofRaw => "pb",
+            OutputFormat::Folded => "folded",
+            OutputFormat::Svg => "svg",
+            OutputFormat::Speedscope => "speedscope.json",
+            OutputFormat::Callgrind => "callgrind",
+        }
+    }
+}
+
+/// Options of the writers.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// The sample type folded and SVG outputs show (default: the profile's default).
+    pub sample_type: Option<String>,
+    /// Synthetic root frames for folded, SVG and speedscope outputs; `None`
+    /// keeps what the reader suggested.
+    pub group_by: Option<Vec<GroupBy>>,
+    /// The name of the input, for titles.
+    pub title: String,
+}
+
+/// The index of the sample type to show: the one named in the options, else
+/// the profile's default, else the last (pprof's rule).
+pub fn chosen_sample_type(profile: &Profile, options: &WriteOptions) -> Result<usize> {
+    if profile.sample_types().is_empty() {
+        return Err(Error::Usage("the profile has no sample types".into()));
+    }
+    if let Some(name) = &options.sample_type {
+        return profile.sample_type_index(name).ok_or_else(|| {
+            let known: Vec<&str> = (0..profile.sample_types().len())
+                .map(|i| profile.sample_type_name(i).0)
+                .collect();
+            Error::Usage(format!(
+                "no sample type {name:?} in this profile; it has: {}",
+                known.join(", ")
+            ))
+        });
+    }
+    Ok(profile
+        .default_sample_type
+        .unwrap_or(profile.sample_types().len() - 1))
+}
+
+/// The group frames to use: the options' choice, else the reader's.
+pub fn effective_group_by<'a>(profile: &'a Profile, options: &'a WriteOptions) -> &'a [GroupBy] {
+    options.group_by.as_deref().unwrap_or(profile.group_by())
+}

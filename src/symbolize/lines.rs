@@ -121,12 +121,44 @@ pub fn sorted_lines_in(bytes: &[u8], addresses: &[u64]) -> Option<SortedLines> {
 }
 
 /// [`sorted_lines`] on loaded sections: each compile unit's rows claim the
-/// addresses they hold ([`UnitLines::claim`]).
+/// addresses they hold ([`UnitLines::claim`]). The units' line programs
+/// are run side by side (rayon: running them is most of the work, and they
+/// are independent), then claim in the order of the units.
 fn lookup(dwarf: &gimli::Dwarf<Reader<'_>>, addresses: &[u64]) -> Option<SortedLines> {
+    use rayon::prelude::*;
     let aranges = Aranges::read(dwarf)?;
+    let units = compile_units(dwarf, &aranges)?;
+    let read: Vec<Option<UnitLines>> = units
+        .par_iter()
+        .map(|(unit, _)| {
+            let program = unit.line_program.clone()?;
+            let mut lines = UnitLines::default();
+            lines.read(gimli::UnitRef::new(dwarf, unit), program)?;
+            Some(lines)
+        })
+        .collect();
     let mut found = vec![Found::Nowhere; addresses.len()];
     let mut files = Vec::new();
-    let mut lines = UnitLines::default(); // one unit at a time
+    for ((_, declared), lines) in units.iter().zip(read) {
+        let mut lines = lines?;
+        lines.claim(declared, files.len(), addresses, &mut found);
+        files.append(&mut lines.files);
+    }
+    for (found, &address) in found.iter_mut().zip(addresses) {
+        if address == u64::MAX {
+            *found = Found::Ask; // addr2line computes `probe + 1`
+        }
+    }
+    Some(SortedLines { files, found })
+}
+
+/// The compile units that have code and a line program, each with the
+/// address ranges it declares.
+fn compile_units<'d>(
+    dwarf: &gimli::Dwarf<Reader<'d>>,
+    aranges: &Aranges,
+) -> Option<Vec<(gimli::Unit<Reader<'d>>, Declared)>> {
+    let mut out = Vec::new();
     let mut headers = dwarf.units();
     while let Some(header) = headers.next().ok()? {
         // Partial and type units hold no code: addr2line looks up no
@@ -146,27 +178,19 @@ fn lookup(dwarf: &gimli::Dwarf<Reader<'_>>, addresses: &[u64]) -> Option<SortedL
         let Ok(unit) = dwarf.unit(header) else {
             continue;
         };
-        let unit = gimli::UnitRef::new(dwarf, &unit);
-        let Some(entry) = entry_ranges(unit)? else {
+        let Some(entry) = entry_ranges(gimli::UnitRef::new(dwarf, &unit))? else {
             continue; // no unit entry: no addresses
         };
-        let Some(program) = unit.line_program.clone() else {
+        if unit.line_program.is_none() {
             continue;
-        };
+        }
         let declared = Declared {
             entry,
             aranges: aranges.of(offset),
         };
-        lines.read(unit, program)?;
-        lines.claim(&declared, files.len(), addresses, &mut found);
-        files.append(&mut lines.files);
+        out.push((unit, declared));
     }
-    for (found, &address) in found.iter_mut().zip(addresses) {
-        if address == u64::MAX {
-            *found = Found::Ask; // addr2line computes `probe + 1`
-        }
-    }
-    Some(SortedLines { files, found })
+    Some(out)
 }
 
 /// An address range `[begin, end)`.

@@ -41,7 +41,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// `(note, section)` for each `§` in `text`; the note is the one named just
 /// before the sign, else `default`. References to outside standards (the
-/// DWARF standard) are skipped.
+/// DWARF standard, the Itanium C++ ABI) are skipped.
 fn references(text: &str, default: Option<&str>) -> Vec<(Option<String>, String)> {
     let mut found = Vec::new();
     for (at, _) in text.match_indices('§') {
@@ -56,7 +56,7 @@ fn references(text: &str, default: Option<&str>) -> Vec<(Option<String>, String)
             start += 1;
         }
         let before = &text[start..at];
-        if before.contains("DWARF") {
+        if before.contains("DWARF") || before.contains("Itanium") {
             continue;
         }
         let named = before

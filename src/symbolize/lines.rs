@@ -10,8 +10,8 @@
 //! An address gets its row here only when the DWARF leaves no doubt about
 //! it: exactly one sequence of one compile unit holds it, no other sequence
 //! of that unit starts before it and ends after it, and the unit's entry
-//! (`DW_AT_ranges`, `DW_AT_low_pc`/`DW_AT_high_pc`, §2.17) and its
-//! `.debug_aranges` set (§6.1.2), where they declare addresses, hold it
+//! (`DW_AT_ranges`, `DW_AT_low_pc`/`DW_AT_high_pc`, DWARF 5 §2.17) and its
+//! `.debug_aranges` set (DWARF 5 §6.1.2), where they declare addresses, hold it
 //! too. Then every reader that looks for the unit whose ranges hold the
 //! address and for the sequence holding it, addr2line included, finds that
 //! row. An address no sequence holds has no line anywhere ([`Found::Nowhere`]).
@@ -23,7 +23,7 @@
 //! File names are joined as addr2line renders them: the unit's
 //! `DW_AT_comp_dir`, then the file's directory unless it is directory 0
 //! (the unit's own), then the file's name, an absolute part replacing what
-//! came before (§6.2.4). File 0 is the primary source file in DWARF 5 and
+//! came before (DWARF 5 §6.2.4). File 0 is the primary source file in DWARF 5 and
 //! names nothing before.
 
 use std::borrow::Cow;
@@ -234,7 +234,7 @@ impl Declared {
     }
 }
 
-/// The non-empty ranges the unit's entry declares (§2.17): `DW_AT_ranges`,
+/// The non-empty ranges the unit's entry declares (DWARF 5 §2.17): `DW_AT_ranges`,
 /// else `DW_AT_low_pc` to `DW_AT_high_pc` (an address, or a size from
 /// `DW_AT_low_pc`). `Some(None)` when the unit has no entry, `None` when
 /// the entry or its range list does not parse.
@@ -273,7 +273,7 @@ fn entry_ranges(unit: gimli::UnitRef<'_, Reader<'_>>) -> Option<Option<Ranges>> 
 struct Aranges(Vec<(gimli::DebugInfoOffset<usize>, Option<Range>)>);
 
 impl Aranges {
-    /// Every set's entries of non-zero length (§6.1.2). `None` when a set's
+    /// Every set's entries of non-zero length (DWARF 5 §6.1.2). `None` when a set's
     /// header does not parse.
     fn read(dwarf: &gimli::Dwarf<Reader<'_>>) -> Option<Aranges> {
         let mut out = Vec::new();

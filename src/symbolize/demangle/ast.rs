@@ -44,7 +44,7 @@ pub(super) struct OpInfo {
 }
 
 /// Qualifiers of a type or of a member function's `this` (`*This`), and the
-/// other function qualifiers (§5.1.5.3).
+/// other function qualifiers (Itanium ABI §5.1.5.3).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Qual {
     Restrict,
@@ -250,7 +250,7 @@ const fn op(code: &'static str, name: &'static str, args: u8) -> OpInfo {
     OpInfo { code, name, args }
 }
 
-/// Operators by their two-letter code (§5.1.3), with binutils' spelling.
+/// Operators by their two-letter code (Itanium ABI §5.1.3), with binutils' spelling.
 static OPERATORS: [OpInfo; 68] = [
     op("aN", "&=", 2),
     op("aS", "=", 2),

@@ -220,7 +220,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    // <special-name> (§5.1.4), with the GNU extensions binutils reads.
+    // <special-name> (Itanium ABI §5.1.4), with the GNU extensions binutils reads.
     fn special_name(&mut self) -> P<Id> {
         if self.check(b'T') {
             return self.special_t();
@@ -617,7 +617,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    // <type> (§5.1.5).
+    // <type> (Itanium ABI §5.1.5).
     fn type_(&mut self) -> P<Id> {
         self.nested(Parser::type_inner)
     }
@@ -1008,7 +1008,7 @@ impl<'a> Parser<'a> {
         r
     }
 
-    // <expression> (§5.1.6).
+    // <expression> (Itanium ABI §5.1.6).
     fn expression_1(&mut self) -> P<Id> {
         self.nested(Parser::expression_inner)
     }

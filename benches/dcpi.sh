@@ -107,7 +107,7 @@ for s in $SAMPLED; do
     db=$WORK/db-$IMAGES-$INSNS-$s
     generate "$db" --images "$IMAGES" --insns "$INSNS" --sampled "$s"
     pct=$(python3 -c "print('%g %%' % (100 * $s))")
-    # Issue 12 sets 500 MB/s for the sparse shape; the dense one is to complete in the bound.
+    # The floor is 500 MB/s for the sparse shape; the dense one is to complete in the bound.
     mbps=$(python3 -c "print(500 if $s <= 0.10 else '')")
     bench "$db" "$IMAGES images x $INSNS insns, $pct sampled" "$mbps"
     [ "$KEEP" = 1 ] || rm -rf "$db"

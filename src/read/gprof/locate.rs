@@ -36,31 +36,43 @@ pub(super) fn arc_ends(data: &GmonData) -> Vec<u64> {
     out
 }
 
-/// Every address the profile may name, sorted and distinct: the arcs'
-/// ends ([`arc_ends`]), the entries of the functions they call (where the
-/// `calls` samples are, §4), the ticks' and the basic blocks'.
+/// Every address the profile may name, sorted and distinct: the ticks' and
+/// the basic blocks', and the arcs' ends ([`arc_ends`]). With functions
+/// (a binary), an arc's callee is named by the entry of the function gprof
+/// counts the call for (§3.3), so its `self_pc` is not needed: only the
+/// call sites (`from_pc`) and those entries are named.
 pub(super) fn addresses(
     arc_ends: Vec<u64>,
     data: &GmonData,
     funcs: &[Func<'_>],
     ticks: &[Tick],
 ) -> Vec<u64> {
-    let entries = data
-        .arcs
-        .iter()
-        .filter_map(|a| callee_at(funcs, a.self_pc).map(|f| funcs[f].start));
     let mut rest: Vec<u64> = ticks
         .iter()
         .map(|t| t.address)
-        .chain(entries)
         .chain(data.basic_blocks.keys().copied())
         .collect();
+    let ends = if funcs.is_empty() {
+        arc_ends
+    } else {
+        let entries = data
+            .arcs
+            .iter()
+            .filter_map(|a| callee_at(funcs, a.self_pc).map(|f| funcs[f].start));
+        rest.extend(entries);
+        // The arcs come sorted by `from_pc` (`merge_arcs`): then the sort
+        // only looks.
+        let mut sites: Vec<u64> = data.arcs.iter().map(|a| a.from_pc).collect();
+        radix_sort(&mut sites);
+        sites.dedup();
+        sites
+    };
     if rest.is_empty() {
-        return arc_ends;
+        return ends;
     }
     radix_sort(&mut rest);
     rest.dedup();
-    merge_distinct(&arc_ends, &rest)
+    merge_distinct(&ends, &rest)
 }
 
 /// The values of two sorted, distinct lists, sorted and distinct.

@@ -446,7 +446,6 @@ fn print_info(summary: &read::Summary, json: bool) -> std::io::Result<()> {
 }
 
 /// Runs an archive migration; `Ok(false)` when some input failed.
-
 pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     let options = archive_options(args)?;
     let shown = ArchiveProgress::new(args.quiet);

@@ -289,7 +289,10 @@ mod tests {
         let e = read_bounded(Path::new("/dev/zero"), std::io::repeat(0), Some(1 << 20))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("1048576 bytes") && e.contains("--max-input-size"), "{e}");
+        assert!(
+            e.contains("1048576 bytes") && e.contains("--max-input-size"),
+            "{e}"
+        );
         let ok = read_bounded(Path::new("-"), &[1u8, 2, 3][..], Some(3)).unwrap();
         assert_eq!(ok, [1, 2, 3]);
     }

@@ -154,7 +154,6 @@ pub fn commit_all(temporaries: Vec<Temporary>) -> Result<()> {
     done
 }
 
-
 impl Write for Temporary {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.out.write(buf)

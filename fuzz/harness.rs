@@ -236,7 +236,7 @@ pub fn pipeline(data: &[u8]) -> Result<()> {
 pub type Target = fn(&[u8]) -> Result<()>;
 
 /// The targets by name, for the regression tests.
-pub const TARGETS: [(&str, Target); 7] = [
+pub const TARGETS: [(&str, Target); 8] = [
     ("gprof_gnu", gprof_gnu),
     ("gprof_bsd", gprof_bsd),
     ("mpatrol", mpatrol),
@@ -244,4 +244,128 @@ pub const TARGETS: [(&str, Target); 7] = [
     ("dcpicat", dcpicat),
     ("aps", aps),
     ("pipeline", pipeline),
+    ("names", names),
 ];
+
+/// Target `names`: arbitrary frame names (the input split at NUL bytes,
+/// as a reader's string table would give them, invalid UTF-8 replaced as
+/// readers do) through every writer; each output must parse in its own
+/// syntax: XML for SVG, JSON for speedscope, `frames COUNT` lines without
+/// control characters for folded, callgrind's line grammar. A violation
+/// panics (the fuzzer's finding); `Ok` otherwise.
+pub fn names(data: &[u8]) -> Result<()> {
+    use profconv::profile::{Label, LabelValue, Line, Location, Mapping};
+    let names: Vec<String> = data
+        .split(|&b| b == 0)
+        .take(64)
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+        .collect();
+    let mut p = profconv::Profile::new(&[("samples", "count")]);
+    let file = p.intern(names.first().map_or("", String::as_str));
+    let build_id = p.intern("");
+    let m = p.add_mapping(Mapping::new(0x1000, 0x100_0000, 0, file, build_id));
+    let mut locations = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let function = p.add_function(name, name, name, 1);
+        locations.push(p.add_location(Location {
+            mapping: Some(m),
+            address: 0x1000 + 16 * i as u64,
+            is_return_address: i > 0,
+            lines: vec![Line { function, line: 1 }].into(),
+        }));
+    }
+    let key = p.intern("thread");
+    for (i, pair) in locations.windows(2).enumerate() {
+        let value = p.intern(&names[i]);
+        let label = Label {
+            key,
+            value: LabelValue::Str(value),
+        };
+        p.add_sample(pair, &[1 + i as i64], &[label]);
+    }
+    if let Some(&only) = locations.first() {
+        p.add_sample(&[only], &[1], &[]);
+    }
+    let options = WriteOptions {
+        title: names.last().cloned().unwrap_or_default(),
+        group_by: Some(vec![profconv::profile::GroupBy::Label("thread".into())]),
+        ..WriteOptions::default()
+    };
+    let mut out = Vec::new();
+    for format in OUTPUTS {
+        out.clear();
+        write::write(&p, format, &options, &mut out)?;
+        check_syntax(format, &out);
+    }
+    Ok(())
+}
+
+/// Panics when `out` is not valid `format` syntax.
+fn check_syntax(format: OutputFormat, out: &[u8]) {
+    match format {
+        OutputFormat::Svg => {
+            let text = std::str::from_utf8(out).expect("SVG is UTF-8");
+            let options = roxmltree::ParsingOptions {
+                allow_dtd: true,
+                ..Default::default()
+            };
+            if let Err(e) = roxmltree::Document::parse_with_options(text, options) {
+                panic!("SVG is not XML: {e}");
+            }
+        }
+        OutputFormat::Speedscope => {
+            if let Err(e) = serde_json::from_slice::<serde_json::Value>(out) {
+                panic!("speedscope is not JSON: {e}");
+            }
+        }
+        OutputFormat::Folded => {
+            let text = std::str::from_utf8(out).expect("folded is UTF-8");
+            for line in text.lines().filter(|l| !l.starts_with('#')) {
+                let (frames, count) = line.rsplit_once(' ').expect("`frames COUNT`");
+                assert!(count.parse::<u64>().is_ok(), "count of {line:?}");
+                assert!(!frames.is_empty(), "frames of {line:?}");
+                // An empty name gives an empty frame (`a;;b`), which
+                // flamegraph.pl and inferno draw as an empty box: allowed.
+                assert!(!frames.chars().any(char::is_control), "{line:?}");
+            }
+        }
+        OutputFormat::Callgrind => check_callgrind(out),
+        OutputFormat::Pprof | OutputFormat::PprofRaw => {}
+    }
+}
+
+/// callgrind's format (valgrind's docs, "Callgrind Format Specification"):
+/// every line is blank, a comment, `key: value` (header), `spec=name`
+/// (a position specification) or a cost line of numbers; no line holds a
+/// control character but the tab, and names never start a line.
+fn check_callgrind(out: &[u8]) {
+    let text = std::str::from_utf8(out).expect("callgrind is UTF-8");
+    for line in text.lines() {
+        assert!(
+            !line.chars().any(|c| c.is_control() && c != '\t'),
+            "control character in {line:?}"
+        );
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let first = line.chars().next().unwrap_or(' ');
+        if first.is_ascii_digit() || matches!(first, '+' | '-' | '*') {
+            for token in line.split_whitespace() {
+                let digits = token.trim_start_matches(['+', '-']);
+                let number = token == "*"
+                    || digits.strip_prefix("0x").map_or_else(
+                        || digits.parse::<u64>().is_ok(),
+                        |h| u64::from_str_radix(h, 16).is_ok(),
+                    );
+                assert!(number, "cost line {line:?}");
+            }
+            continue;
+        }
+        let key_end = line.find(['=', ':']).expect("`key=value` or `key: value`");
+        let key = &line[..key_end];
+        assert!(
+            !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "key of {line:?}"
+        );
+    }
+}

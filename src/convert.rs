@@ -59,8 +59,12 @@ impl Output {
 /// Before anything is read, an output that is a file the conversion reads
 /// (an input, `binary`, APS `pid_info`) is refused. When every output is
 /// pprof, the outputs are written as the inputs are read; otherwise the
-/// whole profile is read first, then the outputs are written in order, up
-/// to the first that fails. `options.read.progress`, when set, sees the
+/// whole profile is read first, then the outputs are written in order.
+/// Either way the outputs that are files appear whole or not at all, and
+/// together: each is written to a temporary file beside it, and they are
+/// renamed into place only once every one is complete, so a failure (a full
+/// disk) or [`crate::write::remove_temporaries`] (a signal) leaves none of
+/// them (standard output and devices are written in place, as they come). `options.read.progress`, when set, sees the
 /// bytes read, the start of writing and the warnings (in the second case
 /// before anything is written, so that they are known even when writing
 /// fails).
@@ -116,9 +120,11 @@ pub(crate) fn convert_inputs(
         p.set_warnings(&warnings);
         p.start_writing();
     }
-    for output in outputs {
-        write::write_file(&profile, output.format, &options.write, &output.path)?;
-    }
+    let targets: Vec<(&Path, OutputFormat)> = outputs
+        .iter()
+        .map(|o| (o.path.as_path(), o.format))
+        .collect();
+    write::write_files(&profile, &targets, &options.write)?;
     Ok(warnings)
 }
 

@@ -75,6 +75,53 @@ impl Error {
         }
     }
 
+    /// An I/O error on output `path`, `-` being named "standard output".
+    pub fn output_io(path: &Path, source: std::io::Error) -> Self {
+        if path == Path::new("-") {
+            return Error::stdout(source);
+        }
+        Error::io(path, source)
+    }
+
+    /// An I/O error writing standard output (named so in the message).
+    pub fn stdout(source: std::io::Error) -> Self {
+        Error::io(Path::new(STANDARD_OUTPUT), source)
+    }
+
+    /// True for a write to standard output that failed because its reader
+    /// closed the pipe (EPIPE): the command line ends quietly then.
+    pub fn is_broken_pipe_on_stdout(&self) -> bool {
+        matches!(self, Error::Io { file, source }
+            if file == Path::new(STANDARD_OUTPUT)
+                && source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
+    /// An I/O error of a writer, which does not know where its bytes go;
+    /// [`Error::naming_output`] puts the output's name in.
+    pub(crate) fn unnamed_output(source: std::io::Error) -> Self {
+        Error::io(Path::new(UNNAMED_OUTPUT), source)
+    }
+
+    /// This error, with an I/O error of a writer ([`Error::unnamed_output`])
+    /// naming the output `path` (`-`: standard output) instead.
+    pub(crate) fn naming_output(self, path: &Path) -> Self {
+        match self {
+            Error::Io { file, source } if file == Path::new(UNNAMED_OUTPUT) => {
+                Error::output_io(path, source)
+            }
+            other => other,
+        }
+    }
+
+    /// This error, an I/O error naming `path` instead of the file it names
+    /// (an output's resolved target becomes the path the user gave).
+    pub(crate) fn with_file(self, path: &Path) -> Self {
+        match self {
+            Error::Io { source, .. } => Error::output_io(path, source),
+            other => other,
+        }
+    }
+
     /// True when the error is about the input's content (exit code 1), false
     /// when it is about how profconv was asked to run (exit code 2): inputs
     /// that cannot be combined are the request's fault, as inputs of two
@@ -83,6 +130,14 @@ impl Error {
         matches!(self, Error::Usage(_) | Error::ConflictingUnits { .. })
     }
 }
+
+/// How errors name standard output (the output `-`).
+pub const STANDARD_OUTPUT: &str = "standard output";
+
+/// How a writer's I/O errors name their output when written with
+/// [`crate::write::write`] to a writer of the caller's: the file functions
+/// ([`crate::convert`], [`crate::write::write_file`]) name the real path.
+const UNNAMED_OUTPUT: &str = "<output>";
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,5 +1,6 @@
 //! The `profconv` command: parse arguments, run, map errors to exit codes
-//! (0 ok, 1 bad input, 2 usage). The command line lives in [`cli`]; the
+//! (0 ok, 1 bad input or output, 2 usage, 128 + the signal when stopped by
+//! SIGINT, SIGTERM or SIGHUP). The command line lives in [`cli`]; the
 //! library (`profconv`) knows no flags.
 
 mod cli;

@@ -272,3 +272,48 @@ case!(
     "gprof_gnu",
     "slow-under-load"
 );
+
+/// The `names` target on a few hundred random sets of names, biased toward
+/// what breaks syntaxes: C0 controls, DEL, `;`, spaces, XML's specials,
+/// U+FFFE/U+FFFF, an encoded lone surrogate and invalid UTF-8.
+#[test]
+fn random_names_through_every_writer_give_outputs_that_parse() {
+    const PIECES: [&[u8]; 14] = [
+        b"\x01",
+        b"\x1b[31m",
+        b"\t",
+        b"\n",
+        b"\r",
+        b"\x7f",
+        b";",
+        b" ",
+        b"<&>\"'",
+        b"\xef\xbf\xbe",
+        b"\xef\xbf\xbf",
+        b"\xed\xa0\x80",
+        b"\xff\xfe",
+        b"fn",
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    for _ in 0..300 {
+        let mut data = Vec::new();
+        for _ in 0..1 + next(12) {
+            for _ in 0..next(6) {
+                match next(3) {
+                    0 => data.push(next(256) as u8),
+                    _ => data.extend_from_slice(PIECES[next(PIECES.len())]),
+                }
+            }
+            data.push(0);
+        }
+        if let Err(e) = harness::names(&data) {
+            panic!("names {data:?}: {e}");
+        }
+    }
+}

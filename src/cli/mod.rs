@@ -2,6 +2,8 @@
 //! become library options, errors become exit codes, archive runs get a
 //! progress bar. No format logic lives here.
 
+mod signals;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -30,7 +32,8 @@ Examples:
   profconv gmon.out --binary ./a.out -o callgrind.out.a  then: kcachegrind callgrind.out.a
   profconv completions bash; profconv man              shell completions, man page
 Output format follows the extension (.pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*) or --to.
-Exit codes: 0 ok, 1 bad input, 2 usage.";
+Exit codes: 0 ok, 1 bad input or output, 2 usage, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP
+(temporaries removed; outputs appear whole or not at all). A closed pipe on standard output ends quietly (0).";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -78,9 +81,14 @@ pub enum Command {
 }
 
 /// Writes the completion script for `shell` (`profconv completions SHELL`).
-pub fn write_completions(shell: clap_complete::Shell, out: &mut dyn Write) {
+/// clap_complete panics when its writer fails, so the script is made in
+/// memory and written here, where a full disk or a closed pipe is an error.
+pub fn write_completions(shell: clap_complete::Shell, out: &mut dyn Write) -> std::io::Result<()> {
     let mut command = <Cli as clap::CommandFactory>::command();
-    clap_complete::generate(shell, &mut command, "profconv", out);
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "profconv", &mut script);
+    out.write_all(&script)?;
+    out.flush()
 }
 
 /// Writes the man page, profconv(1), in roff (`profconv man`): clap_mangen's
@@ -238,8 +246,10 @@ pub struct ReadArgs {
     /// APS: leave pid 0 (idle) out.
     #[arg(long)]
     pub drop_idle: bool,
-    /// The most bytes a gzip-compressed input may decompress to (default:
-    /// 64 times its compressed size, at least 256 MiB).
+    /// The most bytes an input that is not a regular file (standard input,
+    /// a pipe, a device) is read to (default 256 MiB), and a gzip-compressed
+    /// input decompresses to (default: 64 times its compressed size, at
+    /// least 256 MiB).
     #[arg(long, value_name = "BYTES")]
     pub max_input_size: Option<u64>,
 }
@@ -422,24 +432,31 @@ impl Drop for ProgressBar {
     }
 }
 
-/// Runs an archive migration; `Ok(false)` when some input failed.
-/// Prints an `info` summary as text, or as pretty JSON with `--json`.
-fn print_info(summary: &read::Summary, json: bool) {
+/// Prints an `info` summary as text, or as pretty JSON with `--json`; a
+/// failed write (a full disk, a closed pipe) is an error, not a panic.
+fn print_info(summary: &read::Summary, json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
     if json {
         let text = serde_json::to_string_pretty(summary).unwrap_or_default();
-        println!("{text}");
+        writeln!(out, "{text}")?;
     } else {
-        print!("{summary}");
+        write!(out, "{summary}")?;
     }
+    out.flush()
 }
 
+/// Runs an archive migration; `Ok(false)` when some input failed.
 pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     let options = archive_options(args)?;
     let shown = ArchiveProgress::new(args.quiet);
+    let so_far = signals::SoFar::start(args, shown.bar.clone());
     let report = profconv::archive::run(
         &args.archive,
         &options,
-        &|unit, record| shown.finished(unit, record),
+        &|unit, record| {
+            so_far.add(record);
+            shown.finished(unit, record)
+        },
         &|units| shown.plan(units),
     )?;
     shown.bar.finish_and_clear();
@@ -574,16 +591,16 @@ pub fn main() -> u8 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    signals::watch();
     let result = match &cli.command {
-        Some(Command::Info { inputs, json, read }) => {
-            read::info(inputs, &read.options()).map(|summary| print_info(&summary, *json))
-        }
+        Some(Command::Info { inputs, json, read }) => read::info(inputs, &read.options())
+            .and_then(|summary| print_info(&summary, *json).map_err(Error::stdout)),
         Some(Command::Completions { shell }) => {
-            write_completions(*shell, &mut std::io::stdout().lock());
-            Ok(())
+            write_completions(*shell, &mut std::io::stdout().lock()).map_err(Error::stdout)
         }
         Some(Command::Man) => write_man_page(&mut std::io::stdout().lock())
-            .map_err(|e| Error::io(Path::new("<stdout>"), e)),
+            .and_then(|()| std::io::stdout().flush())
+            .map_err(Error::stdout),
         Some(Command::Convert(args)) => match run_archive(args) {
             Ok(true) => Ok(()),
             Ok(false) => return 1,
@@ -593,6 +610,9 @@ pub fn main() -> u8 {
     };
     match result {
         Ok(()) => 0,
+        // The reader of a pipe took what it wanted and closed it (`| head`):
+        // a quiet end, as ripgrep and most tools that ignore SIGPIPE do.
+        Err(e) if e.is_broken_pipe_on_stdout() => 0,
         Err(e) => {
             eprintln!("profconv: {e}");
             if e.is_usage() {

@@ -2,9 +2,11 @@
 //!
 //! A regular file is mapped into memory; standard input (`-`), FIFOs
 //! (`<(...)`, `/dev/fd/N`) and anything else that cannot be mapped are read
-//! once into a buffer. A gzip-compressed input is decompressed into a buffer,
-//! up to a bound ([`decompression_cap`]) so that a small hostile file cannot
-//! exhaust memory. Detection and the reader share the same [`Input`], so a
+//! once into a buffer, up to a bound ([`stream_cap`], `--max-input-size`) so
+//! that `/dev/zero` or an endless pipe fails quickly instead of exhausting
+//! memory. A gzip-compressed input is decompressed into a buffer, up to a
+//! bound ([`decompression_cap`]) so that a small hostile file cannot exhaust
+//! memory. Detection and the reader share the same [`Input`], so a
 //! pipe is read exactly once. A directory (a DCPI database, an APS capture)
 //! is an input with no bytes; its reader lists it.
 
@@ -78,18 +80,44 @@ pub(crate) fn decompression_cap(compressed: u64, given: Option<u64>) -> u64 {
     })
 }
 
+/// The most bytes read from an input that is not a mapped regular file
+/// (standard input, a FIFO, a character device): `given`, or 256 MiB.
+pub(crate) fn stream_cap(given: Option<u64>) -> u64 {
+    given.unwrap_or(MIN_DECOMPRESSED_CAP)
+}
+
+/// Reads all of `from` (a pipe, a device) into memory, refusing to go past
+/// [`stream_cap`].
+fn read_bounded(name: &Path, from: impl Read, max_size: Option<u64>) -> Result<Vec<u8>> {
+    let cap = stream_cap(max_size);
+    let mut raw = Vec::new();
+    from.take(cap.saturating_add(1))
+        .read_to_end(&mut raw)
+        .map_err(|e| Error::io(name, e))?;
+    if raw.len() as u64 > cap {
+        let how = match max_size {
+            Some(_) => "the limit given with --max-input-size".to_owned(),
+            None => format!("the default limit, {} MiB", MIN_DECOMPRESSED_CAP >> 20),
+        };
+        return Err(Error::unsupported(
+            name,
+            format!(
+                "not a regular file, and longer than {cap} bytes ({how}): pipes, devices and standard input are read into memory; raise the limit with --max-input-size BYTES"
+            ),
+        ));
+    }
+    Ok(raw)
+}
+
 impl Input {
     /// Opens `path` (`-` = standard input): maps a regular file, reads
-    /// anything else once, and decompresses gzip within `max_size` (by default
-    /// 64 times the compressed size, at least 256 MiB). A directory gives an
-    /// input without bytes.
+    /// anything else once within `max_size` (by default 256 MiB), and
+    /// decompresses gzip within `max_size` (by default 64 times the
+    /// compressed size, at least 256 MiB). A directory gives an input
+    /// without bytes.
     pub fn open(path: &Path, max_size: Option<u64>) -> Result<Input> {
         if path == Path::new(STDIN) {
-            let mut raw = Vec::new();
-            std::io::stdin()
-                .lock()
-                .read_to_end(&mut raw)
-                .map_err(|e| Error::io(path, e))?;
+            let raw = read_bounded(path, std::io::stdin().lock(), max_size)?;
             return Input::from_file_bytes(path, raw, max_size);
         }
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
@@ -100,7 +128,7 @@ impl Input {
                 modified: meta.modified().ok(),
             });
         }
-        let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         if meta.is_file() && meta.len() > 0 {
             let map = crate::mmap::map(&file).map_err(|e| Error::io(path, e))?;
             if !map.starts_with(&GZIP_MAGIC) {
@@ -115,9 +143,8 @@ impl Input {
             input.modified = meta.modified().ok();
             return Ok(input);
         }
-        // FIFOs, character devices, empty files: read once.
-        let mut raw = Vec::new();
-        file.read_to_end(&mut raw).map_err(|e| Error::io(path, e))?;
+        // FIFOs, character devices, empty files (some of /proc): read once.
+        let raw = read_bounded(path, file, max_size)?;
         let mut input = Input::from_file_bytes(path, raw, max_size)?;
         if meta.is_file() {
             input.modified = meta.modified().ok();
@@ -255,6 +282,19 @@ mod tests {
         assert_eq!(decompression_cap(1, None), 256 << 20);
         assert_eq!(decompression_cap(10 << 20, None), 640 << 20);
         assert_eq!(decompression_cap(10 << 20, Some(5)), 5);
+    }
+
+    #[test]
+    fn an_endless_device_is_read_up_to_the_limit_only() {
+        let e = read_bounded(Path::new("/dev/zero"), std::io::repeat(0), Some(1 << 20))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("1048576 bytes") && e.contains("--max-input-size"),
+            "{e}"
+        );
+        let ok = read_bounded(Path::new("-"), &[1u8, 2, 3][..], Some(3)).unwrap();
+        assert_eq!(ok, [1, 2, 3]);
     }
 
     #[test]

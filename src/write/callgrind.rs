@@ -340,7 +340,7 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
     }
     let events = events(profile);
     let cg = Callgrind::new(profile, &events);
-    let io = |e| Error::io(std::path::Path::new("<output>"), e);
+    let io = Error::unnamed_output;
     write_header(profile, options, &events, &cg, out).map_err(io)?;
     write_body(&cg, out).map_err(io)?;
     let mut totals = vec![0u64; events.len()];

@@ -38,5 +38,18 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
 /// An error of inferno's: writing the SVG (a full disk, a closed pipe) is
 /// an output error like any writer's, not a usage error.
 fn render_error(e: impl std::error::Error + Send + Sync + 'static) -> Error {
-    Error::io(std::path::Path::new("<output>"), std::io::Error::other(e))
+    // inferno reports quick_xml's error, which holds the io::Error: keep its
+    // kind (a closed pipe is told apart) and the system's message.
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            let same = match io.raw_os_error() {
+                Some(code) => std::io::Error::from_raw_os_error(code),
+                None => std::io::Error::new(io.kind(), io.to_string()),
+            };
+            return Error::unnamed_output(same);
+        }
+        cause = c.source();
+    }
+    Error::unnamed_output(std::io::Error::other(e))
 }

@@ -27,7 +27,7 @@ pub fn lines(profile: &Profile, options: &WriteOptions) -> Result<Vec<String>> {
 
 /// Writes the folded lines, one per distinct stack.
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
-    let io = |e| Error::io(std::path::Path::new("<output>"), e);
+    let io = Error::unnamed_output;
     each_line(profile, options, |line| writeln!(out, "{line}").map_err(io))
 }
 

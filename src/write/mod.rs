@@ -23,7 +23,8 @@ use crate::profile::Profile;
 pub(crate) use options::{chosen_sample_type, effective_group_by};
 pub use options::{OutputFormat, WriteOptions};
 pub use output::write_file;
-pub(crate) use output::{is_temporary_name, write_atomically, StreamedOutputs};
+pub(crate) use output::{is_temporary_name, write_atomically, write_files, StreamedOutputs};
+pub use temporary::remove_temporaries;
 
 /// Writes `profile` in `format` to `out`.
 pub fn write(

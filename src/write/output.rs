@@ -13,33 +13,54 @@ use crate::profile::{AddressPart, PartSink, Profile};
 /// Writes `profile` to `path` (`-` = standard output). A regular file (or a
 /// symbolic link's target) is written through a temporary file in the same
 /// directory that is renamed into place, so a failed run leaves nothing
-/// half-written; a device or FIFO is written in place.
+/// half-written; a device or FIFO is written in place. Errors name `path`
+/// ("standard output" for `-`), never the temporary file.
 pub fn write_file(
     profile: &Profile,
     format: OutputFormat,
     options: &WriteOptions,
     path: &Path,
 ) -> Result<()> {
-    match target::resolve(path)? {
-        target::Target::Stdout => {
-            let stdout = std::io::stdout();
-            let mut lock = stdout.lock();
-            write(profile, format, options, &mut lock)?;
-            lock.flush().map_err(|e| Error::io(path, e))
-        }
-        target::Target::Special(node) => {
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&node)
-                .map_err(|e| Error::io(path, e))?;
-            let mut out = std::io::BufWriter::new(file);
-            write(profile, format, options, &mut out)?;
-            out.flush().map_err(|e| Error::io(path, e))
-        }
-        target::Target::Regular(file) => {
-            write_atomically(&file, |out| write(profile, format, options, out))
+    write_files(profile, &[(path, format)], options)
+}
+
+/// Writes `profile` to each of `outputs`, all or none: regular files go to
+/// temporary files that are renamed into place together once every one is
+/// complete ([`temporary::commit_all`]), so a failure (a full disk) leaves
+/// none of them. Standard output and special files are written in place, in
+/// order, as they come.
+pub(crate) fn write_files(
+    profile: &Profile,
+    outputs: &[(&Path, OutputFormat)],
+    options: &WriteOptions,
+) -> Result<()> {
+    let mut pending = Vec::new();
+    for &(path, format) in outputs {
+        let named = |e: Error| e.naming_output(path);
+        match target::resolve(path)? {
+            target::Target::Stdout => {
+                let stdout = std::io::stdout();
+                let mut lock = stdout.lock();
+                write(profile, format, options, &mut lock).map_err(named)?;
+                lock.flush().map_err(|e| Error::output_io(path, e))?;
+            }
+            target::Target::Special(node) => {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&node)
+                    .map_err(|e| Error::io(path, e))?;
+                let mut out = std::io::BufWriter::new(file);
+                write(profile, format, options, &mut out).map_err(named)?;
+                out.flush().map_err(|e| Error::io(path, e))?;
+            }
+            target::Target::Regular(file) => {
+                let mut tmp = temporary::Temporary::create(&file).map_err(|e| e.with_file(path))?;
+                write(profile, format, options, &mut tmp).map_err(named)?;
+                pending.push(tmp);
+            }
         }
     }
+    temporary::commit_all(pending)
 }
 
 /// True for the name of a temporary file [`write_atomically`] makes:
@@ -68,7 +89,7 @@ pub fn write_atomically(
     fill: impl FnOnce(&mut dyn Write) -> Result<()>,
 ) -> Result<()> {
     let mut tmp = temporary::Temporary::create(path)?;
-    fill(&mut tmp)?;
+    fill(&mut tmp).map_err(|e| e.naming_output(path))?;
     tmp.commit()
 }
 
@@ -100,9 +121,9 @@ impl OutputFile {
                     .map_err(|e| Error::io(path, e))?;
                 OutputSink::Special(std::io::BufWriter::new(file))
             }
-            target::Target::Regular(file) => {
-                OutputSink::Temporary(temporary::Temporary::create(&file)?)
-            }
+            target::Target::Regular(file) => OutputSink::Temporary(
+                temporary::Temporary::create(&file).map_err(|e| e.with_file(path))?,
+            ),
         };
         Ok(OutputFile {
             path: path.to_path_buf(),
@@ -110,14 +131,16 @@ impl OutputFile {
         })
     }
 
-    /// Flushes the output and, for a regular file, renames it into place.
-    pub fn commit(self) -> Result<()> {
+    /// Flushes the output; a regular file's temporary is returned, for
+    /// the caller to rename into place with the others of its set.
+    fn flush_or_pending(self) -> Result<Option<temporary::Temporary>> {
         let path = &self.path;
         match self.sink {
-            OutputSink::Stdout(mut out) => out.flush().map_err(|e| Error::io(path, e)),
-            OutputSink::Special(mut out) => out.flush().map_err(|e| Error::io(path, e)),
-            OutputSink::Temporary(out) => out.commit(),
+            OutputSink::Stdout(mut out) => out.flush().map_err(|e| Error::output_io(path, e))?,
+            OutputSink::Special(mut out) => out.flush().map_err(|e| Error::io(path, e))?,
+            OutputSink::Temporary(out) => return Ok(Some(out)),
         }
+        Ok(None)
     }
 }
 
@@ -144,6 +167,8 @@ impl Write for OutputFile {
 /// part; [`StreamedOutputs::finish`] completes and renames them.
 pub struct StreamedOutputs {
     streams: Vec<pprof::Stream<OutputFile>>,
+    /// Each stream's output, to name in its errors.
+    paths: Vec<std::path::PathBuf>,
     warnings: Vec<String>,
 }
 
@@ -151,6 +176,7 @@ impl StreamedOutputs {
     /// Opens the outputs, each of a format that [`streams_format`] allows.
     pub fn create(outputs: &[(&Path, OutputFormat)]) -> Result<StreamedOutputs> {
         let mut streams = Vec::with_capacity(outputs.len());
+        let mut paths = Vec::with_capacity(outputs.len());
         for &(path, format) in outputs {
             if !streams_format(format) {
                 return Err(Error::Usage(format!(
@@ -160,19 +186,25 @@ impl StreamedOutputs {
             }
             let gzip = format == OutputFormat::Pprof;
             streams.push(pprof::Stream::new(OutputFile::create(path)?, gzip));
+            paths.push(path.to_path_buf());
         }
         Ok(StreamedOutputs {
             streams,
+            paths,
             warnings: Vec::new(),
         })
     }
 
-    /// Writes the rest of every output and renames it into place; the
-    /// parts' diagnostics ([`Profile::warn`]), for the caller to show.
+    /// Writes the rest of every output, then renames them into place
+    /// together (all or none, as [`write_files`]); the parts' diagnostics
+    /// ([`Profile::warn`]), for the caller to show.
     pub fn finish(self) -> Result<Vec<String>> {
-        for stream in self.streams {
-            stream.finish()?.commit()?;
+        let mut pending = Vec::new();
+        for (stream, path) in self.streams.into_iter().zip(&self.paths) {
+            let file = stream.finish().map_err(|e| e.naming_output(path))?;
+            pending.extend(file.flush_or_pending()?);
         }
+        temporary::commit_all(pending)?;
         Ok(self.warnings)
     }
 }
@@ -181,19 +213,23 @@ impl PartSink for StreamedOutputs {
     fn address_part(&mut self, part: &AddressPart) -> Result<()> {
         self.warnings
             .extend(part.tables.warnings().map(str::to_owned));
-        for stream in &mut self.streams {
-            stream.address_part(part)?;
+        for (stream, path) in self.streams.iter_mut().zip(&self.paths) {
+            stream
+                .address_part(part)
+                .map_err(|e| e.naming_output(path))?;
         }
         Ok(())
     }
 
     fn part(&mut self, part: Profile) -> Result<()> {
         self.warnings.extend(part.warnings().map(str::to_owned));
-        if let Some((last, others)) = self.streams.split_last_mut() {
-            for stream in others {
-                stream.part(part.clone())?;
+        let last = self.streams.len().saturating_sub(1);
+        for (i, (stream, path)) in self.streams.iter_mut().zip(&self.paths).enumerate() {
+            let named = |e: Error| e.naming_output(path);
+            if i == last {
+                return stream.part(part).map_err(named);
             }
-            last.part(part)?;
+            stream.part(part.clone()).map_err(named)?;
         }
         Ok(())
     }

@@ -38,7 +38,7 @@ pub fn to_json(profile: &Profile, options: &WriteOptions) -> serde_json::Value {
 /// ([`Frames`]) and each sample's stack is walked by id, so memory stays
 /// linear in the profile however deep its stacks are.
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
-    let io = |e: std::io::Error| Error::io(std::path::Path::new("<output>"), e);
+    let io = Error::unnamed_output;
     let json = |e: serde_json::Error| io(e.into());
     let group_by = effective_group_by(profile, options);
     // Frames are shared by function (name and file), not by line, so that a
@@ -102,7 +102,7 @@ fn write_profile(
     t: usize,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let io = |e: std::io::Error| Error::io(std::path::Path::new("<output>"), e);
+    let io = Error::unnamed_output;
     let value = |i: usize| profile.samples()[i].values.get(t).copied().unwrap_or(0);
     let kept = || order.iter().copied().filter(|&i| value(i) > 0);
     let total = kept().fold(0i64, |sum, i| sum.saturating_add(value(i)));

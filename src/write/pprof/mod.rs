@@ -194,7 +194,7 @@ fn pb_function((i, f): (usize, &crate::profile::Function)) -> pb::Function {
 /// Writes the profile as pprof protobuf, gzip-compressed when `gzip` (at
 /// the fastest level, as Go's runtime/pprof does).
 pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
-    let io = |e| Error::io(std::path::Path::new("<output>"), e);
+    let io = Error::unnamed_output;
     if !gzip {
         return out.write_all(&encode(profile)).map_err(io);
     }

@@ -427,5 +427,5 @@ impl Streaming {
 }
 
 fn io_error(e: std::io::Error) -> Error {
-    Error::io(std::path::Path::new("<output>"), e)
+    Error::unnamed_output(e)
 }

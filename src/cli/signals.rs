@@ -1,0 +1,136 @@
+//! SIGINT, SIGTERM and SIGHUP: one thread of the command line waits for
+//! them (signal-hook's handler only wakes it), removes every temporary
+//! output the run has open ([`profconv::write::remove_temporaries`]), and
+//! exits 128 + the signal's number: 130, 143, 129. Outputs already renamed
+//! into place stay, whole; a set of outputs being renamed is waited for.
+//! During `profconv convert` it also writes the `--report` and prints the
+//! summary of the inputs finished so far, so that a rerun with `--resume`
+//! picks up where this one stopped.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use profconv::archive::{self, Record, Report, Status};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+/// What an archive run has done so far, shared between its workers (which
+/// add records) and the signal thread (which reports them).
+pub struct SoFar {
+    archive: PathBuf,
+    out_dir: PathBuf,
+    report: Option<PathBuf>,
+    started: Instant,
+    records: Mutex<Vec<Record>>,
+    bar: indicatif::ProgressBar,
+}
+
+impl SoFar {
+    /// Registers an archive run with the signal thread.
+    pub fn start(args: &super::ArchiveArgs, bar: indicatif::ProgressBar) -> Arc<SoFar> {
+        let so_far = Arc::new(SoFar {
+            archive: args.archive.clone(),
+            out_dir: args.output.clone(),
+            report: args.report.clone(),
+            started: Instant::now(),
+            records: Mutex::new(Vec::new()),
+            bar,
+        });
+        *RUN.lock().unwrap_or_else(PoisonError::into_inner) = Some(so_far.clone());
+        so_far
+    }
+
+    /// One more input finished.
+    pub fn add(&self, record: &Record) {
+        self.records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(record.clone());
+    }
+
+    /// The report of the inputs finished so far, in path order.
+    fn report(&self) -> Report {
+        let mut inputs = self
+            .records
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        inputs.sort_by(|a, b| a.path.cmp(&b.path));
+        let count = |s: Status| inputs.iter().filter(|r| r.status == s).count();
+        Report {
+            archive: self.archive.display().to_string(),
+            out_dir: self.out_dir.display().to_string(),
+            converted: count(Status::Converted),
+            unchanged: count(Status::Unchanged),
+            skipped: count(Status::Skipped),
+            failed: count(Status::Failed),
+            seconds: self.started.elapsed().as_secs_f64(),
+            inputs,
+        }
+    }
+}
+
+/// The archive run in progress, if any.
+static RUN: Mutex<Option<Arc<SoFar>>> = Mutex::new(None);
+
+/// Starts the signal thread. Without it (the handlers cannot be installed)
+/// the signals keep their default action: the process ends, and the next
+/// `profconv convert` removes what temporaries it left.
+pub fn watch() {
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                stop(signal);
+            }
+        });
+}
+
+/// Removes the temporaries, reports an archive run so far, and exits.
+fn stop(signal: i32) -> ! {
+    // First, so that no output completes after the report is taken.
+    profconv::write::remove_temporaries();
+    let name = match signal {
+        SIGINT => "SIGINT",
+        SIGTERM => "SIGTERM",
+        _ => "SIGHUP",
+    };
+    let run = RUN.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    if let Some(run) = run {
+        run.bar.finish_and_clear();
+        let report = run.report();
+        eprint!("{}", archive::summary(&report));
+        if let Some(path) = &run.report {
+            if let Err(e) = save(&report, path) {
+                eprintln!("profconv: {}: {e}", path.display());
+            }
+        }
+        eprintln!("profconv convert: interrupted by {name}; `--resume` continues the run");
+    } else {
+        eprintln!("profconv: interrupted by {name}; no output was left unfinished");
+    }
+    std::process::exit(128 + signal)
+}
+
+/// Writes the report through a temporary file of its own (the registry is
+/// closed now) renamed into place.
+fn save(report: &Report, path: &std::path::Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".report.").suffix(".tmp");
+    // An ordinary file, as `Report::save` makes: 0666 less the umask.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut tmp = builder.tempfile_in(dir)?;
+    serde_json::to_writer_pretty(&mut tmp, report)?;
+    tmp.write_all(b"\n")?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

@@ -154,11 +154,13 @@ pub struct ConvertArgs {
     /// formats from one reading of the inputs.
     #[arg(short, long, required = true)]
     pub output: Vec<PathBuf>,
-    /// Output format, overriding the output files' extensions.
+    /// Output format of the one output, overriding its extension (needed for
+    /// `-o -`). With several `-o` it is refused as ambiguous: each output's
+    /// extension names its format.
     #[arg(long, value_enum)]
     pub to: Option<OutputFormat>,
     /// No progress bar (one appears on a terminal when a conversion takes
-    /// more than a second).
+    /// more than a second) and no `wrote FILE (FORMAT, SIZE)` line per output.
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
@@ -170,7 +172,9 @@ pub struct ConvertArgs {
 /// What the writers are told, for single conversions and archives alike.
 #[derive(Debug, Args, Clone, Default)]
 pub struct WriteArgs {
-    /// Sample type for folded and SVG output (e.g. cpu, samples, calls, alloc_space).
+    /// Sample type to show (e.g. cpu, samples, calls, alloc_space): the one
+    /// folded and SVG outputs draw, the one pprof, speedscope and callgrind
+    /// open on (they keep the others). A name the profile lacks is an error.
     #[arg(long)]
     pub sample_type: Option<String>,
     /// Root frames for folded/SVG/speedscope output: comma-separated `image`,
@@ -323,13 +327,49 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
     for warning in progress.warnings() {
         eprintln!("profconv: warning: {warning}");
     }
-    done.map(drop)
+    done?;
+    if !args.quiet {
+        for output in outputs.iter().filter(|o| o.path != Path::new("-")) {
+            eprintln!("{}", wrote_line(output));
+        }
+    }
+    Ok(())
+}
+
+/// `wrote out.pb.gz (pprof, 1.4 kB)`: what a conversion left where.
+fn wrote_line(output: &Output) -> String {
+    let format = clap::ValueEnum::to_possible_value(&output.format).map_or_else(
+        || format!("{:?}", output.format),
+        |v| v.get_name().to_owned(),
+    );
+    let size = std::fs::metadata(&output.path).map_or_else(|_| "?".into(), |m| human_size(m.len()));
+    format!("wrote {} ({format}, {size})", output.path.display())
+}
+
+/// Bytes in decimal units with one decimal: `512 B`, `1.4 kB`, `119.0 MB`.
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
 }
 
 /// Every output with its format, settled before anything is read.
 fn outputs(args: &ConvertArgs) -> Result<Vec<Output>> {
     if args.output.is_empty() {
         return Err(Error::Usage("an output is required: -o FILE".into()));
+    }
+    if args.to.is_some() && args.output.len() > 1 {
+        return Err(Error::Usage(
+            "--to names the format of a single output; with several -o, let each output's extension name its format (.pb.gz .pb .folded .svg .speedscope.json .callgrind)".into(),
+        ));
     }
     let mut outputs = Vec::with_capacity(args.output.len());
     for output in &args.output {

@@ -20,7 +20,7 @@ use std::io::Write;
 use crate::error::Result;
 use crate::profile::Profile;
 
-pub(crate) use options::{chosen_sample_type, effective_group_by};
+pub(crate) use options::{chosen_sample_type, effective_group_by, prefer_sample_type};
 pub use options::{OutputFormat, WriteOptions};
 pub use output::write_file;
 pub(crate) use output::{is_temporary_name, write_atomically, StreamedOutputs};

@@ -71,7 +71,9 @@ impl OutputFormat {
 /// Options of the writers.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
-    /// The sample type folded and SVG outputs show (default: the profile's default).
+    /// The sample type folded and SVG outputs show, and the default one of
+    /// the other outputs (default: the profile's default); a name the
+    /// profile lacks is an [`Error::Usage`].
     pub sample_type: Option<String>,
     /// Synthetic root frames for folded, SVG and speedscope outputs; `None`
     /// keeps what the reader suggested.
@@ -100,6 +102,22 @@ pub fn chosen_sample_type(profile: &Profile, options: &WriteOptions) -> Result<u
     Ok(profile
         .default_sample_type
         .unwrap_or(profile.sample_types().len() - 1))
+}
+
+/// Makes the sample type named by `--sample-type` the profile's default:
+/// what pprof viewers and speedscope open on and callgrind lists first (the
+/// other types are kept). A name the profile lacks is refused, whatever the
+/// output, so that a typo never goes unnoticed.
+pub(crate) fn prefer_sample_type(profile: &mut Profile, name: Option<&str>) -> Result<()> {
+    let Some(name) = name else {
+        return Ok(());
+    };
+    let options = WriteOptions {
+        sample_type: Some(name.to_owned()),
+        ..WriteOptions::default()
+    };
+    profile.default_sample_type = Some(chosen_sample_type(profile, &options)?);
+    Ok(())
 }
 
 /// The group frames to use: the options' choice, else the reader's.

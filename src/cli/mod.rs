@@ -65,6 +65,9 @@ pub enum Command {
     /// Convert a whole archive: every profile below ARCHIVE_DIR, in parallel,
     /// to OUT_DIR at the same relative paths with the new extensions.
     Convert(ArchiveArgs),
+    /// Work with `convert --report` files.
+    #[command(subcommand)]
+    Report(ReportCommand),
     /// Print a shell completion script to standard output, e.g.
     /// `profconv completions bash > ~/.local/share/bash-completion/completions/profconv`.
     Completions {
@@ -75,6 +78,30 @@ pub enum Command {
     /// Print the man page (roff) to standard output, e.g.
     /// `profconv man > ~/.local/share/man/man1/profconv.1`.
     Man,
+}
+
+/// `profconv report …`.
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Join the reports of `convert --shard K/N` runs into the report of
+    /// the whole run, e.g. `profconv report merge shard-*.json -o report.json`.
+    Merge {
+        /// The shards' reports.
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        /// The merged report.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
+
+/// Joins shard reports (`profconv report merge`).
+fn merge_reports(reports: &[PathBuf], output: &Path) -> Result<()> {
+    let loaded = reports
+        .iter()
+        .map(|p| profconv::archive::Report::load(p))
+        .collect::<Result<Vec<_>>>()?;
+    profconv::archive::Report::merge(&loaded)?.save(output)
 }
 
 /// Writes the completion script for `shell` (`profconv completions SHELL`).
@@ -133,9 +160,23 @@ pub struct ArchiveArgs {
     /// Convert again only inputs whose outputs are missing or older than them.
     #[arg(long)]
     pub resume: bool,
-    /// No progress, no per-file log (the summary and errors still print).
+    /// No progress, no per-file log, no list of skipped files: only the
+    /// summary (with each failure) prints.
     #[arg(short, long)]
     pub quiet: bool,
+    /// A file of relative paths (as in the report, one per line, `#`
+    /// comments) whose failure is known: the summary marks failures known
+    /// or new, and only new ones count against the exit code.
+    #[arg(long, value_name = "FILE")]
+    pub known_failures: Option<PathBuf>,
+    /// Exit 0 when at most N failures are new (not in --known-failures).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub allow_failures: usize,
+    /// Convert only shard K of N (K from 0 to N-1): the inputs whose relative
+    /// path hashes to K. `auto/N` takes K from JOB_COMPLETION_INDEX
+    /// (Kubernetes Indexed Job) or SLURM_ARRAY_TASK_ID (Slurm array).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
     /// Write the report (one record per input) as JSON to this file.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -483,11 +524,11 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
         &|units| shown.plan(units),
     )?;
     shown.bar.finish_and_clear();
-    eprint!("{}", profconv::archive::summary(&report));
+    eprint!("{}", profconv::archive::summary(&report, args.quiet));
     if let Some(path) = &args.report {
         report.save(path)?;
     }
-    Ok(report.failed == 0)
+    Ok(report.new_failures <= args.allow_failures)
 }
 
 /// The archive run's options from the command line, checked.
@@ -507,6 +548,11 @@ fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptio
         Some(p) => profconv::archive::read_binary_map(p)?,
         None => Vec::new(),
     };
+    let known_failures = match &args.known_failures {
+        Some(p) => read_known_failures(p)?,
+        None => Default::default(),
+    };
+    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     let mut formats = args.to.clone();
     formats.dedup();
     Ok(profconv::archive::ArchiveOptions {
@@ -518,7 +564,49 @@ fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptio
         jobs,
         force: args.force,
         resume: args.resume,
+        known_failures,
+        shard,
     })
+}
+
+/// `--known-failures`: relative paths, one a line; blank lines and `#`
+/// comments ignored.
+fn read_known_failures(path: &Path) -> Result<std::collections::HashSet<String>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// `--shard K/N` or `auto/N` (K from JOB_COMPLETION_INDEX, else
+/// SLURM_ARRAY_TASK_ID).
+fn parse_shard(spec: &str) -> Result<profconv::archive::Shard> {
+    let bad = |why: &str| {
+        Error::Usage(format!(
+            "--shard {spec}: {why}; expected K/N or auto/N with 0 <= K < N"
+        ))
+    };
+    let (k, n) = spec.split_once('/').ok_or_else(|| bad("no `/`"))?;
+    let count: u64 = n.trim().parse().map_err(|_| bad("N is not a number"))?;
+    let index: u64 = if k.trim() == "auto" {
+        let (var, value) = ["JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok().map(|x| (*v, x)))
+            .ok_or_else(|| bad("auto needs JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID set"))?;
+        value
+            .trim()
+            .parse()
+            .map_err(|_| bad(&format!("{var}={value:?} is not a number")))?
+    } else {
+        k.trim().parse().map_err(|_| bad("K is not a number"))?
+    };
+    if count == 0 || index >= count {
+        return Err(bad("K is out of range"));
+    }
+    Ok(profconv::archive::Shard { index, count })
 }
 
 /// What an archive run shows as it goes: a progress bar on a terminal, else
@@ -593,13 +681,19 @@ fn log_line(n: usize, of: usize, record: &profconv::archive::Record) {
         profconv::archive::Status::Unchanged => "unchanged",
         profconv::archive::Status::Skipped => "skipped",
         profconv::archive::Status::Failed => "failed",
+        profconv::archive::Status::Binary => "binary (not a profile)",
     };
     let detail = record
         .error
         .as_deref()
         .map(|e| format!(": {e}"))
         .unwrap_or_default();
-    eprintln!("[{n}/{of}] {status} {}{detail}", record.path);
+    let unsymbolized = record
+        .unsymbolized
+        .as_deref()
+        .map(|why| format!(" (unsymbolized: {why})"))
+        .unwrap_or_default();
+    eprintln!("[{n}/{of}] {status} {}{detail}{unsymbolized}", record.path);
     for warning in &record.warnings {
         eprintln!("    warning: {warning}");
     }
@@ -624,6 +718,9 @@ pub fn main() -> u8 {
         }
         Some(Command::Man) => write_man_page(&mut std::io::stdout().lock())
             .map_err(|e| Error::io(Path::new("<stdout>"), e)),
+        Some(Command::Report(ReportCommand::Merge { reports, output })) => {
+            merge_reports(reports, output)
+        }
         Some(Command::Convert(args)) => match run_archive(args) {
             Ok(true) => Ok(()),
             Ok(false) => return 1,

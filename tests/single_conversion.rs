@@ -128,3 +128,86 @@ fn each_written_output_gets_a_line_on_stderr_unless_quiet() {
     let quiet = profconv_ok(&[&gmon(), "--binary", &binary(), "-o", pb, "-q"]);
     assert_eq!(stderr(&quiet), "");
 }
+
+/// The fill colours of the frames' rectangles, as (r, g, b).
+fn frame_fills(svg: &str) -> Vec<(u32, u32, u32)> {
+    svg.split("<rect ")
+        .skip(1)
+        .filter_map(|r| r.split("fill=\"rgb(").nth(1))
+        .filter_map(|r| r.split(')').next())
+        .map(|rgb| {
+            let v: Vec<u32> = rgb.split(',').map(|x| x.parse().unwrap()).collect();
+            (v[0], v[1], v[2])
+        })
+        .collect()
+}
+
+fn svg_of(input: &[&str], flags: &[&str]) -> String {
+    let dir = tempdir();
+    let svg = dir.path().join("f.svg");
+    let mut args = input.to_vec();
+    args.extend(["-o", svg.to_str().unwrap(), "-q"]);
+    args.extend_from_slice(flags);
+    profconv_ok(&args);
+    check_svg(&svg, &[]);
+    std::fs::read_to_string(&svg).unwrap()
+}
+
+#[test]
+fn a_heap_flamegraph_is_drawn_in_the_mem_palette_counting_bytes() {
+    let mpatrol = fixture("mpatrol/linux-x86_64/mpatrol.out");
+    let svg = svg_of(
+        &[mpatrol.to_str().unwrap()],
+        &["--sample-type", "alloc_space"],
+    );
+    let fills = frame_fills(&svg);
+    assert!(fills.len() > 3);
+    assert!(
+        fills.iter().all(|&(r, _, _)| r == 0),
+        "mem is green-blue: {fills:?}"
+    );
+    assert!(svg.contains(" bytes, "), "tooltips count bytes");
+    let hot = svg_of(
+        &[mpatrol.to_str().unwrap()],
+        &["--sample-type", "alloc_space", "--colors", "hot"],
+    );
+    let hot = frame_fills(&hot);
+    let red = hot.iter().filter(|&&(r, _, _)| r >= 200).count();
+    assert!(red > hot.len() / 2, "hot is red-yellow: {hot:?}");
+}
+
+#[test]
+fn flamegraph_options_reach_the_svg() {
+    let (g, b) = (gmon(), binary());
+    let input = [g.as_str(), "--binary", b.as_str()];
+    let plain = svg_of(&input, &[]);
+    let svg = svg_of(
+        &input,
+        &[
+            "--title",
+            "My title",
+            "--subtitle",
+            "Run 7",
+            "--width",
+            "600",
+            "--inverted",
+            "--count-name",
+            "ticks",
+            "--hash",
+        ],
+    );
+    assert!(svg.contains(">My title<") && svg.contains(">Run 7<"));
+    assert!(svg.contains("<svg version=\"1.1\" width=\"600\""));
+    assert!(svg.contains("var inverted = true;") && !plain.contains("var inverted = true;"));
+    assert!(svg.contains(" ticks, ") && !plain.contains(" ticks, "));
+    for flags in [
+        &["--reverse"][..],
+        &["--flamechart"],
+        &["--minwidth", "300"],
+        &["--colors", "io"],
+    ] {
+        assert_ne!(svg_of(&input, flags), plain, "{flags:?} changes the SVG");
+    }
+    let bad = profconv(&[&g, "-o", "/dev/null", "--to", "svg", "--colors", "plaid"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -222,6 +222,41 @@ pub struct WriteArgs {
     /// `pid`, `tid`, any label key, or `none`.
     #[arg(long, value_delimiter = ',')]
     pub group_by: Option<Vec<String>>,
+    /// SVG: the title (default: the inputs and the sample type).
+    #[arg(long, help_heading = "Flamegraph (SVG)")]
+    pub title: Option<String>,
+    /// SVG: a second line under the title.
+    #[arg(long, help_heading = "Flamegraph (SVG)")]
+    pub subtitle: Option<String>,
+    /// SVG: the palette (hot, mem, io, java, js, perl, python, rust, red,
+    /// green, blue, aqua, yellow, purple, orange, wakeup); default `mem` for
+    /// heap profiles, else `hot`.
+    #[arg(long, value_name = "PALETTE", help_heading = "Flamegraph (SVG)",
+          value_parser = clap::builder::PossibleValuesParser::new(inferno::flamegraph::color::Palette::VARIANTS))]
+    pub colors: Option<String>,
+    /// SVG: an icicle graph (roots at the top).
+    #[arg(long, help_heading = "Flamegraph (SVG)")]
+    pub inverted: bool,
+    /// SVG: stacks reversed, leaf functions as the roots.
+    #[arg(long, help_heading = "Flamegraph (SVG)")]
+    pub reverse: bool,
+    /// SVG: leave out frames narrower than this many pixels (default 0.1).
+    #[arg(long, value_name = "PIXELS", help_heading = "Flamegraph (SVG)")]
+    pub minwidth: Option<f64>,
+    /// SVG: image width in pixels (default 1200).
+    #[arg(long, value_name = "PIXELS", help_heading = "Flamegraph (SVG)")]
+    pub width: Option<usize>,
+    /// SVG: a flame chart (stacks in order, not merged by name).
+    #[arg(long, help_heading = "Flamegraph (SVG)")]
+    pub flamechart: bool,
+    /// SVG: colours by a hash of the function name. Always on (the same
+    /// input gives the same SVG); accepted as in inferno-flamegraph.
+    #[arg(long, help_heading = "Flamegraph (SVG)")]
+    pub hash: bool,
+    /// SVG: what a count is called (default: bytes or objects for heap
+    /// profiles, else the sample type's unit).
+    #[arg(long, value_name = "NAME", help_heading = "Flamegraph (SVG)")]
+    pub count_name: Option<String>,
 }
 
 impl WriteArgs {
@@ -230,6 +265,17 @@ impl WriteArgs {
             sample_type: self.sample_type.clone(),
             group_by: self.group_by.as_deref().map(parse_group_by),
             title,
+            flamegraph: profconv::write::FlamegraphOptions {
+                title: self.title.clone(),
+                subtitle: self.subtitle.clone(),
+                colors: self.colors.clone(),
+                inverted: self.inverted,
+                reverse: self.reverse,
+                min_width: self.minwidth,
+                width: self.width,
+                flame_chart: self.flamechart,
+                count_name: self.count_name.clone(),
+            },
         }
     }
 }

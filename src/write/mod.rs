@@ -21,7 +21,7 @@ use crate::error::Result;
 use crate::profile::Profile;
 
 pub(crate) use options::{chosen_sample_type, effective_group_by, prefer_sample_type};
-pub use options::{OutputFormat, WriteOptions};
+pub use options::{FlamegraphOptions, OutputFormat, WriteOptions};
 pub use output::write_file;
 pub(crate) use output::{is_temporary_name, write_atomically, StreamedOutputs};
 

@@ -80,6 +80,36 @@ pub struct WriteOptions {
     pub group_by: Option<Vec<GroupBy>>,
     /// The name of the input, for titles.
     pub title: String,
+    /// How SVG flamegraphs are drawn (inferno's options).
+    pub flamegraph: FlamegraphOptions,
+}
+
+/// The flamegraph options people know from `inferno-flamegraph` and
+/// `flamegraph.pl`, passed to inferno. `None` and `false` keep profconv's
+/// defaults, which depend on the sample type: heap types (`*_space`,
+/// `*_objects`, a `bytes` unit) get the `mem` palette and count `bytes` or
+/// `objects`; the others the `hot` palette and count in the type's unit.
+#[derive(Debug, Clone, Default)]
+pub struct FlamegraphOptions {
+    /// The title (default: the inputs' names and the sample type).
+    pub title: Option<String>,
+    /// A second line under the title.
+    pub subtitle: Option<String>,
+    /// The palette: hot, mem, io, java, js, perl, python, rust, red, green,
+    /// blue, aqua, yellow, purple, orange, wakeup.
+    pub colors: Option<String>,
+    /// Icicle graph: roots at the top.
+    pub inverted: bool,
+    /// Stacks reversed (leaf first, as the root).
+    pub reverse: bool,
+    /// Frames narrower than this many pixels are left out (inferno: 0.1).
+    pub min_width: Option<f64>,
+    /// The image width in pixels (inferno: 1200).
+    pub width: Option<usize>,
+    /// A flame chart: stacks in input order, not merged alphabetically.
+    pub flame_chart: bool,
+    /// What a count is called in the tooltips (`samples`, `bytes`, …).
+    pub count_name: Option<String>,
 }
 
 /// The index of the sample type to show: the one named in the options, else

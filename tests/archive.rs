@@ -402,7 +402,7 @@ fn sigint_ignored() -> bool {
 
 fn killed_run_leaves_no_partial_output(signal: &str) {
     if signal == "INT" && sigint_ignored() {
-        eprintln!("skipping: SIGINT is ignored here (started in the background), so profconv would ignore it too");
+        crate::skip_note!("skipping: SIGINT is ignored here (started in the background), so profconv would ignore it too");
         return;
     }
     let dir = tempdir();

@@ -33,7 +33,7 @@ fn on_a_terminal(args: &str) -> Option<String> {
         }
         Err(e) => {
             assert!(!in_ci(), "script (util-linux) cannot run: {e}");
-            eprintln!("skipping the terminal check: script cannot run: {e}");
+            crate::skip_note!("skipping the terminal check: script cannot run: {e}");
             None
         }
     }

@@ -229,7 +229,7 @@ pub fn build(shape: &Shape, dir: &Path) -> Option<(Program, PathBuf)> {
                 !super::in_ci(),
                 "gcc is needed for the generated gprof program"
             );
-            eprintln!("skipping: gcc not available");
+            crate::skip_note!("skipping: gcc not available");
             return None;
         }
     }

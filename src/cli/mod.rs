@@ -48,6 +48,8 @@ pub struct Cli {
     pub convert: ConvertArgs,
 }
 
+// Parsed once per run: the size of `convert`'s flags does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print what the inputs hold (format, variant, byte order, pointer size,

@@ -49,8 +49,6 @@ fn an_input_named_as_output_is_refused_and_left_unchanged() {
             "--binary",
             s(&bin_copy),
             "-o",
-            "/dev/null",
-            "-o",
             s(&bin_copy),
             "--to",
             "folded",

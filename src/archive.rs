@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::convert::{convert_inputs, Options, Output};
 use crate::error::{Error, Result};
@@ -37,6 +37,12 @@ pub struct ArchiveOptions {
     pub force: bool,
     /// Redo units whose outputs exist but are older than the input.
     pub resume: bool,
+    /// Relative paths (as in the report) whose failure is expected
+    /// (`--known-failures`): their records say `known_failure`, and the
+    /// report counts the others as `new_failures`.
+    pub known_failures: std::collections::HashSet<String>,
+    /// Convert only shard `K` of `N` ([`Shard`]); `None`: every unit.
+    pub shard: Option<Shard>,
 }
 
 /// One input of the archive: a file, or a directory that is one profile.
@@ -80,7 +86,7 @@ impl Unit {
 }
 
 /// What happened to one unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Outputs written.
@@ -91,15 +97,18 @@ pub enum Status {
     Skipped,
     /// The input is bad: the error says why.
     Failed,
+    /// An ELF file (an executable or a library): no profile, but what
+    /// profiles are symbolized with, so not reported as skipped.
+    Binary,
 }
 
 /// One record of the report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
     /// The unit's path relative to the archive.
     pub path: String,
     /// The detected format's name, when known.
-    pub format: Option<&'static str>,
+    pub format: Option<String>,
     /// What became of the unit.
     pub status: Status,
     /// The outputs' paths relative to the output folder.
@@ -110,20 +119,31 @@ pub struct Record {
     pub seconds: f64,
     /// The binary used to symbolize, if any.
     pub binary: Option<String>,
+    /// Why a converted profile has no function names (a gmon.out with no
+    /// binary found for it); `None` when it is symbolized or needs no binary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsymbolized: Option<String>,
+    /// A failure listed in `--known-failures`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub known_failure: bool,
     /// Why the unit failed or was skipped.
     pub error: Option<String>,
     /// What the reader warned about ([`crate::Profile::warn`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 
 /// The report of a run: a summary and one record per unit, in plan order.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     /// The archive folder, as given.
     pub archive: String,
     /// The output folder, as given.
     pub out_dir: String,
+    /// The shard this run converted (`K/N`); `None` for a whole run or a
+    /// merged report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
     /// Units converted in this run.
     pub converted: usize,
     /// Units whose outputs were already up to date.
@@ -132,6 +152,13 @@ pub struct Report {
     pub skipped: usize,
     /// Units that failed.
     pub failed: usize,
+    /// Failures not listed in `--known-failures` (all of them without it).
+    pub new_failures: usize,
+    /// Units converted without the binary they need (see [`Record::unsymbolized`]).
+    pub unsymbolized: usize,
+    /// ELF files met in the archive (executables, libraries): not profiles,
+    /// not skipped.
+    pub binaries: usize,
     /// Wall-clock seconds of the whole run.
     pub seconds: f64,
     /// One record per unit, in walk order.
@@ -139,6 +166,67 @@ pub struct Report {
 }
 
 impl Report {
+    /// A report of `inputs` with the counts made from them, the records in
+    /// plan order (by path, component by component).
+    fn of(archive: String, out_dir: String, seconds: f64, mut inputs: Vec<Record>) -> Report {
+        inputs.sort_by(|a, b| Path::new(&a.path).cmp(Path::new(&b.path)));
+        let count = |s: Status| inputs.iter().filter(|r| r.status == s).count();
+        Report {
+            archive,
+            out_dir,
+            shard: None,
+            converted: count(Status::Converted),
+            unchanged: count(Status::Unchanged),
+            skipped: count(Status::Skipped),
+            failed: count(Status::Failed),
+            new_failures: inputs
+                .iter()
+                .filter(|r| r.status == Status::Failed && !r.known_failure)
+                .count(),
+            unsymbolized: inputs.iter().filter(|r| r.unsymbolized.is_some()).count(),
+            binaries: count(Status::Binary),
+            seconds,
+            inputs,
+        }
+    }
+
+    /// Reads a report that [`Report::save`] wrote.
+    pub fn load(path: &Path) -> Result<Report> {
+        let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        serde_json::from_slice(&text)
+            .map_err(|e| Error::format(path, 0, format!("not a profconv convert report: {e}")))
+    }
+
+    /// Joins the reports of the shards of one run into the report one run
+    /// would have made: records in plan order, counts summed, `seconds` the
+    /// longest shard's. A path in two reports is refused (two runs of one
+    /// shard: merge the later one only).
+    pub fn merge(reports: &[Report]) -> Result<Report> {
+        let Some(first) = reports.first() else {
+            return Err(Error::Usage("no report to merge".into()));
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut inputs = Vec::new();
+        for report in reports {
+            for record in &report.inputs {
+                if !seen.insert(record.path.clone()) {
+                    return Err(Error::Usage(format!(
+                        "{} is in two of the reports: merge each shard's last report once",
+                        record.path
+                    )));
+                }
+                inputs.push(record.clone());
+            }
+        }
+        let seconds = reports.iter().map(|r| r.seconds).fold(0.0, f64::max);
+        Ok(Report::of(
+            first.archive.clone(),
+            first.out_dir.clone(),
+            seconds,
+            inputs,
+        ))
+    }
+
     /// Writes the report as pretty JSON, and a newline, to `path`: through
     /// a temporary file renamed into place, so that a killed run leaves the
     /// old report or the new one.
@@ -531,6 +619,8 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
         bytes: unit.bytes,
         seconds: 0.0,
         binary: None,
+        unsymbolized: None,
+        known_failure: false,
         error: None,
         warnings: Vec::new(),
     };
@@ -557,6 +647,9 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
             );
         }
     }
+    if record.status != Status::Converted {
+        record.unsymbolized = None;
+    }
     record.seconds = started.elapsed().as_secs_f64();
     record
 }
@@ -578,10 +671,13 @@ fn convert(
         None => read::detect_input(&input),
     };
     let Some(format) = format else {
+        if input.bytes().starts_with(b"\x7fELF") {
+            return Ok(Status::Binary);
+        }
         record.error = Some("not a profile of a known format".into());
         return Ok(Status::Skipped);
     };
-    record.format = Some(format.name());
+    record.format = Some(format.name().to_owned());
     let targets: Vec<(OutputFormat, PathBuf)> = options
         .formats
         .iter()
@@ -602,6 +698,11 @@ fn convert(
         .binary
         .as_ref()
         .map(|b| b.display().to_string());
+    if format == Format::Gprof && record.binary.is_none() {
+        record.unsymbolized = Some(
+            "gmon.out without a binary: no --binary, no --binary-map match, no a.out or single executable beside it".into(),
+        );
+    }
     // The warnings, also when writing fails after the reading.
     let progress = std::sync::Arc::new(read::Progress::default());
     read_options.progress = Some(progress.clone());
@@ -697,7 +798,10 @@ pub fn run(
         }
     }
     remove_stale_temporaries(&options.out_dir);
-    let units = plan(archive, Some(&options.out_dir))?;
+    let mut units = plan(archive, Some(&options.out_dir))?;
+    if let Some(shard) = options.shard {
+        units.retain(|u| shard.takes(&u.rel));
+    }
     on_plan(&units);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs)
@@ -714,31 +818,95 @@ pub fn run(
             })
             .collect()
     });
-    let count = |s: Status| inputs.iter().filter(|r| r.status == s).count();
-    Ok(Report {
-        archive: archive.display().to_string(),
-        out_dir: options.out_dir.display().to_string(),
-        converted: count(Status::Converted),
-        unchanged: count(Status::Unchanged),
-        skipped: count(Status::Skipped),
-        failed: count(Status::Failed),
-        seconds: started.elapsed().as_secs_f64(),
+    let mut inputs = inputs;
+    for r in inputs.iter_mut().filter(|r| r.status == Status::Failed) {
+        r.known_failure = options.known_failures.contains(&r.path);
+    }
+    let mut report = Report::of(
+        archive.display().to_string(),
+        options.out_dir.display().to_string(),
+        started.elapsed().as_secs_f64(),
         inputs,
-    })
+    );
+    report.shard = options.shard.map(|s| s.to_string());
+    Ok(report)
 }
 
-/// The end-of-run summary for standard error.
-pub fn summary(report: &Report) -> String {
+/// A deterministic part of an archive run: shard `index` of `count` (from 0,
+/// as Kubernetes Indexed Jobs count) takes the units whose relative path
+/// hashes (FNV-1a, 64 bits) to `index` modulo `count`. The hash depends on
+/// the path only, so a unit stays in its shard when others are added or
+/// removed, and every machine agrees without talking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, `0..count`.
+    pub index: u64,
+    /// How many shards the run is split into (1 or more).
+    pub count: u64,
+}
+
+impl Shard {
+    /// Does the unit at `rel` (a relative path as in the report) belong to
+    /// this shard?
+    pub fn takes(&self, rel: &str) -> bool {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in rel.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        hash % self.count.max(1) == self.index
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// The end-of-run summary for standard error: the counts, each failure
+/// (new ones marked), the unsymbolized profiles and, unless `brief`, each
+/// skipped entry.
+pub fn summary(report: &Report, brief: bool) -> String {
     let mut out = format!(
-        "profconv convert: {} converted, {} unchanged, {} skipped, {} failed in {:.1} s\n",
-        report.converted, report.unchanged, report.skipped, report.failed, report.seconds
+        "profconv convert: {} converted, {} unchanged, {} skipped, {} failed",
+        report.converted, report.unchanged, report.skipped, report.failed
     );
-    for r in report.inputs.iter().filter(|r| r.status == Status::Failed) {
+    if report.failed > 0 && report.new_failures < report.failed {
         out.push_str(&format!(
-            "  failed:  {}: {}\n",
+            " ({} known, {} new)",
+            report.failed - report.new_failures,
+            report.new_failures
+        ));
+    }
+    if report.unsymbolized > 0 {
+        out.push_str(&format!(", {} unsymbolized", report.unsymbolized));
+    }
+    if report.binaries > 0 {
+        out.push_str(&format!(", {} binaries (not profiles)", report.binaries));
+    }
+    out.push_str(&format!(" in {:.1} s\n", report.seconds));
+    for r in report.inputs.iter().filter(|r| r.status == Status::Failed) {
+        let mark = if r.known_failure { "known" } else { "new" };
+        out.push_str(&format!(
+            "  failed ({mark}): {}: {}\n",
             r.path,
             r.error.as_deref().unwrap_or("")
         ));
+    }
+    let mut reasons = std::collections::BTreeMap::<&str, usize>::new();
+    for why in report
+        .inputs
+        .iter()
+        .filter_map(|r| r.unsymbolized.as_deref())
+    {
+        *reasons.entry(why).or_default() += 1;
+    }
+    for (why, n) in reasons {
+        out.push_str(&format!("  unsymbolized: {n} ({why})\n"));
+    }
+    if brief {
+        return out;
     }
     for r in report.inputs.iter().filter(|r| r.status == Status::Skipped) {
         out.push_str(&format!(

@@ -103,7 +103,8 @@ pub(crate) fn convert_inputs(
             .iter()
             .map(|o| (o.path.as_path(), o.format))
             .collect();
-        let mut streamed = write::StreamedOutputs::create(&targets)?;
+        let sample_type = options.write.sample_type.as_deref();
+        let mut streamed = write::StreamedOutputs::create(&targets, sample_type)?;
         read::read_parts(inputs, &options.read, &mut streamed)?;
         if let Some(p) = progress {
             p.start_writing();
@@ -114,7 +115,8 @@ pub(crate) fn convert_inputs(
         }
         return Ok(warnings);
     }
-    let profile = read::read_inputs(inputs, &options.read)?;
+    let mut profile = read::read_inputs(inputs, &options.read)?;
+    write::prefer_sample_type(&mut profile, options.write.sample_type.as_deref())?;
     let warnings: Vec<String> = profile.warnings().map(str::to_owned).collect();
     if let Some(p) = progress {
         p.set_warnings(&warnings);

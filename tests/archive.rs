@@ -131,7 +131,8 @@ fn a_mixed_archive_converts_in_one_run_with_a_truthful_report() {
     );
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert!(
-        stderr.contains("5 converted, 0 unchanged, 2 skipped, 1 failed"),
+        stderr
+            .contains("5 converted, 0 unchanged, 1 skipped, 1 failed, 1 unsymbolized, 1 binaries"),
         "{stderr}"
     );
 
@@ -148,8 +149,10 @@ fn a_mixed_archive_converts_in_one_run_with_a_truthful_report() {
         error.contains("broken.gmon") && error.contains("at byte"),
         "{error}"
     );
+    assert_eq!(record(&rep, "notes/README.txt")["status"], "skipped");
+    // The executable symbolizes its gmon.out: a binary, not a skipped input.
+    assert_eq!(record(&rep, "2001/prog/a.out")["status"], "binary");
     for unknown in ["notes/README.txt", "2001/prog/a.out"] {
-        assert_eq!(record(&rep, unknown)["status"], "skipped", "{unknown}");
         assert!(record(&rep, unknown)["format"].is_null());
     }
     // The database is one unit, not two files.
@@ -399,7 +402,7 @@ fn sigint_ignored() -> bool {
 
 fn killed_run_leaves_no_partial_output(signal: &str) {
     if signal == "INT" && sigint_ignored() {
-        eprintln!("skipping: SIGINT is ignored here (started in the background), so profconv would ignore it too");
+        crate::skip_note!("skipping: SIGINT is ignored here (started in the background), so profconv would ignore it too");
         return;
     }
     let dir = tempdir();
@@ -519,4 +522,208 @@ fn an_archive_path_that_is_not_a_directory_is_a_usage_error() {
     std::fs::copy(fixture("gprof/callgraph-nopie.gmon"), &file).unwrap();
     let r = convert(&file, &dir.path().join("o"), &["--to", "pprof"]);
     assert_eq!(r.status.code(), Some(2));
+}
+
+/// A report without what differs between equal runs: timings and the
+/// output folder's name.
+fn without_timings(mut report: serde_json::Value) -> serde_json::Value {
+    report["seconds"] = serde_json::Value::Null;
+    report["out_dir"] = serde_json::Value::Null;
+    for r in report["inputs"].as_array_mut().unwrap() {
+        r["seconds"] = serde_json::Value::Null;
+    }
+    report
+}
+
+#[test]
+fn unsymbolized_profiles_and_binaries_are_reported_and_quiet_prints_only_the_summary() {
+    let dir = tempdir();
+    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
+    make_archive(&archive);
+    let rep = dir.path().join("report.json");
+    let run = convert(
+        &archive,
+        &out,
+        &["--to", "folded", "-q", "--report", rep.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let report = report(&rep);
+    let gz = record(&report, "2002/runs/gmon.out.gz");
+    assert!(gz["unsymbolized"]
+        .as_str()
+        .unwrap()
+        .contains("without a binary"));
+    assert!(record(&report, "2001/prog/gmon.out")["unsymbolized"].is_null());
+    assert_eq!(record(&report, "2001/prog/a.out")["status"], "binary");
+    assert_eq!(report["unsymbolized"], 1);
+    assert_eq!(report["binaries"], 1);
+    assert!(stderr.contains(", 1 unsymbolized"), "{stderr}");
+    assert!(
+        stderr.contains("unsymbolized: 1 (gmon.out without a binary"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("prog/a.out"),
+        "binaries are not listed: {stderr}"
+    );
+    assert!(
+        !stderr.contains("skipped: notes"),
+        "-q lists no skipped file: {stderr}"
+    );
+    assert!(!stderr.contains("[1/"), "-q logs no file: {stderr}");
+    assert!(
+        stderr.contains("failed (new): 2002/runs/broken.gmon"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn known_failures_exit_0_and_the_summary_says_which_failures_are_new() {
+    let dir = tempdir();
+    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
+    make_archive(&archive);
+    let run = convert(&archive, &out, &["--to", "folded", "-q"]);
+    assert_eq!(run.status.code(), Some(1));
+    let known = dir.path().join("known.txt");
+    std::fs::write(&known, "# old lab files\n2002/runs/broken.gmon\n").unwrap();
+    let run = convert(
+        &archive,
+        &out,
+        &[
+            "--to",
+            "folded",
+            "-q",
+            "--known-failures",
+            known.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("1 failed (1 known, 0 new)"), "{stderr}");
+    assert!(
+        stderr.contains("failed (known): 2002/runs/broken.gmon"),
+        "{stderr}"
+    );
+    let run = convert(
+        &archive,
+        &out,
+        &["--to", "folded", "-q", "--allow-failures", "1"],
+    );
+    assert_eq!(run.status.code(), Some(0));
+}
+
+#[test]
+fn shards_in_any_order_give_the_outputs_and_merged_report_of_one_run() {
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    make_archive(&archive);
+    let (whole, sharded) = (dir.path().join("whole"), dir.path().join("sharded"));
+    let whole_report = dir.path().join("whole.json");
+    convert(
+        &archive,
+        &whole,
+        &[
+            "--to",
+            "pprof",
+            "--to",
+            "folded",
+            "--report",
+            whole_report.to_str().unwrap(),
+        ],
+    );
+    let mut reports = Vec::new();
+    for k in [2, 0, 1] {
+        let rep = dir.path().join(format!("shard-{k}.json"));
+        let shard = format!("{k}/3");
+        convert(
+            &archive,
+            &sharded,
+            &[
+                "--to",
+                "pprof",
+                "--to",
+                "folded",
+                "--shard",
+                &shard,
+                "--report",
+                rep.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(report(&rep)["shard"], shard.as_str());
+        reports.push(rep.to_str().unwrap().to_owned());
+    }
+    assert_eq!(tree(&whole), tree(&sharded));
+    let merged = dir.path().join("merged.json");
+    let mut args = vec!["report", "merge"];
+    args.extend(reports.iter().map(String::as_str));
+    args.extend(["-o", merged.to_str().unwrap()]);
+    profconv_ok(&args);
+    assert_eq!(
+        without_timings(report(&merged)),
+        without_timings(report(&whole_report))
+    );
+}
+
+#[test]
+fn a_shard_rerun_after_a_crash_resumes_and_auto_takes_the_index_from_the_job() {
+    let dir = tempdir();
+    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
+    make_archive(&archive);
+    let rep = dir.path().join("shard.json");
+    let args = [
+        "--to",
+        "folded",
+        "--shard",
+        "auto/2",
+        "--report",
+        rep.to_str().unwrap(),
+    ];
+    let mut command = std::process::Command::new(profconv_bin());
+    command
+        .arg("convert")
+        .arg(&archive)
+        .arg("-o")
+        .arg(&out)
+        .args(args);
+    command.env("JOB_COMPLETION_INDEX", "1").output().unwrap();
+    let first = report(&rep);
+    let converted: Vec<&serde_json::Value> = first["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "converted")
+        .collect();
+    assert!(!converted.is_empty(), "{first:#}");
+    // A crash: one output lost (a killed run leaves none half-written).
+    let lost = out.join(converted[0]["outputs"][0].as_str().unwrap());
+    std::fs::remove_file(&lost).unwrap();
+    let again = convert(
+        &archive,
+        &out,
+        &[
+            "--to",
+            "folded",
+            "--shard",
+            "1/2",
+            "--resume",
+            "--report",
+            rep.to_str().unwrap(),
+        ],
+    );
+    let second = report(&rep);
+    assert!(lost.exists(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(second["converted"], 1);
+    assert_eq!(
+        second["unchanged"].as_u64().unwrap() as usize,
+        converted.len() - 1
+    );
+    let paths = |r: &serde_json::Value| -> Vec<String> {
+        r["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["path"].to_string())
+            .collect()
+    };
+    assert_eq!(paths(&first), paths(&second));
 }

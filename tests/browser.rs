@@ -135,7 +135,7 @@ fn cases(dir: &Path) -> Vec<Case> {
 fn outputs_of_every_format_open_in_speedscope_chromium_and_pprofs_web_ui() {
     if let Some(reason) = missing_tool() {
         assert!(!in_ci(), "browser tests cannot run in CI: {reason}");
-        eprintln!("skipping the browser tests: {reason}");
+        crate::skip_note!("skipping the browser tests: {reason}");
         return;
     }
     let Some(go) = go_command() else {

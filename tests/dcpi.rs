@@ -1020,7 +1020,7 @@ fn compile_procs(dir: &Path) -> Option<PathBuf> {
         Ok(s) if s.success() => Some(exe),
         _ => {
             assert!(!in_ci(), "gcc is needed for the DCPI symbolization tests");
-            eprintln!("skipping: gcc not available");
+            crate::skip_note!("skipping: gcc not available");
             None
         }
     }

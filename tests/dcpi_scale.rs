@@ -177,6 +177,8 @@ fn an_archive_migration_streams_the_database_too() {
         jobs: 1,
         force: false,
         resume: false,
+        known_failures: Default::default(),
+        shard: None,
     };
     let (report, peak) =
         peak_heap(|| profconv::archive::run(&archive, &options, &|_, _| {}, &|_| {}).unwrap());

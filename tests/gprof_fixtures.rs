@@ -186,7 +186,7 @@ fn expected_outputs_match_the_installed_gprof() {
             !in_ci(),
             "gprof is not installed: .ci/run must install binutils"
         );
-        eprintln!("skipping live gprof check: gprof not installed");
+        crate::skip_note!("skipping live gprof check: gprof not installed");
         return;
     }
     for case in CASES {

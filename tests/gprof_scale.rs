@@ -116,7 +116,7 @@ fn run() -> Option<&'static Run> {
             Ok(out) => out,
             Err(_) => {
                 assert!(!in_ci(), "GNU gprof is needed: .ci/run installs binutils");
-                eprintln!("skipping: gprof not installed");
+                crate::skip_note!("skipping: gprof not installed");
                 return None;
             }
         };

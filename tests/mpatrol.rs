@@ -1260,7 +1260,7 @@ fn a_deep_call_chain_converts_to_every_format_in_bounded_memory() {
         .output();
     if prlimit.is_err() {
         assert!(!in_ci(), "prlimit (util-linux) is needed");
-        eprintln!("skipping: no prlimit");
+        crate::skip_note!("skipping: no prlimit");
         return;
     }
     for ext in ["folded", "speedscope.json", "svg", "pb.gz"] {

@@ -254,6 +254,17 @@ pub fn info_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
     (reader(format).info)(inputs, options)
 }
 
+/// The error for an input of no known format; a directory (that is no DCPI
+/// database or APS capture) is pointed to `profconv convert`.
+fn unknown_format(input: &Input) -> Error {
+    let what = if input.is_dir() {
+        "is a directory: use `profconv convert DIR -o OUT_DIR --to FORMAT` for a tree of profiles (a directory converts directly only when it is a DCPI database or an APS capture)"
+    } else {
+        "not a profile of any known format (gprof gmon.out, mpatrol.out, DCPI, APS); use --from to force one"
+    };
+    Error::unsupported(input.name(), what)
+}
+
 /// The one format of all inputs: forced by the options, or detected and the
 /// same for every input.
 pub(crate) fn format_of(inputs: &[Input], options: &ReadOptions) -> Result<Format> {
@@ -265,12 +276,7 @@ pub(crate) fn format_of(inputs: &[Input], options: &ReadOptions) -> Result<Forma
     };
     let mut format = None;
     for input in inputs {
-        let this = detect_input(input).ok_or_else(|| {
-            Error::unsupported(
-                input.name(),
-                "not a profile of any known format (gprof gmon.out, mpatrol.out, DCPI, APS); use --from to force one",
-            )
-        })?;
+        let this = detect_input(input).ok_or_else(|| unknown_format(input))?;
         match format {
             None => format = Some(this),
             Some(f) if f == this => {}

@@ -11,19 +11,7 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
     let index = chosen_sample_type(profile, options)?;
     let (kind, unit) = profile.sample_type_name(index);
     let lines = folded::lines(profile, options)?;
-    let mut fg = inferno::flamegraph::Options::default();
-    let title = if options.title.is_empty() {
-        format!("{kind} ({unit})")
-    } else {
-        format!("{} — {kind} ({unit})", options.title)
-    };
-    fg.title = super::names::xml_text(&title).into_owned();
-    fg.count_name = unit.to_owned();
-    fg.name_type = "Function:".to_owned();
-    // Colours from a hash of the frame name, not random: the same input gives
-    // the same SVG, and a function keeps its colour across graphs.
-    fg.hash = true;
-    fg.deterministic = true;
+    let mut fg = inferno_options(kind, unit, options)?;
     if lines.is_empty() {
         // inferno refuses an empty input; draw an explicit empty graph instead.
         fg.subtitle = Some("no samples of this type".to_owned());
@@ -33,6 +21,64 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
     }
     inferno::flamegraph::from_lines(&mut fg, lines.iter().map(String::as_str), out)
         .map_err(render_error)
+}
+
+/// inferno's options for a sample type `kind (unit)`: the defaults by type
+/// (see [`crate::write::FlamegraphOptions`]), then what the user asked for.
+fn inferno_options(
+    kind: &str,
+    unit: &str,
+    options: &WriteOptions,
+) -> Result<inferno::flamegraph::Options<'static>> {
+    let asked = &options.flamegraph;
+    let mut fg = inferno::flamegraph::Options::default();
+    let title = match &asked.title {
+        Some(t) => t.clone(),
+        None if options.title.is_empty() => format!("{kind} ({unit})"),
+        None => format!("{} — {kind} ({unit})", options.title),
+    };
+    fg.title = super::names::xml_text(&title).into_owned();
+    fg.subtitle = asked
+        .subtitle
+        .as_deref()
+        .map(|s| super::names::xml_text(s).into_owned());
+    let (palette, count_name) = defaults_by_type(kind, unit);
+    let palette = asked.colors.as_deref().unwrap_or(palette);
+    fg.colors = palette.parse().map_err(|_| {
+        Error::Usage(format!(
+            "no flamegraph palette {palette:?}; the palettes: {}",
+            inferno::flamegraph::color::Palette::VARIANTS.join(", ")
+        ))
+    })?;
+    fg.count_name = asked.count_name.clone().unwrap_or(count_name);
+    fg.name_type = "Function:".to_owned();
+    // Colours from a hash of the frame name, not random: the same input gives
+    // the same SVG, and a function keeps its colour across graphs.
+    fg.hash = true;
+    fg.deterministic = true;
+    if asked.inverted {
+        fg.direction = inferno::flamegraph::Direction::Inverted;
+    }
+    fg.reverse_stack_order = asked.reverse;
+    fg.flame_chart = asked.flame_chart;
+    if let Some(w) = asked.min_width {
+        fg.min_width = w;
+    }
+    fg.image_width = asked.width;
+    Ok(fg)
+}
+
+/// The palette and count name a sample type calls for: heap profiles
+/// (mpatrol's `alloc_space`, `inuse_objects`, …) are drawn in `mem` and
+/// count bytes or objects.
+fn defaults_by_type(kind: &str, unit: &str) -> (&'static str, String) {
+    if kind.ends_with("_objects") {
+        ("mem", "objects".to_owned())
+    } else if kind.ends_with("_space") || unit == "bytes" {
+        ("mem", "bytes".to_owned())
+    } else {
+        ("hot", unit.to_owned())
+    }
 }
 
 /// An error of inferno's: writing the SVG (a full disk, a closed pipe) is

@@ -20,8 +20,8 @@ use std::io::Write;
 use crate::error::Result;
 use crate::profile::Profile;
 
-pub(crate) use options::{chosen_sample_type, effective_group_by};
-pub use options::{OutputFormat, WriteOptions};
+pub(crate) use options::{chosen_sample_type, effective_group_by, prefer_sample_type};
+pub use options::{FlamegraphOptions, OutputFormat, WriteOptions};
 pub use output::write_file;
 pub(crate) use output::{is_temporary_name, write_atomically, write_files, StreamedOutputs};
 pub use temporary::remove_temporaries;

@@ -71,13 +71,45 @@ impl OutputFormat {
 /// Options of the writers.
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
-    /// The sample type folded and SVG outputs show (default: the profile's default).
+    /// The sample type folded and SVG outputs show, and the default one of
+    /// the other outputs (default: the profile's default); a name the
+    /// profile lacks is an [`Error::Usage`].
     pub sample_type: Option<String>,
     /// Synthetic root frames for folded, SVG and speedscope outputs; `None`
     /// keeps what the reader suggested.
     pub group_by: Option<Vec<GroupBy>>,
     /// The name of the input, for titles.
     pub title: String,
+    /// How SVG flamegraphs are drawn (inferno's options).
+    pub flamegraph: FlamegraphOptions,
+}
+
+/// The flamegraph options people know from `inferno-flamegraph` and
+/// `flamegraph.pl`, passed to inferno. `None` and `false` keep profconv's
+/// defaults, which depend on the sample type: heap types (`*_space`,
+/// `*_objects`, a `bytes` unit) get the `mem` palette and count `bytes` or
+/// `objects`; the others the `hot` palette and count in the type's unit.
+#[derive(Debug, Clone, Default)]
+pub struct FlamegraphOptions {
+    /// The title (default: the inputs' names and the sample type).
+    pub title: Option<String>,
+    /// A second line under the title.
+    pub subtitle: Option<String>,
+    /// The palette: hot, mem, io, java, js, perl, python, rust, red, green,
+    /// blue, aqua, yellow, purple, orange, wakeup.
+    pub colors: Option<String>,
+    /// Icicle graph: roots at the top.
+    pub inverted: bool,
+    /// Stacks reversed (leaf first, as the root).
+    pub reverse: bool,
+    /// Frames narrower than this many pixels are left out (inferno: 0.1).
+    pub min_width: Option<f64>,
+    /// The image width in pixels (inferno: 1200).
+    pub width: Option<usize>,
+    /// A flame chart: stacks in input order, not merged alphabetically.
+    pub flame_chart: bool,
+    /// What a count is called in the tooltips (`samples`, `bytes`, …).
+    pub count_name: Option<String>,
 }
 
 /// The index of the sample type to show: the one named in the options, else
@@ -100,6 +132,22 @@ pub fn chosen_sample_type(profile: &Profile, options: &WriteOptions) -> Result<u
     Ok(profile
         .default_sample_type
         .unwrap_or(profile.sample_types().len() - 1))
+}
+
+/// Makes the sample type named by `--sample-type` the profile's default:
+/// what pprof viewers and speedscope open on and callgrind lists first (the
+/// other types are kept). A name the profile lacks is refused, whatever the
+/// output, so that a typo never goes unnoticed.
+pub(crate) fn prefer_sample_type(profile: &mut Profile, name: Option<&str>) -> Result<()> {
+    let Some(name) = name else {
+        return Ok(());
+    };
+    let options = WriteOptions {
+        sample_type: Some(name.to_owned()),
+        ..WriteOptions::default()
+    };
+    profile.default_sample_type = Some(chosen_sample_type(profile, &options)?);
+    Ok(())
 }
 
 /// The group frames to use: the options' choice, else the reader's.

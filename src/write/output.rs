@@ -174,7 +174,10 @@ pub struct StreamedOutputs {
 
 impl StreamedOutputs {
     /// Opens the outputs, each of a format that [`streams_format`] allows.
-    pub fn create(outputs: &[(&Path, OutputFormat)]) -> Result<StreamedOutputs> {
+    pub fn create(
+        outputs: &[(&Path, OutputFormat)],
+        sample_type: Option<&str>,
+    ) -> Result<StreamedOutputs> {
         let mut streams = Vec::with_capacity(outputs.len());
         let mut paths = Vec::with_capacity(outputs.len());
         for &(path, format) in outputs {
@@ -185,7 +188,9 @@ impl StreamedOutputs {
                 )));
             }
             let gzip = format == OutputFormat::Pprof;
-            streams.push(pprof::Stream::new(OutputFile::create(path)?, gzip));
+            let mut stream = pprof::Stream::new(OutputFile::create(path)?, gzip);
+            stream.prefer_sample_type(sample_type.map(str::to_owned));
+            streams.push(stream);
             paths.push(path.to_path_buf());
         }
         Ok(StreamedOutputs {

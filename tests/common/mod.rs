@@ -38,6 +38,27 @@ pub fn decode_pprof_bytes(bytes: &[u8]) -> Result<pb::Profile, String> {
     pb::Profile::decode(data).map_err(|e| e.to_string())
 }
 
+/// Says that a check was skipped because its consumer (a tool, a browser)
+/// cannot be reached: `skipped: TEST: REASON` on the process's standard
+/// error. Written through `std::io::stderr()` rather than `eprintln!`, which
+/// the test harness captures, so that `cargo test` shows it without
+/// `--nocapture` (docs/development.md, "Skipped checks"). Under CI the
+/// callers assert first, so a skip there is a failure.
+#[macro_export]
+macro_rules! skip_note {
+    ($($arg:tt)*) => {
+        $crate::common::skipped(&format!($($arg)*))
+    };
+}
+
+/// See [`skip_note!`].
+pub fn skipped(reason: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    let _ = writeln!(std::io::stderr().lock(), "skipped: {test}: {reason}");
+}
+
 /// True when running under CI, where missing consumers fail the test.
 pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false")
@@ -187,7 +208,7 @@ pub fn go_command() -> Option<PathBuf> {
             !in_ci(),
             "go is not installed: .ci/run must install golang-go"
         );
-        eprintln!("skipping go tool pprof check: go is not installed");
+        crate::skip_note!("skipping go tool pprof check: go is not installed");
     }
     found
 }
@@ -250,7 +271,7 @@ pub fn speedscope_schema() -> Option<serde_json::Value> {
                         }
                         _ => {
                             assert!(!in_ci(), "npm pack speedscope failed: .ci/run must make the schema available");
-                            eprintln!(
+                            crate::skip_note!(
                                 "skipping speedscope schema check: npm pack speedscope failed"
                             );
                             return None;
@@ -383,7 +404,7 @@ pub fn callgrind_annotate(args: &[&str]) -> Option<String> {
                 !in_ci(),
                 "callgrind_annotate cannot run ({e}): .ci/run must install valgrind"
             );
-            eprintln!("skipping callgrind_annotate check: {e} (apt-get install valgrind)");
+            crate::skip_note!("skipping callgrind_annotate check: {e} (apt-get install valgrind)");
             return None;
         }
     };

@@ -549,7 +549,7 @@ fn add_image_mapping(profile: &mut Profile, binary: Option<&Binary>) -> MappingI
 /// What the stacks of the profile mean, as a comment.
 fn stacks_comment(symbolized: bool, stacks: GprofStacks) -> &'static str {
     match (symbolized, stacks) {
-        (true, GprofStacks::Synthesized) => "stacks: synthesized from the call-graph arcs by flow decomposition: gprof's call-graph times (self time handed to callers in proportion to call counts, cycles collapsed) split into at most arcs + functions stacks, each from a root of the call graph; every function outside a cycle gets gprof's self + children and every arc gprof's propagated time",
+        (true, GprofStacks::Synthesized) => "stacks: synthesized from gprof's call graph (see profconv docs/formats/gprof.md §4.3)",
         (true, GprofStacks::Flat) => "stacks: flat (--gprof-stacks=flat): one frame per sampled function",
         (false, _) => "stacks: flat, unsymbolized: no --binary was given, so functions and the call graph are unknown",
     }

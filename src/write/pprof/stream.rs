@@ -47,6 +47,8 @@ pub struct Stream<W: Write> {
     gzip: bool,
     spill_at: usize,
     state: State,
+    /// The sample type to make the default (`--sample-type`), set at the end.
+    sample_type: Option<String>,
 }
 
 enum State {
@@ -124,11 +126,20 @@ impl<W: Write> Stream<W> {
             gzip,
             spill_at,
             state: State::Holding(Vec::new(), 0),
+            sample_type: None,
         }
+    }
+
+    /// Makes the sample type `name` the output's default when it is
+    /// finished (see `write::prefer_sample_type`); `finish` fails when the
+    /// profile has no such type.
+    pub fn prefer_sample_type(&mut self, name: Option<String>) {
+        self.sample_type = name;
     }
 
     /// Writes what remains (or the whole held profile) and returns the output.
     pub fn finish(mut self) -> Result<W> {
+        let preferred = self.sample_type.take();
         match std::mem::replace(&mut self.state, State::Holding(Vec::new(), 0)) {
             State::Holding(parts, _) => {
                 let mut parts = parts.into_iter();
@@ -136,10 +147,12 @@ impl<W: Write> Stream<W> {
                 for part in parts {
                     whole.merge(&part.into_profile())?;
                 }
+                crate::write::prefer_sample_type(&mut whole, preferred.as_deref())?;
                 write_whole(&whole, self.gzip, &mut self.out)?;
                 drop_aside(whole);
             }
             State::Streaming(mut s) => {
+                crate::write::prefer_sample_type(&mut s.global, preferred.as_deref())?;
                 let tables = to_proto(&s.global).encode_to_vec();
                 s.pending.extend_from_slice(&tables);
                 s.ship(self.gzip, &mut self.out, 0)?;

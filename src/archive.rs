@@ -167,8 +167,9 @@ pub struct Report {
 
 impl Report {
     /// A report of `inputs` with the counts made from them, the records in
-    /// plan order (by path, component by component).
-    fn of(archive: String, out_dir: String, seconds: f64, mut inputs: Vec<Record>) -> Report {
+    /// plan order (by path, component by component): for a run stopped
+    /// early, what it finished.
+    pub fn of(archive: String, out_dir: String, seconds: f64, mut inputs: Vec<Record>) -> Report {
         inputs.sort_by(|a, b| Path::new(&a.path).cmp(Path::new(&b.path)));
         let count = |s: Status| inputs.iter().filter(|r| r.status == s).count();
         Report {

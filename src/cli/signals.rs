@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use profconv::archive::{self, Record, Report, Status};
+use profconv::archive::{self, Record, Report};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 /// What an archive run has done so far, shared between its workers (which
@@ -50,23 +50,17 @@ impl SoFar {
 
     /// The report of the inputs finished so far, in path order.
     fn report(&self) -> Report {
-        let mut inputs = self
+        let inputs = self
             .records
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        inputs.sort_by(|a, b| a.path.cmp(&b.path));
-        let count = |s: Status| inputs.iter().filter(|r| r.status == s).count();
-        Report {
-            archive: self.archive.display().to_string(),
-            out_dir: self.out_dir.display().to_string(),
-            converted: count(Status::Converted),
-            unchanged: count(Status::Unchanged),
-            skipped: count(Status::Skipped),
-            failed: count(Status::Failed),
-            seconds: self.started.elapsed().as_secs_f64(),
+        Report::of(
+            self.archive.display().to_string(),
+            self.out_dir.display().to_string(),
+            self.started.elapsed().as_secs_f64(),
             inputs,
-        }
+        )
     }
 }
 
@@ -102,7 +96,7 @@ fn stop(signal: i32) -> ! {
     if let Some(run) = run {
         run.bar.finish_and_clear();
         let report = run.report();
-        eprint!("{}", archive::summary(&report));
+        eprint!("{}", archive::summary(&report, false));
         if let Some(path) = &run.report {
             if let Err(e) = save(&report, path) {
                 eprintln!("profconv: {}: {e}", path.display());

@@ -4,6 +4,8 @@
 //! again, on those names and on every C++ symbol of the system's
 //! libstdc++; and no input, random, mutated or cut short, may panic.
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -43,7 +45,7 @@ fn cxxfilt(names: &[String]) -> Option<Vec<String>> {
                 std::env::var("CI").as_deref() != Ok("true"),
                 "c++filt (binutils) is needed under CI=true: {e}"
             );
-            println!("SKIPPED: c++filt is not installed ({e}); install binutils to compare");
+            crate::skip_note!("c++filt is not installed ({e}); install binutils to compare");
             return None;
         }
     };
@@ -126,7 +128,7 @@ fn cpp_symbols(path: &Path) -> Vec<String> {
 fn libstdcxx_symbols_demangle_as_cxxfilt_does() {
     let path = Path::new(LIBSTDCXX);
     if !path.exists() {
-        println!("SKIPPED: {LIBSTDCXX} is not on this machine");
+        crate::skip_note!("{LIBSTDCXX} is not on this machine");
         return;
     }
     let names = cpp_symbols(path);

@@ -217,7 +217,7 @@ fn the_committed_reports_are_what_gprof_prints_for_the_committed_files() {
     missing.dedup();
     if !missing.is_empty() {
         let msg = format!(
-            "SKIPPED (reports not re-checked): {} not installed",
+            "reports not re-checked: {} not installed",
             missing.join(", ")
         );
         assert!(!in_ci(), "{msg}");
@@ -373,7 +373,7 @@ fn cpp_names_are_demangled_as_binutils_does() {
 #[test]
 fn the_committed_cxxfilt_lists_are_what_cxxfilt_prints() {
     if !have("c++filt") {
-        let msg = "SKIPPED: c++filt not installed";
+        let msg = "c++filt not installed";
         assert!(!in_ci(), "{msg}");
         crate::skip_note!("{msg}");
         return;
@@ -406,7 +406,7 @@ fn gprof(flag: &str, exe: &Path, gmon: &Path) -> Option<String> {
         Ok(out) => out,
         Err(_) => {
             assert!(!in_ci(), "GNU gprof is needed: .ci/run installs binutils");
-            crate::skip_note!("SKIPPED: gprof not installed");
+            crate::skip_note!("gprof not installed");
             return None;
         }
     };

@@ -43,6 +43,11 @@ pub struct ArchiveOptions {
     pub known_failures: std::collections::HashSet<String>,
     /// Convert only shard `K` of `N` ([`Shard`]); `None`: every unit.
     pub shard: Option<Shard>,
+    /// Where the run reports input bytes as units read them, for a progress
+    /// display that polls it: it ends at the sum of the units'
+    /// [`Unit::bytes`] (a unit skipped, unchanged or failed early counts
+    /// whole when it finishes). `None`: nobody watches.
+    pub progress: Option<std::sync::Arc<read::Progress>>,
 }
 
 /// One input of the archive: a file, or a directory that is one profile.
@@ -611,6 +616,22 @@ fn newest_input_time(unit: &Unit) -> Option<SystemTime> {
 
 /// Converts one unit; never fails as a whole: failures are records.
 fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbours) -> Record {
+    let progress = std::sync::Arc::new(match &options.progress {
+        Some(whole) => read::Progress::part_of(whole.clone(), unit.bytes),
+        None => read::Progress::default(),
+    });
+    let record = convert_unit_counted(unit, options, neighbours, &progress);
+    progress.finish_part();
+    record
+}
+
+/// [`convert_unit_with`], reading through `progress`.
+fn convert_unit_counted(
+    unit: &Unit,
+    options: &ArchiveOptions,
+    neighbours: &Neighbours,
+    progress: &std::sync::Arc<read::Progress>,
+) -> Record {
     let started = Instant::now();
     let mut record = Record {
         path: unit.rel.clone(),
@@ -631,7 +652,7 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
         return record;
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        convert(unit, options, neighbours, &mut record)
+        convert(unit, options, neighbours, progress, &mut record)
     }));
     match result {
         Ok(Ok(status)) => record.status = status,
@@ -660,6 +681,7 @@ fn convert(
     unit: &Unit,
     options: &ArchiveOptions,
     neighbours: &Neighbours,
+    progress: &std::sync::Arc<read::Progress>,
     record: &mut Record,
 ) -> Result<Status> {
     if std::fs::symlink_metadata(&unit.path).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -705,7 +727,6 @@ fn convert(
         );
     }
     // The warnings, also when writing fails after the reading.
-    let progress = std::sync::Arc::new(read::Progress::default());
     read_options.progress = Some(progress.clone());
     let mut write_options = options.write.clone();
     write_options.title = unit.rel.clone();

@@ -727,3 +727,57 @@ fn a_shard_rerun_after_a_crash_resumes_and_auto_takes_the_index_from_the_job() {
     };
     assert_eq!(paths(&first), paths(&second));
 }
+
+#[test]
+fn the_shared_progress_counts_bytes_as_a_large_input_is_read_and_ends_at_the_total() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    std::fs::create_dir_all(archive.join("a")).unwrap();
+    // An 8 MB APS file, read in pieces, and a small file that is skipped.
+    let big = aps_file(150_000);
+    std::fs::write(archive.join("a/sample_cpu_0_20150716_130220"), &big).unwrap();
+    std::fs::write(archive.join("notes.txt"), b"not a profile\n").unwrap();
+    let read = Arc::new(profconv::read::Progress::default());
+    let options = profconv::archive::ArchiveOptions {
+        out_dir: dir.path().join("out"),
+        formats: vec![profconv::OutputFormat::Pprof],
+        read: Default::default(),
+        binary_map: Vec::new(),
+        write: Default::default(),
+        jobs: 1,
+        force: false,
+        resume: false,
+        known_failures: Default::default(),
+        shard: None,
+        progress: Some(read.clone()),
+    };
+    let (total, small) = (big.len() as u64 + 14, 14);
+    let done = AtomicBool::new(false);
+    let (report, seen) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut seen = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                seen.push(read.read());
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            seen
+        });
+        let report = profconv::archive::run(&archive, &options, &|_, _| {}, &|_| {});
+        done.store(true, Ordering::Relaxed);
+        (report.unwrap(), watcher.join().unwrap())
+    });
+    assert_eq!(report.inputs.iter().map(|r| r.bytes).sum::<u64>(), total);
+    assert_eq!(
+        read.read(),
+        total,
+        "the counter ends at the archive's bytes"
+    );
+    // Part of the large input was counted before it finished.
+    assert!(
+        seen.iter().any(|&v| v > 0 && v < total && v != small),
+        "only whole units were counted: {:?}",
+        seen.iter().collect::<std::collections::BTreeSet<_>>()
+    );
+}

@@ -179,6 +179,7 @@ fn an_archive_migration_streams_the_database_too() {
         resume: false,
         known_failures: Default::default(),
         shard: None,
+        progress: None,
     };
     let (report, peak) =
         peak_heap(|| profconv::archive::run(&archive, &options, &|_, _| {}, &|_| {}).unwrap());

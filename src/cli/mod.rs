@@ -250,8 +250,9 @@ pub struct WriteArgs {
     /// SVG: stacks reversed, leaf functions as the roots.
     #[arg(long, help_heading = "Flamegraph (SVG)")]
     pub reverse: bool,
-    /// SVG: leave out frames narrower than this many pixels (default 0.1).
-    #[arg(long, value_name = "PIXELS", help_heading = "Flamegraph (SVG)")]
+    /// SVG: leave out frames narrower than this percentage of the width
+    /// (default 0.01).
+    #[arg(long, value_name = "PERCENT", help_heading = "Flamegraph (SVG)")]
     pub minwidth: Option<f64>,
     /// SVG: image width in pixels (default 1200).
     #[arg(long, value_name = "PIXELS", help_heading = "Flamegraph (SVG)")]
@@ -576,8 +577,9 @@ fn print_info(summary: &read::Summary, json: bool) -> std::io::Result<()> {
 
 /// Runs an archive migration; `Ok(false)` when some input failed.
 pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
-    let options = archive_options(args)?;
+    let mut options = archive_options(args)?;
     let shown = ArchiveProgress::new(args.quiet);
+    options.progress = Some(shown.read.clone());
     let so_far = signals::SoFar::start(args, shown.bar.clone());
     let report = profconv::archive::run(
         &args.archive,
@@ -587,8 +589,9 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
             shown.finished(unit, record)
         },
         &|units| shown.plan(units),
-    )?;
-    shown.bar.finish_and_clear();
+    );
+    shown.stop();
+    let report = report?;
     eprint!("{}", profconv::archive::summary(&report, args.quiet));
     if let Some(path) = &args.report {
         report.save(path)?;
@@ -631,6 +634,7 @@ fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptio
         resume: args.resume,
         known_failures,
         shard,
+        progress: None,
     })
 }
 
@@ -675,24 +679,62 @@ fn parse_shard(spec: &str) -> Result<profconv::archive::Shard> {
 }
 
 /// What an archive run shows as it goes: a progress bar on a terminal, else
-/// one line per input (none with `--quiet`).
+/// one line per input (none with `--quiet`). The bar follows the bytes the
+/// units have read so far, polled by a thread of its own, so that one large
+/// input moves it too.
 struct ArchiveProgress {
     terminal: bool,
     quiet: bool,
     bar: indicatif::ProgressBar,
+    /// The run's input bytes read so far ([`profconv::archive::ArchiveOptions::progress`]).
+    read: std::sync::Arc<read::Progress>,
+    poller: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     total: std::sync::atomic::AtomicUsize,
     done: std::sync::atomic::AtomicUsize,
 }
 
 impl ArchiveProgress {
+    /// How often the bar looks at the bytes read.
+    const POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
     fn new(quiet: bool) -> Self {
         use std::io::IsTerminal;
         ArchiveProgress {
             terminal: std::io::stderr().is_terminal() && !quiet,
             quiet,
             bar: indicatif::ProgressBar::hidden(),
+            read: Default::default(),
+            poller: Default::default(),
             total: Default::default(),
             done: Default::default(),
+        }
+    }
+
+    /// Moves the bar to the bytes read until the bar is finished.
+    fn poll(&self) {
+        let (bar, read) = (self.bar.clone(), self.read.clone());
+        let thread = std::thread::spawn(move || {
+            while !bar.is_finished() {
+                bar.set_position(read.read());
+                std::thread::sleep(Self::POLL);
+            }
+        });
+        *self
+            .poller
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(thread);
+    }
+
+    /// The run is over: clear the bar and end its poller.
+    fn stop(&self) {
+        self.bar.finish_and_clear();
+        let poller = self
+            .poller
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(thread) = poller {
+            let _ = thread.join();
         }
     }
 
@@ -712,6 +754,7 @@ impl ArchiveProgress {
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
+        self.poll();
     }
 
     /// One input is done: advance the bar (failures and warnings above
@@ -721,7 +764,7 @@ impl ArchiveProgress {
         let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         let of = self.total.load(Ordering::Relaxed);
         if self.terminal {
-            self.bar.inc(unit.bytes);
+            self.bar.set_position(self.read.read());
             self.bar.set_prefix(format!("{n}/{of}"));
             self.bar.set_message(unit.rel.clone());
             if record.status == profconv::archive::Status::Failed {

@@ -103,12 +103,15 @@ pub struct ApsOptions {
 /// read so far, whether the outputs are being written, and the warnings
 /// about the inputs once they are known. Readers add whole files as they
 /// finish them and streamed files chunk by chunk; another thread may poll
-/// it meanwhile.
+/// it meanwhile. A conversion that is one part of a larger run (a unit of
+/// an archive) also adds its bytes to the run's total, up to its share.
 #[derive(Debug, Default)]
 pub struct Progress {
     read: std::sync::atomic::AtomicU64,
     writing: std::sync::atomic::AtomicBool,
     warnings: std::sync::Mutex<Vec<String>>,
+    /// The run's counter, and the most bytes this part adds to it.
+    part_of: Option<(std::sync::Arc<Progress>, u64)>,
 }
 
 impl Progress {
@@ -133,9 +136,34 @@ impl Progress {
             .clone()
     }
 
-    fn add(&self, bytes: u64) {
-        self.read
+    /// The progress of one part of a run whose counter is `whole`: the
+    /// bytes this part reads are added to `whole` too, up to `share` (the
+    /// part's expected size, so that a part which reads more than planned,
+    /// a decompressed input, does not push the run past its total).
+    pub(crate) fn part_of(whole: std::sync::Arc<Progress>, share: u64) -> Progress {
+        Progress {
+            part_of: Some((whole, share)),
+            ..Progress::default()
+        }
+    }
+
+    pub(crate) fn add(&self, bytes: u64) {
+        let before = self
+            .read
             .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+        if let Some((whole, share)) = &self.part_of {
+            let after = before.saturating_add(bytes).min(*share);
+            whole.add(after.saturating_sub(before.min(*share)));
+        }
+    }
+
+    /// The part is done, however far it read (skipped, unchanged, failed
+    /// early): the run's counter gets the rest of its share, so that it
+    /// ends at the run's total.
+    pub(crate) fn finish_part(&self) {
+        if let Some((whole, share)) = &self.part_of {
+            whole.add(share.saturating_sub(self.read().min(*share)));
+        }
     }
 
     /// Reading is done; writing starts.

@@ -102,7 +102,8 @@ pub struct FlamegraphOptions {
     pub inverted: bool,
     /// Stacks reversed (leaf first, as the root).
     pub reverse: bool,
-    /// Frames narrower than this many pixels are left out (inferno: 0.1).
+    /// Frames narrower than this percentage of the image width are left
+    /// out (inferno 0.12 measures it so; default 0.01).
     pub min_width: Option<f64>,
     /// The image width in pixels (inferno: 1200).
     pub width: Option<usize>,

@@ -1,7 +1,9 @@
 //! profconv's outputs in a real browser: writes speedscope JSON, flamegraph
 //! SVG and pprof from inputs of all four formats, then runs
 //! `tests/browser/run.mjs` (node + puppeteer-core + Debian's Chromium) on
-//! them: speedscope's own app, inferno's SVG search, `go tool pprof -http`.
+//! them: speedscope's own app, inferno's SVG search, `go tool pprof -http`;
+//! and flamegraphs made with each of the SVG options, checked for the
+//! option's effect on the drawing.
 //!
 //! Needs node, `npm ci` done in tests/browser, and /usr/bin/chromium (or
 //! `PROFCONV_CHROMIUM`); `.ci/run` installs them. Outside CI a missing one
@@ -131,6 +133,86 @@ fn cases(dir: &Path) -> Vec<Case> {
     ]
 }
 
+/// One flamegraph per SVG option (the gprof fixture, the mpatrol one as a
+/// heap profile), each with what the browser must see: the manifest's
+/// `svg_options` (tests/browser/run.mjs).
+fn option_cases(dir: &Path) -> Vec<Value> {
+    let gmon = fixture("gprof/callgraph-nopie.gmon");
+    let binary = fixture("gprof/callgraph-nopie");
+    let mpatrol = fixture("mpatrol/linux-x86_64/mpatrol.out");
+    let gprof_frames = json!(["all", "main", "a", "b", "leaf_heavy"]);
+    let cases = [
+        (
+            "default",
+            &gmon,
+            vec![],
+            json!({ "root_at": "bottom", "roots": ["main"],
+            "left_of": ["a", "b"], "palette": "hot", "width": 1200 }),
+        ),
+        (
+            "inverted",
+            &gmon,
+            vec!["--inverted"],
+            json!({ "root_at": "top" }),
+        ),
+        (
+            "reverse",
+            &gmon,
+            vec!["--reverse"],
+            json!({ "root_at": "bottom", "roots": ["leaf_heavy", "leaf_light"] }),
+        ),
+        (
+            "flamechart",
+            &gmon,
+            vec!["--flamechart"],
+            json!({ "left_of": ["b", "a"] }),
+        ),
+        (
+            "title",
+            &gmon,
+            vec!["--title", "Run 7", "--subtitle", "after the fix"],
+            json!({ "title": "Run 7", "subtitle": "after the fix" }),
+        ),
+        (
+            "width",
+            &gmon,
+            vec!["--width", "800"],
+            json!({ "width": 800 }),
+        ),
+        (
+            "minwidth",
+            &gmon,
+            vec!["--minwidth", "20"],
+            json!({ "min_percent": 20, "absent": ["c", "leaf_light", "scale_helper"] }),
+        ),
+        (
+            "colors",
+            &mpatrol,
+            vec!["--colors", "mem"],
+            json!({ "palette": "mem", "count_name": "bytes", "frames": ["main", "make_buffer"] }),
+        ),
+    ];
+    cases
+        .into_iter()
+        .map(|(option, input, extra, mut expect)| {
+            let file = format!("option-{option}.svg");
+            let out = dir.join(&file);
+            let mut args = vec![input.to_str().unwrap(), "-o", out.to_str().unwrap()];
+            if input == &gmon {
+                args.extend(["--binary", binary.to_str().unwrap()]);
+            }
+            args.extend(extra.iter().copied());
+            profconv_ok(&args);
+            expect["file"] = json!(file);
+            expect["option"] = json!(extra.first().copied().unwrap_or("no option"));
+            if expect.get("frames").is_none() {
+                expect["frames"] = gprof_frames.clone();
+            }
+            expect
+        })
+        .collect()
+}
+
 #[test]
 fn outputs_of_every_format_open_in_speedscope_chromium_and_pprofs_web_ui() {
     if let Some(reason) = missing_tool() {
@@ -171,6 +253,7 @@ fn outputs_of_every_format_open_in_speedscope_chromium_and_pprofs_web_ui() {
         "speedscope": speedscope,
         "svg": svg,
         "pprof": [{ "file": "gprof.pb.gz", "frame": "main" }],
+        "svg_options": option_cases(dir.path()),
     });
     let manifest_path = dir.path().join("manifest.json");
     std::fs::write(&manifest_path, manifest.to_string()).unwrap();

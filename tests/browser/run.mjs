@@ -6,7 +6,10 @@
 //  - each flamegraph .svg: its frames, and inferno's search (the Search
 //    button, the prompt answered) highlights the known function;
 //  - `go tool pprof -http` serves each .pb.gz, and its flame graph view
-//    (/ui/flamegraph) draws the known frame.
+//    (/ui/flamegraph) draws the known frame;
+//  - each flamegraph .svg made with an option (--inverted, --colors, --title,
+//    --flamechart, --reverse, --minwidth, --width): its frames and the
+//    option's effect on the drawing.
 //
 // Usage: node run.mjs MANIFEST.json — the manifest (written by
 // tests/browser.rs) names the files and what each must show:
@@ -15,7 +18,15 @@
 //     "speedscope": [{ "file": "x.speedscope.json", "profiles": ["cpu (nanoseconds)", ...],
 //                      "active": "cpu (nanoseconds)", "frame": "main" }],
 //     "svg": [{ "file": "x.svg", "frames": ["main", ...], "search": "leaf_heavy" }],
-//     "pprof": [{ "file": "x.pb.gz", "frame": "main" }] }
+//     "pprof": [{ "file": "x.pb.gz", "frame": "main" }],
+//     "svg_options": [{ "file": "x.svg", "option": "--inverted", "frames": ["main", ...],
+//                       and any of: "title", "subtitle" (the texts shown),
+//                       "root_at": "top" | "bottom" (where the `all` frame is),
+//                       "roots": [names drawn next to `all`],
+//                       "left_of": [a, b] (a's frame left of b's), "width": pixels
+//                       (the file's <svg width>), "min_percent" (no narrower frame),
+//                       "absent": [names], "palette": "mem" | "hot",
+//                       "count_name": "bytes" }] }
 // Prints one line per check and closes with "N passed, M failed"; exits 1
 // when a check failed.
 
@@ -223,6 +234,80 @@ async function checkSvg(browser, base, item) {
   await page.close();
 }
 
+/// The frames of the open flamegraph: name, count text, percentage, rect
+/// geometry (x and width in percent, y in pixels) and fill.
+function framesOf() {
+  return [...document.querySelectorAll('#frames > g')].map((g) => {
+    const title = g.querySelector('title').textContent;
+    const rect = g.querySelector('rect');
+    const m = /^(.*) \((.*), ([\d.]+)%\)$/.exec(title) || [title, title, '', 'NaN'];
+    return {
+      name: m[1], count: m[2], percent: parseFloat(m[3]),
+      x: parseFloat(rect.getAttribute('x')), y: parseFloat(rect.getAttribute('y')),
+      fill: rect.getAttribute('fill'),
+    };
+  });
+}
+
+/// Checks one option's flamegraph (see the manifest's "svg_options").
+async function checkSvgOption(browser, base, item) {
+  const page = await newPage(browser);
+  const url = `${base}/files/${encodeURIComponent(item.file)}`;
+  await page.goto(url);
+  await page.waitForSelector('#frames', { timeout: TIMEOUT });
+  await shot(page, `svg_option_${item.file.replace(/[^A-Za-z0-9]+/g, '_')}`);
+  const frames = await page.evaluate(framesOf);
+  const named = (n) => frames.filter((f) => f.name === n);
+  for (const f of item.frames) assert(named(f).length > 0, `no frame ${f} among ${frames.length}`);
+  const text = (id) => page.evaluate((i) => document.getElementById(i)?.textContent ?? null, id);
+  if (item.title !== undefined) assert((await text('title')) === item.title, `title is ${await text('title')}`);
+  if (item.subtitle !== undefined) {
+    assert((await text('subtitle')) === item.subtitle, `subtitle is ${await text('subtitle')}`);
+  }
+  const all = named('all')[0];
+  const others = frames.filter((f) => f !== all);
+  if (item.root_at) {
+    const top = others.every((f) => all.y < f.y);
+    const bottom = others.every((f) => all.y > f.y);
+    assert(item.root_at === 'top' ? top : bottom, `the root frame is not at the ${item.root_at} (y ${all.y})`);
+  }
+  if (item.roots) {
+    const nearest = Math.min(...others.map((f) => Math.abs(f.y - all.y)));
+    const roots = others.filter((f) => Math.abs(f.y - all.y) === nearest).map((f) => f.name);
+    for (const r of item.roots) assert(roots.includes(r), `${r} is not a root: ${roots.join(', ')}`);
+  }
+  if (item.left_of) {
+    const [a, b] = item.left_of.map((n) => named(n)[0]);
+    assert(a && b && a.x < b.x, `${item.left_of[0]} is not left of ${item.left_of[1]}`);
+  }
+  if (item.width !== undefined) {
+    // inferno's script drops the width attribute to fit the window: read the file.
+    const width = await page.evaluate(async (u) => {
+      const svg = new DOMParser().parseFromString(await (await fetch(u)).text(), 'image/svg+xml');
+      return svg.documentElement.getAttribute('width');
+    }, url);
+    assert(width === String(item.width), `width ${width}, expected ${item.width}`);
+  }
+  if (item.min_percent !== undefined) {
+    const narrow = frames.filter((f) => f.percent < item.min_percent);
+    assert(narrow.length === 0, `frames below ${item.min_percent}%: ${narrow.map((f) => f.name).join(', ')}`);
+  }
+  for (const n of item.absent || []) assert(named(n).length === 0, `frame ${n} is drawn`);
+  if (item.palette) {
+    // mem is green-blue (no red); hot is red-orange.
+    const red = (f) => parseInt(/rgb\((\d+)/.exec(f.fill)[1], 10);
+    const ok = item.palette === 'mem' ? (f) => red(f) === 0 : (f) => red(f) >= 200;
+    const off = frames.filter((f) => !ok(f));
+    assert(off.length === 0, `not in the ${item.palette} palette: ${off.map((f) => `${f.name} ${f.fill}`).join(', ')}`);
+  }
+  if (item.count_name) {
+    const bad = frames.filter((f) => !f.count.endsWith(` ${item.count_name}`));
+    assert(bad.length === 0, `counts not in ${item.count_name}: ${bad.map((f) => f.count).join(', ')}`);
+  }
+  assert(page.problems.length === 0, page.problems.join('; '));
+  await page.close();
+}
+
 async function waitForHttp(url, child) {
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`go tool pprof exited with ${child.exitCode}`);
@@ -282,6 +367,9 @@ try {
   }
   for (const item of manifest.svg || []) {
     await check(`${item.file} opens and its search finds ${item.search}`, () => checkSvg(browser, base, item));
+  }
+  for (const item of manifest.svg_options || []) {
+    await check(`${item.file} (${item.option}) opens and shows the option`, () => checkSvgOption(browser, base, item));
   }
   for (const item of manifest.pprof || []) {
     await check(`go tool pprof -http flame graph of ${item.file} shows ${item.frame}`, () => checkPprof(browser, item));

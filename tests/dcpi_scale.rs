@@ -55,18 +55,6 @@ fn peak_heap<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, PEAK.load(Ordering::Relaxed).saturating_sub(base))
 }
 
-fn spec(images: usize, insns: u32, per_mille: u32) -> DbSpec {
-    DbSpec {
-        images,
-        insns,
-        sampled_per_mille: per_mille,
-        epochs: 1,
-        events: vec![("cycles".into(), 63488)],
-        one_event_each: false,
-        seed: 42,
-    }
-}
-
 /// Converts the database to pprof with [`profconv::convert`] (which
 /// streams pprof outputs), into `out`.
 fn stream_to(db: &Path, out: &Path, gzip: bool) -> profconv::Result<()> {
@@ -133,7 +121,7 @@ fn check_against_footers(p: &pb::Profile, truth: &DbTotals) {
 /// A database of ≈ 1.05 M sampled addresses (40 images × 256 Ki
 /// instructions, 10 % sampled: 40 MiB) at `db`; what its footers say.
 fn million_address_db(db: &Path) -> DbTotals {
-    let truth = build_db(db, &spec(40, 256 * 1024, 100));
+    let truth = build_db(db, &DbSpec::sparse(40, 256 * 1024, 100));
     assert!(truth.addresses >= 1_000_000, "{truth:?}");
     truth
 }
@@ -193,7 +181,7 @@ fn info_keeps_no_counts() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempdir();
     let db = dir.path().join("db");
-    let truth = build_db(&db, &spec(8, 256 * 1024, 500));
+    let truth = build_db(&db, &DbSpec::sparse(8, 256 * 1024, 500));
     let (text, peak) = peak_heap(|| read::info(std::slice::from_ref(&db), &ReadOptions::default()));
     let text = text.unwrap().to_string();
     let samples = truth.samples["cycles"];
@@ -208,7 +196,7 @@ fn info_keeps_no_counts() {
 fn a_failed_streamed_conversion_leaves_no_output() {
     let dir = tempdir();
     let db = dir.path().join("db");
-    build_db(&db, &spec(3, 100_000, 500));
+    build_db(&db, &DbSpec::sparse(3, 100_000, 500));
     // The last image's file is cut short: found after the first parts are written.
     let last = db.join("202601010000/host/lib002.so.cycles");
     let bytes = std::fs::read(&last).unwrap();
@@ -236,7 +224,7 @@ fn ten_thousand_one_event_files_stop_with_an_error_not_out_of_memory() {
     let db = dir.path().join("db");
     // 10 000 images of one address, each with an event of its own (3 MB):
     // 20 000 sample types over 10 000 samples, past the stated bound.
-    let mut spec = spec(10_000, 1, 1000);
+    let mut spec = DbSpec::sparse(10_000, 1, 1000);
     spec.events = (0..10_000).map(|e| (format!("event{e}"), 1)).collect();
     spec.one_event_each = true;
     let truth = build_db(&db, &spec);

@@ -13,7 +13,7 @@
 //! are. Of the symbols at one address one is kept, by gprof's preference.
 //! Each function runs to the next one; the last to the end of `.text`.
 
-use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SectionKind, SymbolKind};
+use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SymbolKind};
 
 use super::FunctionSymbol;
 
@@ -97,7 +97,7 @@ where
     let endian = elf.endian();
     let table = elf.elf_symbol_table();
     let strings = table.strings();
-    let code = code_sections(file);
+    let code = super::text_sections(file);
     // ARM's Thumb functions carry their mode in bit 0 of the value, which
     // BFD clears (elf32-arm.c) and `object` keeps.
     let thumb_bit = elf.elf_header().e_machine(endian) == elf::EM_ARM;
@@ -154,7 +154,7 @@ where
 /// whose C names take a leading `_` (i386 PE), a local name without it is
 /// an assembler label of the C library to gprof, not a function.
 fn other_candidates<'d>(file: &object::File<'d>) -> Vec<Candidate<'d>> {
-    let code = code_sections(file);
+    let code = super::text_sections(file);
     let leading = leading_char(file);
     let Some(table) = file.symbol_table() else {
         return Vec::new();
@@ -202,7 +202,7 @@ fn other_candidates<'d>(file: &object::File<'d>) -> Vec<Candidate<'d>> {
 /// clones and labels alike, ARM's Thumb bit cleared), sorted and distinct:
 /// the entries an arc's callee address lies just after (`mcount`).
 pub(super) fn code_entries(file: &object::File<'_>) -> Vec<u64> {
-    let code = code_sections(file);
+    let code = super::text_sections(file);
     let thumb_bit = file.architecture() == object::Architecture::Arm;
     let mut out: Vec<u64> = file
         .symbols()
@@ -219,19 +219,6 @@ pub(super) fn code_entries(file: &object::File<'_>) -> Vec<u64> {
     crate::radix::sort_by_key(&mut out, |&a| a);
     out.dedup();
     out
-}
-
-/// Whether the section of each index holds code (`SEC_CODE`).
-fn code_sections(file: &object::File<'_>) -> Vec<bool> {
-    let mut code = Vec::new();
-    for section in file.sections() {
-        let i = section.index().0;
-        if code.len() <= i {
-            code.resize(i + 1, false);
-        }
-        code[i] = section.kind() == SectionKind::Text;
-    }
-    code
 }
 
 /// gprof's test of a local text symbol's name (`core_sym_class`): no `$`,

@@ -13,18 +13,6 @@ use crate::read::{self, Input, ReadOptions};
 use crate::testkit::gen::dcpi::{build_db, DbSpec};
 use crate::testkit::tempdir;
 
-fn spec(images: usize, insns: u32, per_mille: u32) -> DbSpec {
-    DbSpec {
-        images,
-        insns,
-        sampled_per_mille: per_mille,
-        epochs: 1,
-        events: vec![("cycles".into(), 63488)],
-        one_event_each: false,
-        seed: 42,
-    }
-}
-
 fn open(db: &Path) -> Vec<Input> {
     read::open_all(&[db.to_path_buf()], &ReadOptions::default()).unwrap()
 }
@@ -32,7 +20,7 @@ fn open(db: &Path) -> Vec<Input> {
 /// A database with a label, two events at two periods, several epochs
 /// and a dcpicat dump: every part of the streamed format.
 fn varied_db(root: &Path) {
-    let mut spec = spec(3, 3000, 300);
+    let mut spec = DbSpec::sparse(3, 3000, 300);
     spec.epochs = 2;
     spec.events = vec![("cycles".into(), 63488), ("imiss".into(), 4096)];
     build_db(root, &spec);
@@ -71,7 +59,7 @@ fn images_of_one_file_stream_from_their_columns_to_the_whole_profile() {
     // columns of the whole profile.
     let dir = tempdir();
     let db = dir.path().join("db");
-    let mut spec = spec(4, 5000, 300);
+    let mut spec = DbSpec::sparse(4, 5000, 300);
     spec.events = vec![("cycles".into(), 63488), ("imiss".into(), 4096)];
     spec.one_event_each = true;
     let truth = build_db(&db, &spec);
@@ -118,7 +106,7 @@ fn ten_thousand_one_event_files_are_refused_once_the_bound_is_reached() {
     let db = dir.path().join("db");
     // 10 000 images of one address, each with an event of its own (3 MB):
     // 20 000 sample types over 10 000 samples, past the stated bound.
-    let mut spec = spec(10_000, 1, 1000);
+    let mut spec = DbSpec::sparse(10_000, 1, 1000);
     spec.events = (0..10_000).map(|e| (format!("event{e}"), 1)).collect();
     spec.one_event_each = true;
     build_db(&db, &spec);

@@ -238,6 +238,22 @@ pub struct DbSpec {
     pub seed: u64,
 }
 
+impl DbSpec {
+    /// One epoch of `images` images of `insns` instructions, one event
+    /// (cycles), `per_mille` of the instructions sampled, seed 42.
+    pub fn sparse(images: usize, insns: u32, per_mille: u32) -> DbSpec {
+        DbSpec {
+            images,
+            insns,
+            sampled_per_mille: per_mille,
+            epochs: 1,
+            events: vec![("cycles".into(), 63488)],
+            one_event_each: false,
+            seed: 42,
+        }
+    }
+}
+
 /// What the footers of a built database add up to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DbTotals {

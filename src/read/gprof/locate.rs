@@ -21,11 +21,9 @@ use crate::profile::{
 use crate::symbolize::lines::Found;
 use crate::symbolize::{Binary, FunctionSymbol, RawFrame};
 
-/// The addresses of the arcs' ends, sorted and distinct: most of the
-/// addresses a profile names, known as soon as the gmon.out is parsed (so
-/// they are sorted on the thread that parsed it, while the binary is
-/// still being opened).
-pub(super) fn arc_ends(data: &GmonData) -> Vec<u64> {
+/// The addresses of the arcs' ends, sorted and distinct: the addresses an
+/// unsymbolized profile names for its arcs.
+fn arc_ends(data: &GmonData) -> Vec<u64> {
     let mut out: Vec<u64> = data
         .arcs
         .iter()
@@ -41,19 +39,14 @@ pub(super) fn arc_ends(data: &GmonData) -> Vec<u64> {
 /// (a binary), an arc's callee is named by the entry of the function gprof
 /// counts the call for (§3.3), so its `self_pc` is not needed: only the
 /// call sites (`from_pc`) and those entries are named.
-pub(super) fn addresses(
-    arc_ends: Vec<u64>,
-    data: &GmonData,
-    funcs: &[Func<'_>],
-    ticks: &[Tick],
-) -> Vec<u64> {
+pub(super) fn addresses(data: &GmonData, funcs: &[Func<'_>], ticks: &[Tick]) -> Vec<u64> {
     let mut rest: Vec<u64> = ticks
         .iter()
         .map(|t| t.address)
         .chain(data.basic_blocks.keys().copied())
         .collect();
     let ends = if funcs.is_empty() {
-        arc_ends
+        arc_ends(data)
     } else {
         let entries = data
             .arcs

@@ -92,30 +92,18 @@ fn earlier_files(inputs: &[Input]) -> String {
 /// Inputs of fewer bytes are parsed after the binary is opened, on one thread.
 const PARALLEL_INPUT_BYTES: u64 = 1 << 16;
 
-/// The summed inputs and the sorted, distinct addresses of their arcs'
-/// ends ([`locate::arc_ends`]).
-type Loaded = (GmonData, Vec<u64>);
-
-/// [`load`], and the arcs' ends.
-fn load_with_ends(
-    inputs: &[Input],
-    options: &ReadOptions,
-    elf_pointer_size: Option<usize>,
-) -> Result<Loaded> {
-    let data = load(inputs, options, elf_pointer_size)?;
-    let ends = locate::arc_ends(&data);
-    Ok((data, ends))
-}
-
 /// The binary (when given) and the summed inputs. When the binary's header
-/// tells its pointer size (ELF), the inputs are parsed (and their arcs'
-/// ends sorted) on another thread while it is opened (that thread reads
+/// tells its pointer size (ELF), the inputs are parsed on another thread
+/// while it is opened (that thread reads
 /// the header: ≈ 40 µs of opening and reading a file off this one);
 /// otherwise after it, with the pointer size it was opened with. Its
 /// error, if any, comes first either way.
-fn open_and_load(inputs: &[Input], options: &ReadOptions) -> Result<(Option<Rc<Binary>>, Loaded)> {
+fn open_and_load(
+    inputs: &[Input],
+    options: &ReadOptions,
+) -> Result<(Option<Rc<Binary>>, GmonData)> {
     let Some(path) = options.binary.as_deref() else {
-        return Ok((None, load_with_ends(inputs, options, None)?));
+        return Ok((None, load(inputs, options, None)?));
     };
     // A small input parses faster than a thread starts.
     let small = inputs.iter().map(Input::len).sum::<u64>() < PARALLEL_INPUT_BYTES;
@@ -125,9 +113,8 @@ fn open_and_load(inputs: &[Input], options: &ReadOptions) -> Result<(Option<Rc<B
         // `Binary::open_cached` keeps the binary for this thread (an `Rc`):
         // it is opened here, the inputs parsed on a scoped thread.
         std::thread::scope(|scope| {
-            let loaded = scope.spawn(|| {
-                elf_pointer_size(path).map(|size| load_with_ends(inputs, options, Some(size)))
-            });
+            let loaded = scope
+                .spawn(|| elf_pointer_size(path).map(|size| load(inputs, options, Some(size))));
             let binary = Binary::open_cached(path, SymbolRules::Gprof);
             let loaded = loaded
                 .join()
@@ -138,7 +125,7 @@ fn open_and_load(inputs: &[Input], options: &ReadOptions) -> Result<(Option<Rc<B
     let binary = binary?;
     let loaded = match loaded {
         Some(loaded) => loaded,
-        None => load_with_ends(inputs, options, Some(binary.pointer_size)),
+        None => load(inputs, options, Some(binary.pointer_size)),
     };
     match loaded {
         Ok(loaded) => Ok((Some(binary), loaded)),
@@ -187,15 +174,14 @@ fn elf_pointer_size(path: &Path) -> Option<usize> {
 
 /// Reads and sums gmon.out inputs into one profile.
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
-    let (binary, (data, ends)) = open_and_load(inputs, options)?;
+    let (binary, data) = open_and_load(inputs, options)?;
     if let Some(binary) = binary
         .as_deref()
         .filter(|_| !options.gprof.skip_binary_check)
     {
         fit::check(&data, binary, inputs)?;
     }
-    let mut profile =
-        profile::to_profile_with(&data, ends, binary.as_deref(), options.gprof.stacks);
+    let mut profile = profile::to_profile(&data, binary.as_deref(), options.gprof.stacks);
     {
         if let Some(t) = inputs.first().and_then(Input::modified) {
             if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {

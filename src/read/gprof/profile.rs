@@ -395,25 +395,13 @@ fn add_flat_samples(
     }
 }
 
-/// The profile gprof's data stands for (§4), for tests.
-#[cfg(test)]
-pub fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks) -> Profile {
-    to_profile_with(data, super::locate::arc_ends(data), binary, stacks)
-}
-
-/// [`to_profile`], the sorted, distinct addresses of the arcs' ends
-/// ([`arc_ends`]) given.
-pub(super) fn to_profile_with(
-    data: &GmonData,
-    arc_ends: Vec<u64>,
-    binary: Option<&Binary>,
-    stacks: GprofStacks,
-) -> Profile {
+/// The profile gprof's data stands for (§4).
+pub(super) fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks) -> Profile {
     let (mut profile, period_ns, bb_type) = new_profile(data);
     let mapping = add_image_mapping(&mut profile, binary);
     let funcs = binary.map(gprof_functions).unwrap_or_default();
     let ticks = assign_ticks(data, &funcs, period_ns);
-    let addresses = addresses(arc_ends, data, &funcs, &ticks);
+    let addresses = addresses(data, &funcs, &ticks);
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
     let (kept_to_main, kept) = mpsc::sync_channel(1);

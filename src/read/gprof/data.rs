@@ -207,7 +207,7 @@ pub struct GmonData {
 /// Sums the data of several files of one program (like `gprof -s`).
 /// `earlier` names the files `a` came from, for the errors.
 pub fn sum(file: &Path, earlier: &str, mut a: GmonData, b: GmonData) -> Result<GmonData> {
-    let mut ranges = rustc_hash::FxHashMap::default();
+    let mut ranges = Ranges::new();
     let earlier = format!("in {earlier}");
     for h in b.histograms {
         add_histogram(file, (0, &earlier), &mut a.histograms, &mut ranges, h)?;
@@ -248,9 +248,14 @@ pub(super) fn add_count(total: &mut u64, count: u64) {
     *total = total.saturating_add(count);
 }
 
+/// The histograms kept so far by range: `(low_pc, high_pc, bins)` → the
+/// index in the list. Ranges are equal or disjoint (any other overlap is
+/// refused), so ordered by `low_pc` they are ordered by `high_pc` too.
+pub(super) type Ranges = std::collections::BTreeMap<(u64, u64, usize), usize>;
+
 /// Adds a histogram record: equal ranges are summed bin by bin, others kept
-/// apart; a different rate or dimension cannot be combined (§1). `index`
-/// finds a range among `hists` (filled from them when empty).
+/// apart (§1). `index` finds a range among `hists` (filled from them when
+/// empty).
 ///
 /// Histograms that gprof would not put together are refused, as gprof
 /// does: another clock rate or dimension, another bin width ("different
@@ -262,7 +267,7 @@ pub(super) fn add_histogram(
     file: &Path,
     (offset, earlier): (usize, &str),
     hists: &mut Vec<Histogram>,
-    index: &mut rustc_hash::FxHashMap<(u64, u64, usize), usize>,
+    index: &mut Ranges,
     h: Histogram,
 ) -> Result<()> {
     let refuse = |why: String| {
@@ -290,15 +295,6 @@ pub(super) fn add_histogram(
             ));
         }
     }
-    let same_range = |o: &Histogram| (o.low_pc, o.high_pc) == (h.low_pc, h.high_pc);
-    let overlap = |o: &Histogram| o.low_pc < h.high_pc && h.low_pc < o.high_pc;
-    if let Some(o) = hists.iter().find(|o| overlap(o) && !same_range(o)) {
-        return refuse(format!(
-            "this histogram's range {:#x}..{:#x} overlaps the one {earlier} ({:#x}..{:#x}) without being the same",
-            h.low_pc, h.high_pc, o.low_pc, o.high_pc
-        ));
-    }
-    let key = (h.low_pc, h.high_pc, h.bins.len());
     if index.is_empty() && !hists.is_empty() {
         index.extend(
             hists
@@ -307,6 +303,18 @@ pub(super) fn add_histogram(
                 .map(|(i, o)| ((o.low_pc, o.high_pc, o.bins.len()), i)),
         );
     }
+    // The last range starting below this one's end has the highest end of
+    // those: if it does not reach past this one's start, none does.
+    let last_below = index.range(..(h.high_pc, 0, 0)).next_back();
+    if let Some((&(low, high, _), _)) = last_below {
+        if high > h.low_pc && (low, high) != (h.low_pc, h.high_pc) {
+            return refuse(format!(
+                "this histogram's range {:#x}..{:#x} overlaps the one {earlier} ({low:#x}..{high:#x}) without being the same",
+                h.low_pc, h.high_pc
+            ));
+        }
+    }
+    let key = (h.low_pc, h.high_pc, h.bins.len());
     if let Some(same) = index.get(&key).and_then(|&i| hists.get_mut(i)) {
         same.bins.add(&h.bins);
     } else {
@@ -320,7 +328,7 @@ pub(super) fn add_histogram(
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{merge_arcs, Bins, CallArc};
+    use super::{add_histogram, merge_arcs, Bins, CallArc, Histogram, Ranges};
 
     #[test]
     fn bins_add_as_dense_counts_do() {
@@ -384,5 +392,65 @@ mod tests {
                 .collect();
             assert_eq!(merge_arcs(arcs), expected, "{len} records");
         }
+    }
+
+    fn hist(low_pc: u64, high_pc: u64) -> Histogram {
+        Histogram {
+            low_pc,
+            high_pc,
+            prof_rate: 100,
+            dimension: "seconds".into(),
+            dimension_abbrev: 's',
+            bins: vec![1; ((high_pc - low_pc) / 4) as usize]
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn equal_ranges_are_summed_disjoint_kept_and_overlapping_refused() {
+        let file = std::path::Path::new("x");
+        let (mut hists, mut index) = (Vec::new(), Ranges::new());
+        // Many disjoint records, given out of order.
+        for k in (0..2000u64).rev() {
+            let at = 0x1000 + 0x100 * k;
+            add_histogram(
+                file,
+                (0, "before"),
+                &mut hists,
+                &mut index,
+                hist(at, at + 0x80),
+            )
+            .unwrap();
+        }
+        add_histogram(
+            file,
+            (0, "before"),
+            &mut hists,
+            &mut index,
+            hist(0x1000, 0x1080),
+        )
+        .unwrap();
+        assert_eq!(hists.len(), 2000, "the equal range is summed");
+        let summed = hists.iter().find(|h| h.low_pc == 0x1000).unwrap();
+        assert!(summed.bins.nonzero().all(|(_, c)| c == 2));
+        for (low, high) in [(0x1040, 0x10c0), (0x0f80, 0x1010), (0x1100, 0x1180 + 0x10)] {
+            let e = add_histogram(file, (0, "before"), &mut hists, &mut index, hist(low, high));
+            let message = e.unwrap_err().to_string();
+            assert!(
+                message.contains("overlaps the one before"),
+                "{low:#x}..{high:#x}: {message}"
+            );
+        }
+        // Touching ranges do not overlap.
+        add_histogram(
+            file,
+            (0, "before"),
+            &mut hists,
+            &mut index,
+            hist(0x1080, 0x1100),
+        )
+        .unwrap();
+        assert_eq!(hists.len(), 2001);
     }
 }

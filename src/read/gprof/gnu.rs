@@ -3,11 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
 use super::data::{
-    add_count, add_histogram, merge_arcs, Bins, CallArc, GmonData, Histogram, Variant,
+    add_count, add_histogram, merge_arcs, Bins, CallArc, GmonData, Histogram, Ranges, Variant,
 };
 use crate::error::{Error, Result};
 use crate::read::cursor::{Cursor, Endian};
@@ -103,7 +102,7 @@ pub(super) fn parse_gnu_records(
         bb_records: 0,
     };
     let mut arcs = Vec::new();
-    let mut ranges = HashMap::default();
+    let mut ranges = Ranges::new();
     while !c.at_end() {
         let tag_at = c.offset();
         match c.u8("a record tag")? {

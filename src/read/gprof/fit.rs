@@ -2,8 +2,8 @@
 //! gmon.out holds addresses only, so another build of the program, or
 //! another program, gives a profile that looks right and is not. Three
 //! facts of a real pair are checked: the byte order agrees, the histogram
-//! covers the executable's code, and the arcs' callee addresses lie just
-//! after function entries (where `mcount` is called). A pair that fails is
+//! covers the executable's code, and a call instruction (the prologue's
+//! call of `mcount`) ends at each arc's callee address. A pair that fails is
 //! refused, saying what does not fit; `--skip-binary-check` converts it
 //! anyway.
 
@@ -43,7 +43,7 @@ pub(super) fn check(data: &GmonData, binary: &Binary, inputs: &[Input]) -> Resul
     if let Some(why) = histogram_outside_code(data, binary) {
         return refuse(why);
     }
-    if let Some(why) = arcs_off_entries(data, binary) {
+    if let Some(why) = arcs_off_calls(data, binary) {
         return refuse(why);
     }
     Ok(())
@@ -66,7 +66,7 @@ fn histogram_outside_code(data: &GmonData, binary: &Binary) -> Option<String> {
 /// to `mcount` in the callee's prologue, so a call instruction ends there
 /// (or, in a file `gprof -s` wrote, `self_pc` is a function's entry).
 /// Instruction sets not known here are not judged.
-fn arcs_off_entries(data: &GmonData, binary: &Binary) -> Option<String> {
+fn arcs_off_calls(data: &GmonData, binary: &Binary) -> Option<String> {
     let entries = binary.entries();
     let mut callees: Vec<u64> = data.arcs.iter().map(|a| a.self_pc).collect();
     crate::radix::sort_by_key(&mut callees, |&a| a);
@@ -112,9 +112,9 @@ fn x86_call_ends_at(binary: &Binary, pc: u64) -> bool {
 
 /// Whether a call instruction ends at `pc` in `binary`'s code (`None`
 /// for an instruction set not known here). The `mcount` call of each
-/// target's `-pg` prologue: x86 `call rel32` or `call *disp32(%rip)`; ARM
-/// `bl`/`blx` (Thumb or ARM); PowerPC `bl`; MIPS `jal`/`jalr`/`bal`
-/// followed by its delay slot.
+/// target's `-pg` prologue: x86's ([`x86_call_ends_at`]); ARM `bl`/`blx`
+/// (Thumb or ARM); PowerPC `bl`; MIPS `jal`/`jalr`/`bal` followed by its
+/// delay slot.
 fn call_ends_at(binary: &Binary, pc: u64) -> Option<bool> {
     use object::Architecture as A;
     let word = |at: u64| -> Option<u32> {

@@ -50,6 +50,26 @@ pub struct ArchiveOptions {
     pub progress: Option<std::sync::Arc<read::Progress>>,
 }
 
+impl ArchiveOptions {
+    /// A run writing `formats` into `out_dir`, one unit at a time, with the
+    /// default reading and writing options and nothing else asked for.
+    pub fn new(out_dir: PathBuf, formats: Vec<OutputFormat>) -> ArchiveOptions {
+        ArchiveOptions {
+            out_dir,
+            formats,
+            read: ReadOptions::default(),
+            binary_map: Vec::new(),
+            write: WriteOptions::default(),
+            jobs: 1,
+            force: false,
+            resume: false,
+            known_failures: Default::default(),
+            shard: None,
+            progress: None,
+        }
+    }
+}
+
 /// One input of the archive: a file, or a directory that is one profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unit {

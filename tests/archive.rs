@@ -740,19 +740,11 @@ fn the_shared_progress_counts_bytes_as_a_large_input_is_read_and_ends_at_the_tot
     std::fs::write(archive.join("a/sample_cpu_0_20150716_130220"), &big).unwrap();
     std::fs::write(archive.join("notes.txt"), b"not a profile\n").unwrap();
     let read = Arc::new(profconv::read::Progress::default());
-    let options = profconv::archive::ArchiveOptions {
-        out_dir: dir.path().join("out"),
-        formats: vec![profconv::OutputFormat::Pprof],
-        read: Default::default(),
-        binary_map: Vec::new(),
-        write: Default::default(),
-        jobs: 1,
-        force: false,
-        resume: false,
-        known_failures: Default::default(),
-        shard: None,
-        progress: Some(read.clone()),
-    };
+    let mut options = profconv::archive::ArchiveOptions::new(
+        dir.path().join("out"),
+        vec![profconv::OutputFormat::Pprof],
+    );
+    options.progress = Some(read.clone());
     let (total, small) = (big.len() as u64 + 14, 14);
     let done = AtomicBool::new(false);
     let (report, seen) = std::thread::scope(|s| {

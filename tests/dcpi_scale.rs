@@ -156,19 +156,10 @@ fn an_archive_migration_streams_the_database_too() {
     let dir = tempdir();
     let archive = dir.path().join("archive");
     let truth = million_address_db(&archive.join("host1/db"));
-    let options = profconv::archive::ArchiveOptions {
-        out_dir: dir.path().join("out"),
-        formats: vec![profconv::OutputFormat::Pprof],
-        read: ReadOptions::default(),
-        binary_map: Vec::new(),
-        write: Default::default(),
-        jobs: 1,
-        force: false,
-        resume: false,
-        known_failures: Default::default(),
-        shard: None,
-        progress: None,
-    };
+    let options = profconv::archive::ArchiveOptions::new(
+        dir.path().join("out"),
+        vec![profconv::OutputFormat::Pprof],
+    );
     let (report, peak) =
         peak_heap(|| profconv::archive::run(&archive, &options, &|_, _| {}, &|_| {}).unwrap());
     let out = dir.path().join("out/host1/db.pb.gz");

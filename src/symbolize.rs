@@ -157,8 +157,18 @@ impl SymbolRules {
 /// by its mangled name instead, as binutils prints a name it cannot
 /// demangle.
 fn keep_names_apart(symbols: &mut [FunctionSymbol]) {
+    // Only a demangled name can be shared by two different symbols: where
+    // no name was demangled (C), there is nothing to look at.
+    let demangled: rustc_hash::FxHashSet<&str> = symbols
+        .iter()
+        .filter(|s| !Arc::ptr_eq(&s.name, &s.system_name) && s.name != s.system_name)
+        .map(|s| &*s.name)
+        .collect();
+    if demangled.is_empty() {
+        return;
+    }
     let mut by_name: rustc_hash::FxHashMap<&str, (&str, bool)> = Default::default();
-    for s in symbols.iter() {
+    for s in symbols.iter().filter(|s| demangled.contains(&*s.name)) {
         let entry = by_name.entry(&s.name).or_insert((&s.system_name, false));
         entry.1 |= entry.0 != &*s.system_name;
     }

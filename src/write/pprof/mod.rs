@@ -210,11 +210,12 @@ fn worth_a_thread(profile: &Profile) -> bool {
     profile.samples().len() + profile.locations().len() >= PARALLEL_ROWS
 }
 
-/// The encoded pprof message: the bytes `to_proto(profile).encode_to_vec()`
-/// gives, without building a message per sample. prost writes fields in
-/// field-number order, so the message is the encoding of `sample_type`
-/// (field 1), then every sample (field 2) encoded here straight from the
-/// IR, then the encoding of the other fields (3 to 15).
+/// The encoded pprof message: what `to_proto(profile)` decodes from,
+/// without building a message per sample. The tables come first: mappings
+/// (field 3), locations (field 4) and fields 5 to 15, then `sample_type`
+/// (field 1) and every sample (field 2), encoded here straight from the IR
+/// (the order [`whole`] compresses them in: the tables are the slower part
+/// to compress). Protocol buffers may carry fields in any order.
 pub fn encode(profile: &Profile) -> Vec<u8> {
     // The tables (locations, strings, functions...) are encoded on another
     // thread while this one encodes the samples, when there are enough rows
@@ -233,7 +234,7 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
         })
     };
     let [head, mappings, tail] = tables;
-    let parts = [head, samples, mappings, locations, tail];
+    let parts = [mappings, locations, tail, head, samples];
     let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
     for part in &parts {
         out.extend_from_slice(part);
@@ -242,8 +243,8 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
 }
 
 /// The encodings of field 1 (`sample_type`), field 3 (`mapping`) and fields
-/// 5 to 15: what goes before the samples, between them and the locations
-/// (field 4), and after.
+/// 5 to 15: what goes before the samples, before the locations (field 4),
+/// and after them.
 fn encode_tables(profile: &Profile) -> [Vec<u8>; 3] {
     let mut tables = to_proto_rest(profile, false);
     let head = pb::Profile {
@@ -544,7 +545,7 @@ mod encode_tests {
     use crate::profile::{Location, Mapping};
 
     #[test]
-    fn direct_encoding_is_byte_for_byte_what_prost_writes() {
+    fn direct_encoding_is_byte_for_byte_what_prost_writes_tables_first() {
         let mut p = Profile::new(&[("samples", "count"), ("cpu", "nanoseconds")]);
         p.add_comment("a comment");
         p.add_metadata("key", "value");
@@ -573,11 +574,20 @@ mod encode_tests {
         p.add_sample(&stack[..1], &[0, 0], &[]);
         p.add_sample(&stack[3..200], &[300, 1 << 40], &[pid, tid]);
         p.add_sample(&[], &[0, 9], &[pid]);
-        assert_eq!(encode(&p), to_proto(&p).encode_to_vec());
-        assert_eq!(
-            encode(&Profile::default()),
-            to_proto(&Profile::default()).encode_to_vec()
-        );
+        for p in [p, Profile::default()] {
+            // What prost writes for the tables, then for `sample_type` and
+            // the samples.
+            let mut tables = to_proto(&p);
+            let samples = pb::Profile {
+                sample_type: std::mem::take(&mut tables.sample_type),
+                sample: std::mem::take(&mut tables.sample),
+                ..Default::default()
+            };
+            let mut expected = tables.encode_to_vec();
+            expected.extend(samples.encode_to_vec());
+            assert_eq!(encode(&p), expected);
+            assert_eq!(pb::Profile::decode(&encode(&p)[..]).unwrap(), to_proto(&p));
+        }
     }
 
     use crate::profile::StrId as StrIdEmpty;

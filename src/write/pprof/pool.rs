@@ -8,11 +8,8 @@
 //! spawned per member (as before) left a core idle from the moment a member
 //! was done until the encoding thread came back to start the next one.
 //!
-//! A member is handed in whole ([`Pool::compress`]), or as pieces that one
-//! worker compresses as they come while the caller encodes the next
-//! ([`Pool::member`]): one member, so the same bytes as the pieces joined
-//! would make. A pool of no workers compresses on the caller's thread (a
-//! small output, or one core).
+//! Each member is handed in whole ([`Pool::compress`]). A pool of no workers
+//! compresses on the caller's thread (a small output, or one core).
 //!
 //! A member's bytes are a function of its input alone, whichever worker
 //! makes it: each member is compressed into a buffer of its own whose
@@ -40,26 +37,8 @@ const POOL_BYTES: usize = 16 << 20;
 /// for the compressed ones.
 struct Task {
     seq: u64,
-    input: Input,
+    input: Vec<u8>,
     member: Vec<u8>,
-}
-
-/// The bytes of a member: all at once, or pieces sent until the sender is
-/// dropped.
-enum Input {
-    Whole(Vec<u8>),
-    Pieces(mpsc::Receiver<Vec<u8>>),
-}
-
-/// The pieces of one member ([`Pool::member`]): each sent is compressed as
-/// it comes; dropping this ends the member.
-pub(super) struct Pieces(mpsc::Sender<Vec<u8>>);
-
-impl Pieces {
-    /// Hands on the next piece of the member's bytes.
-    pub(super) fn send(&self, piece: Vec<u8>) -> io::Result<()> {
-        self.0.send(piece).map_err(|_| closed())
-    }
 }
 
 /// A member compressed, with the buffers it came in (to be reused).
@@ -160,21 +139,7 @@ impl Pool {
         }
         let size = encoded.len();
         self.make_room(size, out)?;
-        self.send(Input::Whole(encoded), size, out)
-    }
-
-    /// Hands in the next member as pieces to come: one worker compresses
-    /// them as they are sent, until the [`Pieces`] are dropped. Hand in
-    /// nothing else before: the pool may wait for this member to be done.
-    /// Needs a pool of at least one worker.
-    pub(super) fn member(&mut self, out: &mut dyn Write) -> io::Result<Pieces> {
-        if self.inline.is_some() {
-            return Err(io::Error::other("a member in pieces needs a worker"));
-        }
-        self.make_room(0, out)?;
-        let (pieces, input) = mpsc::channel();
-        self.send(Input::Pieces(input), 0, out)?;
-        Ok(Pieces(pieces))
+        self.send(encoded, size, out)
     }
 
     /// Waits while the pool is full for a member of `size` encoded bytes.
@@ -189,7 +154,7 @@ impl Pool {
 
     /// Queues a member of `size` encoded bytes, and writes out the members
     /// done by then.
-    fn send(&mut self, input: Input, size: usize, out: &mut dyn Write) -> io::Result<()> {
+    fn send(&mut self, input: Vec<u8>, size: usize, out: &mut dyn Write) -> io::Result<()> {
         let task = Task {
             seq: self.sent,
             input,
@@ -260,22 +225,10 @@ fn work(queue: &Mutex<mpsc::Receiver<Task>>, report: &mpsc::Sender<(u64, Outcome
             Err(_) => return,
         };
         let Ok(task) = task else { return };
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| match task.input {
-            Input::Whole(encoded) => {
-                let member = super::gzip_member_into(&encoded, task.member, &mut deflate)?;
-                Ok(Done { member, encoded })
-            }
-            Input::Pieces(pieces) => {
-                let mut member = super::Member::start(task.member, &mut deflate);
-                for piece in pieces {
-                    member.add(&piece)?;
-                }
-                let member = member.finish()?;
-                Ok(Done {
-                    member,
-                    encoded: Vec::new(),
-                })
-            }
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            let encoded = task.input;
+            let member = super::gzip_member_into(&encoded, task.member, &mut deflate)?;
+            Ok(Done { member, encoded })
         }));
         if report.send((task.seq, outcome)).is_err() {
             return;
@@ -331,10 +284,9 @@ mod tests {
     }
 
     /// A pool of no workers writes the very members a pool of workers
-    /// does, and a member handed in as pieces is the member of the pieces
-    /// joined.
+    /// does.
     #[test]
-    fn inline_and_piece_members_are_the_same_members() {
+    fn inline_members_are_the_members_workers_make() {
         let pieces = super::super::test_pieces(12);
         let mut deflate = super::super::member_deflate();
         let mut expected = Vec::new();
@@ -349,18 +301,6 @@ mod tests {
         }
         inline.finish(&mut out).unwrap();
         assert!(out == expected, "inline: the same members");
-
-        let joined = pieces.concat();
-        let whole = super::super::gzip_member_into(&joined, Vec::new(), &mut deflate).unwrap();
-        let mut pool = Pool::new(2, |_| 0).unwrap();
-        let mut out = Vec::new();
-        let member = pool.member(&mut out).unwrap();
-        for piece in &pieces {
-            member.send(piece.clone()).unwrap();
-        }
-        drop(member);
-        pool.finish(&mut out).unwrap();
-        assert!(out == whole, "pieces: one member of them joined");
     }
 
     /// Members that compress badly (deflate runs out of room in its buffer

@@ -1,15 +1,20 @@
 //! A whole profile written as gzip-compressed pprof, through the one gzip
-//! pipeline ([`Pool`]) the streamed writer uses too, in one of three ways
-//! by the size its encoding is guessed at ([`way`]):
+//! pipeline ([`Pool`]) the streamed writer uses too, in one of two ways
+//! ([`way`]):
 //!
-//! - large ([`Way::Members`]): this thread encodes the message (`sample_type`
-//!   and the samples, then the mappings, locations and fields 5 to 15) in
-//!   pieces of about [`PIECE`] bytes, and the pool's workers, one per core,
-//!   compress each as a gzip member of its own while the next is encoded;
-//! - middle-sized ([`Way::Piped`]): this thread encodes the message in small
-//!   pieces while one worker compresses them, as they come, into one member;
-//! - small, or one core ([`Way::Encoded`]): encoded whole, then compressed
+//! - with rows enough to pay for threads, on more than one core
+//!   ([`Way::Members`]): this thread encodes the message in pieces, and the
+//!   pool's workers, one per core, compress each piece as a gzip member of
+//!   its own while the next is encoded;
+//! - otherwise ([`Way::Encoded`]): encoded whole, then compressed
 //!   ([`write_encoded`]).
+//!
+//! The message is encoded tables first (mappings, locations, functions,
+//! strings and the fields after them), then `sample_type` and the samples
+//! ([`super::encode`]): the tables compress about half as fast as the
+//! samples, so they are compressed while the samples are still being
+//! encoded rather than after. Protocol buffers may carry fields in any
+//! order; every decoder (Go's, prost's) reads them the same.
 //!
 //! Concatenated gzip members are read as one stream by gzip, Go's
 //! `compress/gzip` (so `go tool pprof`) and flate2's `MultiGzDecoder`; they
@@ -25,17 +30,14 @@ use prost::Message;
 use super::pool::Pool;
 use super::{pb, Profile};
 
-/// Encoded sample bytes per gzip member. Each member starts compressing
-/// with an empty window; at this size that costs well under 1 % of the
-/// output, and a 3 MB profile still makes pieces enough to share.
+/// The largest piece of encoded bytes per gzip member. Each member starts
+/// compressing with an empty window; at this size that costs well under
+/// 1 % of the output.
 const PIECE: usize = 1 << 19;
 
-/// Profiles whose encoding is guessed at this many bytes or more are
-/// written by [`write_members`]; smaller ones keep [`write_encoded`]'s
-/// bytes (one member below 2 MiB encoded: the fixtures' outputs, and
-/// `compare_outputs.sh`'s DCPI database, 1.7 MB encoded, guessed 2.4 MB).
-/// The guess overstates: 3.7 MB for the gprof-20000 benchmark's 3.5 MB.
-const MIN_BYTES: usize = 3 << 20;
+/// The smallest piece: below, a member's start (a compressor reset, a
+/// header) costs more than sharing the work saves.
+const MIN_PIECE: usize = 1 << 16;
 
 /// Locations encoded between checks of the piece's size.
 const LOCATIONS_AT_ONCE: usize = 1 << 12;
@@ -43,33 +45,23 @@ const LOCATIONS_AT_ONCE: usize = 1 << 12;
 /// How [`super::write`] compresses a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Way {
-    /// Large: [`write_members`] in pieces of this size.
+    /// [`write_members`] in pieces of this size.
     Members(usize),
-    /// Middle-sized: [`write_piped`].
-    Piped,
     /// Small, or one core: encoded whole, then compressed.
     Encoded,
 }
 
-/// Encodings guessed below this are [`Way::Piped`] (so that
-/// [`write_encoded`] would make one member of them).
-const PIPED_BYTES: usize = 2 << 20;
-
 /// The way for `profile`: with rows enough to pay for a thread and a second
-/// core, by the size its encoding is guessed at.
+/// core, members of an eighth of the size its encoding is guessed at
+/// (between [`MIN_PIECE`] and [`PIECE`]), so that every worker has several
+/// to compress and the last one is short.
 pub(super) fn way(profile: &Profile) -> Way {
     let threads = super::worth_a_thread(profile) && super::cores() > 1;
     if !threads {
         return Way::Encoded;
     }
     let guess = super::samples_len_guess(profile) + 16 * profile.locations().len();
-    if guess >= MIN_BYTES {
-        Way::Members(PIECE)
-    } else if guess < PIPED_BYTES {
-        Way::Piped
-    } else {
-        Way::Encoded
-    }
+    Way::Members((guess / 8).clamp(MIN_PIECE, PIECE))
 }
 
 /// Writes `profile` as gzip-compressed pprof to `out`, the [`way`] its
@@ -77,7 +69,6 @@ pub(super) fn way(profile: &Profile) -> Way {
 pub(super) fn write_gzip(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
     match way(profile) {
         Way::Members(piece) => write_members(profile, piece, out),
-        Way::Piped => write_piped(profile, out),
         Way::Encoded => write_encoded(super::encode(profile), out),
     }
 }
@@ -93,8 +84,8 @@ pub(super) fn write_members(
 ) -> io::Result<()> {
     let mut pool = Pool::new(super::cores(), |_| 0)?;
     let mut compress = |piece: Vec<u8>| pool.compress(piece, &mut *out);
+    encode_tables_in_pieces(profile, piece, &mut compress)?;
     encode_samples_in_pieces(profile, piece, &mut compress)?;
-    encode_rest_in_pieces(profile, piece, &mut compress)?;
     pool.finish(out)
 }
 
@@ -115,34 +106,6 @@ pub(super) fn write_encoded(encoded: Vec<u8>, out: &mut dyn Write) -> io::Result
         pool.compress(piece.to_vec(), out)?;
     }
     pool.finish(out)
-}
-
-/// Pieces of [`write_piped`]: small, so that compressing starts early.
-const SMALL_PIECE: usize = 1 << 16;
-
-/// [`write_encoded`]`(super::encode(profile))`, the same bytes: the message
-/// is encoded on this thread in pieces that a worker compresses as they
-/// come, into one member. When the message turns out to be longer than one
-/// member holds (the guess was short), it is encoded and compressed again
-/// the usual way.
-fn write_piped(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
-    let mut pool = Pool::new(1, |_| 0)?;
-    // The member is written out only once it is known to be the one wanted.
-    let mut member = Vec::new();
-    let pieces = pool.member(&mut member)?;
-    let mut len = 0;
-    let mut send = |piece: Vec<u8>| {
-        len += piece.len();
-        pieces.send(piece)
-    };
-    encode_samples_in_pieces(profile, SMALL_PIECE, &mut send)?;
-    encode_rest_in_pieces(profile, SMALL_PIECE, &mut send)?;
-    drop(pieces);
-    pool.finish(&mut member)?;
-    if super::gzip_member_count(len) == 1 {
-        return out.write_all(&member);
-    }
-    write_encoded(super::encode(profile), out)
 }
 
 /// Encodes field 1 (`sample_type`) and every written sample (field 2), and
@@ -192,10 +155,10 @@ fn send_rest(send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>, out: Vec<u8>) -> i
     }
 }
 
-/// Encodes the message after the samples: mappings (field 3), locations
-/// (field 4), then fields 5 to 15, and hands it to `send` in pieces of
-/// about `size` bytes.
-fn encode_rest_in_pieces(
+/// Encodes the tables: mappings (field 3), locations (field 4), then
+/// fields 5 to 15, and hands them to `send` in pieces of about `size`
+/// bytes.
+fn encode_tables_in_pieces(
     profile: &Profile,
     size: usize,
     send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>,
@@ -209,8 +172,6 @@ fn encode_rest_in_pieces(
         super::encode_some_locations_of(window, k * LOCATIONS_AT_ONCE, &mut out);
         send_full(send, &mut out, size)?;
     }
-    // The functions and strings, in pieces too: the last piece is
-    // compressed while the other workers may have nothing left to do.
     for part in tail.chunks(size) {
         out.extend_from_slice(part);
         send_full(send, &mut out, size)?;
@@ -254,36 +215,24 @@ mod tests {
 
     #[test]
     fn members_decompress_to_the_encoded_message() {
-        let p = profile(80_000);
         let cores = super::super::cores();
-        assert!(way(&p) == Way::Members(PIECE) || cores == 1);
-        let mut joined = Vec::new();
-        write_members(&p, PIECE, &mut joined).unwrap();
-        let members = super::super::decoded_members(&joined);
-        assert!(members.len() > 2, "{} members", members.len());
-        assert!(
-            members.concat() == super::super::encode(&p),
-            "the members decode to the message"
-        );
-    }
-
-    #[test]
-    fn piped_is_what_encoding_then_compressing_gives() {
-        let cores = super::super::cores();
-        // One member of many pieces; then a message past one member, whose
-        // pieces are compressed again as members.
-        for n in [6_000, 80_000] {
+        // Pieces of the largest size, and of the size a middle-sized
+        // profile gets.
+        for (n, piece) in [(80_000, PIECE), (6_000, MIN_PIECE)] {
             let p = profile(n);
-            let encoded = super::super::encode(&p);
-            assert!(encoded.len() > 4 * SMALL_PIECE, "{} bytes", encoded.len());
-            assert!(n > 6_000 || way(&p) == Way::Piped || cores == 1);
-            let mut expected = Vec::new();
-            write_encoded(encoded, &mut expected).unwrap();
-            let members = super::super::decoded_members(&expected).len();
-            assert!(n == 6_000 || members > 1 || cores == 1);
-            let mut piped = Vec::new();
-            write_piped(&p, &mut piped).unwrap();
-            assert!(piped == expected, "{n} samples");
+            assert!(
+                way(&p) == Way::Members(piece) || cores == 1,
+                "{n}: {:?}",
+                way(&p)
+            );
+            let mut joined = Vec::new();
+            write_members(&p, piece, &mut joined).unwrap();
+            let members = super::super::decoded_members(&joined);
+            assert!(members.len() > 2, "{} members", members.len());
+            assert!(
+                members.concat() == super::super::encode(&p),
+                "{n}: the members decode to the message"
+            );
         }
     }
 

@@ -652,6 +652,34 @@ impl Binary {
         }
     }
 
+    /// The file whose line tables [`Binary::sorted_lines`] reads: the
+    /// debug file, when its DWARF has no inlined frames (`None`: it reads
+    /// none and answers nothing).
+    pub fn line_tables_file(&self) -> Option<&Path> {
+        self.debug_file.as_deref().filter(|_| self.single_frames)
+    }
+
+    /// The line tables [`Binary::sorted_lines`] would read for the binary
+    /// at `path`, and the file they are in ([`Binary::line_tables_file`]),
+    /// read before the binary is opened: reading them is most of the work
+    /// of a lookup and needs no address, so a caller can have them read
+    /// while it opens the binary and works out which addresses to look up.
+    /// `None` where `sorted_lines` would read none.
+    pub fn line_tables_of(path: &Path) -> Option<(PathBuf, lines::LineTables)> {
+        let image = map_object(path).ok()?;
+        let file = object::File::parse(&image[..]).ok()?;
+        let (debug_file, single_frames) = find_debug_file(path, &file, &build_id_hex(&file))?;
+        if !single_frames {
+            return None;
+        }
+        let tables = if debug_file == path {
+            lines::line_tables_in(&image)
+        } else {
+            lines::line_tables(&debug_file)
+        };
+        Some((debug_file, tables?))
+    }
+
     /// The reader of the binary's DWARF, when it loads (opened here if
     /// [`Binary::open_with`] left it).
     pub fn dwarf_reader(&self) -> Option<&DwarfReader> {

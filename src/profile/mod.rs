@@ -637,6 +637,52 @@ impl SampleSet {
     pub fn width(&self) -> usize {
         self.width
     }
+
+    /// Adds the samples of `other` (of the same width) in their order, as
+    /// [`SampleSet::add`] would add them, moving each instead of copying it.
+    pub fn append(&mut self, other: SampleSet) {
+        debug_assert_eq!(other.width, self.width);
+        for sample in other.samples {
+            let hash = sample_hash(&sample.stack, &sample.labels);
+            let (stack, labels) = (&sample.stack[..], &sample.labels[..]);
+            match find_sample(&self.samples, &self.index, hash, stack, labels) {
+                Some(i) => {
+                    for (acc, v) in self.samples[i].values.iter_mut().zip(&sample.values) {
+                        *acc = acc.saturating_add(*v);
+                    }
+                }
+                None => {
+                    let at = self.samples.len() as u32;
+                    self.index.insert_unique(hash, (hash, at), |&(h, _)| h);
+                    self.samples.push(sample);
+                }
+            }
+        }
+    }
+}
+
+/// The hash a sample is indexed by: of its stack and (sorted) labels.
+fn sample_hash(stack: &[LocationId], labels: &[Label]) -> u64 {
+    let mut hasher = FxHasher::default();
+    stack.hash(&mut hasher);
+    labels.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The sample of `samples` with this stack and labels, found through
+/// `index` by `hash`.
+fn find_sample(
+    samples: &[Sample],
+    index: &HashTable<(u64, u32)>,
+    hash: u64,
+    stack: &[LocationId],
+    labels: &[Label],
+) -> Option<usize> {
+    let found = index.find(hash, |&(h, i)| {
+        let sample = &samples[i as usize];
+        h == hash && sample.stack[..] == *stack && sample.labels == labels
+    });
+    found.map(|&(_, i)| i as usize)
 }
 
 /// Adds `values` to the sample of `samples` with this stack and labels (found
@@ -658,17 +704,9 @@ fn add_sample_to(
         sorted = own;
         &sorted[..]
     };
-    let mut hasher = FxHasher::default();
-    stack.hash(&mut hasher);
-    labels.hash(&mut hasher);
-    let hash = hasher.finish();
-    let found = index.find(hash, |&(h, i)| {
-        let sample = &samples[i as usize];
-        h == hash && sample.stack[..] == *stack && sample.labels == labels
-    });
-    if let Some(&(_, i)) = found {
-        let sample = &mut samples[i as usize];
-        for (acc, v) in sample.values.iter_mut().zip(values) {
+    let hash = sample_hash(stack, labels);
+    if let Some(i) = find_sample(samples, index, hash, stack, labels) {
+        for (acc, v) in samples[i].values.iter_mut().zip(values) {
             *acc = acc.saturating_add(*v);
         }
         return;

@@ -93,13 +93,26 @@ impl Found {
 /// of the ELF file at `path`. `None` when the file or its DWARF does not
 /// parse (then every address is asked of addr2line).
 pub fn sorted_lines(path: &Path, addresses: &[u64]) -> Option<SortedLines> {
-    let file = std::fs::File::open(path).ok()?;
-    let map = crate::mmap::map(&file).ok()?;
-    sorted_lines_in(&map, addresses)
+    Some(line_tables(path)?.claim(addresses))
 }
 
 /// [`sorted_lines`] of an ELF file's bytes (already mapped).
 pub fn sorted_lines_in(bytes: &[u8], addresses: &[u64]) -> Option<SortedLines> {
+    Some(line_tables_in(bytes)?.claim(addresses))
+}
+
+/// The line tables of the ELF file at `path`, read for [`LineTables::claim`]
+/// (`None` as for [`sorted_lines`]). Reading them is most of the work of a
+/// lookup, and needs no address: a caller can read them while it works out
+/// which addresses to look up.
+pub fn line_tables(path: &Path) -> Option<LineTables> {
+    let file = std::fs::File::open(path).ok()?;
+    let map = crate::mmap::map(&file).ok()?;
+    line_tables_in(&map)
+}
+
+/// [`line_tables`] of an ELF file's bytes (already mapped).
+pub fn line_tables_in(bytes: &[u8]) -> Option<LineTables> {
     let object = object::File::parse(bytes).ok()?;
     if !matches!(object, object::File::Elf32(_) | object::File::Elf64(_)) {
         return None; // Mach-O objects and dSYMs: addr2line reads more files
@@ -117,39 +130,55 @@ pub fn sorted_lines_in(bytes: &[u8], addresses: &[u64]) -> Option<SortedLines> {
     })
     .ok()?;
     let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
-    lookup(&dwarf, addresses)
+    LineTables::read(&dwarf)
 }
 
-/// [`sorted_lines`] on loaded sections: each compile unit's rows claim the
-/// addresses they hold ([`UnitLines::claim`]). The units' line programs
-/// are run side by side (rayon: running them is most of the work, and they
-/// are independent), then claim in the order of the units.
-fn lookup(dwarf: &gimli::Dwarf<Reader<'_>>, addresses: &[u64]) -> Option<SortedLines> {
-    use rayon::prelude::*;
-    let aranges = Aranges::read(dwarf)?;
-    let units = compile_units(dwarf, &aranges)?;
-    let read: Vec<Option<UnitLines>> = units
-        .par_iter()
-        .map(|(unit, _)| {
-            let program = unit.line_program.clone()?;
-            let mut lines = UnitLines::default();
-            lines.read(gimli::UnitRef::new(dwarf, unit), program)?;
-            Some(lines)
+/// Every compile unit's line table and declared ranges, in the order of
+/// the units: what [`sorted_lines`] looks addresses up in.
+pub struct LineTables {
+    units: Vec<(Declared, UnitLines)>,
+}
+
+impl LineTables {
+    /// The units' line programs, run side by side (rayon: running them is
+    /// most of the work, and they are independent). `None` when one does
+    /// not parse.
+    fn read(dwarf: &gimli::Dwarf<Reader<'_>>) -> Option<LineTables> {
+        use rayon::prelude::*;
+        let aranges = Aranges::read(dwarf)?;
+        let units = compile_units(dwarf, &aranges)?;
+        let read: Option<Vec<UnitLines>> = units
+            .par_iter()
+            .map(|(unit, _)| {
+                let program = unit.line_program.clone()?;
+                let mut lines = UnitLines::default();
+                lines.read(gimli::UnitRef::new(dwarf, unit), program)?;
+                Some(lines)
+            })
+            .collect();
+        let declared = units.into_iter().map(|(_, declared)| declared);
+        Some(LineTables {
+            units: declared.zip(read?).collect(),
         })
-        .collect();
-    let mut found = vec![Found::Nowhere; addresses.len()];
-    let mut files = Vec::new();
-    for ((_, declared), lines) in units.iter().zip(read) {
-        let mut lines = lines?;
-        lines.claim(declared, files.len(), addresses, &mut found);
-        files.append(&mut lines.files);
     }
-    for (found, &address) in found.iter_mut().zip(addresses) {
-        if address == u64::MAX {
-            *found = Found::Ask; // addr2line computes `probe + 1`
+
+    /// The file and line of each of `addresses` (sorted, ascending): each
+    /// unit's rows claim the addresses they hold ([`UnitLines::claim`]), in
+    /// the order of the units.
+    pub fn claim(self, addresses: &[u64]) -> SortedLines {
+        let mut found = vec![Found::Nowhere; addresses.len()];
+        let mut files = Vec::new();
+        for (declared, mut lines) in self.units {
+            lines.claim(&declared, files.len(), addresses, &mut found);
+            files.append(&mut lines.files);
         }
+        for (found, &address) in found.iter_mut().zip(addresses) {
+            if address == u64::MAX {
+                *found = Found::Ask; // addr2line computes `probe + 1`
+            }
+        }
+        SortedLines { files, found }
     }
-    Some(SortedLines { files, found })
 }
 
 /// The compile units that have code and a line program, each with the
@@ -521,7 +550,7 @@ mod tests {
     //! up here and by addr2line's `Context::find_location` on the same
     //! sections: every address answered here has addr2line's answer.
 
-    use super::{gimli, lookup, Found, Reader};
+    use super::{gimli, Found, LineTables, Reader};
     use crate::test_rng::XorShift as Rng;
 
     const BASE: u64 = 0x1000;
@@ -704,7 +733,8 @@ mod tests {
             let (abbrev, info) = unit(big);
             let sections = (&abbrev[..], &info[..], &line[..]);
             let context = addr2line::Context::from_dwarf(dwarf(sections, big)).unwrap();
-            let Some(sorted) = lookup(&dwarf(sections, big), &probes) else {
+            let Some(sorted) = LineTables::read(&dwarf(sections, big)).map(|t| t.claim(&probes))
+            else {
                 asked += probes.len(); // rows that go back: all asked
                 continue;
             };

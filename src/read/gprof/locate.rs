@@ -1,12 +1,12 @@
 //! Addresses → locations (§3). Every address the profile names (arc ends,
 //! tick addresses, basic blocks) is known before any sample is added, so
 //! each distinct address is looked up once, in address order
-//! ([`Resolved::new`]: one pass over the line tables, while another thread
-//! builds the call graph, the stacks and the samples, [`resolve_beside`]).
-//! [`Numbering`] numbers the locations in order of first use from the
-//! samples alone (so they are made beside the lookups), and
-//! [`add_locations`] then builds them. Memory: the frames of each distinct
-//! address, and the file names of the units they fall in.
+//! ([`Resolved::new`]: one pass over the line tables). [`Numbering`]
+//! numbers the locations of the addresses the samples will name, in address
+//! order, before any is made, so that the locations are built
+//! ([`Located::all`], [`add_locations`]) while another thread builds the
+//! call graph, the stacks and the samples. Memory: the frames of each
+//! distinct address, and the file names of the units they fall in.
 
 use std::borrow::Cow;
 use std::sync::mpsc;
@@ -14,11 +14,12 @@ use std::sync::mpsc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::data::GmonData;
+pub(super) use super::ticks::index_of;
 use super::ticks::{callee_at, function_at, Func, Tick, UNCREDITED, UNCREDITED_NAME};
 use crate::profile::{
     Function, FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, StrId, SymbolFlags,
 };
-use crate::symbolize::lines::Found;
+use crate::symbolize::lines::{Found, SortedLines};
 use crate::symbolize::{Binary, FunctionSymbol, RawFrame};
 
 /// The addresses of the arcs' ends, sorted and distinct: the addresses an
@@ -38,21 +39,29 @@ fn arc_ends(data: &GmonData) -> Vec<u64> {
 /// the basic blocks', and the arcs' ends ([`arc_ends`]). With functions
 /// (a binary), an arc's callee is named by the entry of the function gprof
 /// counts the call for (§3.3), so its `self_pc` is not needed: only the
-/// call sites (`from_pc`) and those entries are named.
-pub(super) fn addresses(data: &GmonData, funcs: &[Func<'_>], ticks: &[Tick]) -> Vec<u64> {
+/// call sites (`from_pc`) and those entries are named. With functions,
+/// also each arc's callee ([`callee_at`], `u32::MAX` for none), found once
+/// here for the call graph too.
+pub(super) fn addresses(
+    data: &GmonData,
+    funcs: &[Func<'_>],
+    ticks: &[Tick],
+) -> (Vec<u64>, Vec<u32>) {
     let mut rest: Vec<u64> = ticks
         .iter()
         .map(|t| t.address)
         .chain(data.basic_blocks.keys().copied())
         .collect();
+    let mut callees = Vec::new();
     let ends = if funcs.is_empty() {
         arc_ends(data)
     } else {
-        let entries = data
-            .arcs
-            .iter()
-            .filter_map(|a| callee_at(funcs, a.self_pc).map(|f| funcs[f].start));
-        rest.extend(entries);
+        callees.reserve(data.arcs.len());
+        for arc in &data.arcs {
+            let callee = callee_at(funcs, arc.self_pc);
+            callees.push(callee.map_or(u32::MAX, |f| f as u32));
+            rest.extend(callee.map(|f| funcs[f].start));
+        }
         // The arcs come sorted by `from_pc` (`merge_arcs`): then the sort
         // only looks.
         let mut sites: Vec<u64> = data.arcs.iter().map(|a| a.from_pc).collect();
@@ -61,11 +70,11 @@ pub(super) fn addresses(data: &GmonData, funcs: &[Func<'_>], ticks: &[Tick]) -> 
         sites
     };
     if rest.is_empty() {
-        return ends;
+        return (ends, callees);
     }
     radix_sort(&mut rest);
     rest.dedup();
-    merge_distinct(&ends, &rest)
+    (merge_distinct(&ends, &rest), callees)
 }
 
 /// The values of two sorted, distinct lists, sorted and distinct.
@@ -87,11 +96,6 @@ fn merge_distinct(a: &[u64], b: &[u64]) -> Vec<u64> {
 /// in histogram order, are left as they are after one look).
 fn radix_sort(values: &mut Vec<u64>) {
     crate::radix::sort_by_key(values, |&v| v);
-}
-
-/// The index of `address` in the sorted `addresses` (where it is).
-pub(super) fn index_of(addresses: &[u64], address: u64) -> u32 {
-    addresses.partition_point(|&a| a < address) as u32
 }
 
 /// The frames of each address, innermost first, borrowed from the binary.
@@ -203,19 +207,19 @@ fn padding_frame<'a>(funcs: &[Func<'a>], address: u64) -> RawFrame<'a> {
 impl<'a> Resolved<'a> {
     /// Looks up every address of `addresses` (sorted) in `binary`: the
     /// files and lines of single frames in one pass over the line tables
-    /// ([`Binary::sorted_lines`], their file names kept in `files`, which
-    /// the frames borrow), anything else through addr2line.
+    /// (`sorted`, as [`Binary::sorted_lines`]; their file names kept in
+    /// `files`, which the frames borrow), anything else through addr2line.
     pub(super) fn new(
         binary: Option<&'a Binary>,
         funcs: &[Func<'a>],
-        addresses: &[u64],
+        (addresses, sorted): (&[u64], impl FnOnce(&[u64]) -> Option<SortedLines>),
         files: &'a mut Vec<String>,
     ) -> Self {
         let mut one = Vec::with_capacity(addresses.len());
         let mut starts = Vec::with_capacity(addresses.len() + 1);
         let mut frames = Vec::new();
         starts.push(0);
-        let sorted = binary.and_then(|b| b.sorted_lines(addresses));
+        let sorted = sorted(addresses);
         let found = match sorted {
             Some(sorted) => {
                 *files = sorted.files;
@@ -268,117 +272,60 @@ impl<'a> Resolved<'a> {
     }
 }
 
-/// Looks every address up, as [`Resolved::new`], then runs `then`, while
-/// `beside` runs on a scoped thread: at the same time, since `then` waits
-/// for what `beside` sends it.
-pub(super) fn resolve_beside<'a, T: Send, U>(
-    binary: Option<&'a Binary>,
-    funcs: &[Func<'a>],
-    addresses: &[u64],
-    beside: impl FnOnce() -> T + Send,
-    then: impl FnOnce(&Resolved<'a>) -> U,
-    files: &'a mut Vec<String>,
-) -> (Resolved<'a>, U, T) {
-    std::thread::scope(|scope| {
-        let beside = scope.spawn(beside);
-        let resolved = Resolved::new(binary, funcs, addresses, files);
-        let then = then(&resolved);
-        let beside = beside
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (resolved, then, beside)
-    })
-}
-
-/// The locations [`Numbering`] has named so far, added to a profile a part
-/// at a time: the thread that makes the samples builds them while it waits
-/// for the next batch of stacks ([`Located::some`]), instead of all of them
-/// once the stacks are done. A part is built on this thread, its functions
-/// interned as they are met (the maps kept from part to part); the rest, if
-/// large, by [`add_locations`] on two threads.
+/// The locations a [`Numbering`] names, to be added to a profile: built
+/// on this thread for a few, their functions interned as they are met;
+/// else by [`add_locations`] on two threads.
 pub(super) struct Located<'p> {
     profile: &'p mut Profile,
     addresses: &'p [u64],
     mapping: MappingId,
-    /// How many of the numbering's locations are in the profile.
-    done: usize,
-    found: SymbolFlags,
-    /// The functions met so far.
-    keys: FunctionKeys<FunctionId>,
-    files: HashMap<[usize; 2], StrId>,
-    /// The locations built, added to the profile at the end (one move).
-    locations: Vec<Location>,
 }
 
-/// Locations built at a time while waiting: the next batch of stacks waits
-/// for at most these.
-const WHILE_WAITING: usize = 1 << 10;
-
 impl<'p> Located<'p> {
-    /// Room is made for a location per address (at most that many).
+    /// The locations of `addresses` in `mapping`, for `profile`.
     pub(super) fn new(profile: &'p mut Profile, addresses: &'p [u64], mapping: MappingId) -> Self {
         Located {
-            locations: Vec::with_capacity(addresses.len()),
             profile,
             addresses,
             mapping,
-            done: 0,
-            found: SymbolFlags::default(),
-            keys: FunctionKeys::with_capacity(0),
-            files: HashMap::default(),
         }
     }
 
-    /// Adds up to [`WHILE_WAITING`] of the locations `numbering` has named
-    /// and the profile lacks; false when there were none.
-    pub(super) fn some(&mut self, resolved: &Resolved<'_>, numbering: &Numbering) -> bool {
-        let end = numbering.order.len().min(self.done + WHILE_WAITING);
-        if end == self.done {
-            return false;
-        }
-        self.add_here(resolved, &numbering.order[self.done..end]);
-        self.done = end;
-        true
-    }
-
-    /// Adds every location `numbering` has named and the profile lacks;
-    /// returns what all of them carry.
-    pub(super) fn rest(mut self, resolved: &Resolved<'_>, numbering: &Numbering) -> SymbolFlags {
-        let order = &numbering.order[self.done..];
-        if order.len() < PARALLEL_LOCATIONS {
-            self.add_here(resolved, order);
+    /// Adds every location `numbering` names, in its order; returns what
+    /// they carry.
+    pub(super) fn all(self, resolved: &Resolved<'_>, numbering: &Numbering) -> SymbolFlags {
+        let order = &numbering.order[..];
+        let inputs = (self.addresses, resolved, self.mapping);
+        let mut locations = Vec::with_capacity(order.len());
+        let found = if order.len() < PARALLEL_LOCATIONS {
+            add_here(self.profile, inputs, order, &mut locations)
         } else {
-            // Functions met before get their ids again from the profile's
-            // index.
-            let inputs = (self.addresses, resolved, self.mapping);
-            self.found |= add_locations(self.profile, inputs, order, &mut self.locations);
-        }
-        self.profile.add_distinct_locations(self.locations);
-        self.found
+            add_locations(self.profile, inputs, order, &mut locations)
+        };
+        self.profile.add_distinct_locations(locations);
+        found
     }
+}
 
-    /// The locations of `order` built on this thread, as [`add_locations`]
-    /// builds them, each new function interned when met.
-    fn add_here(&mut self, resolved: &Resolved<'_>, order: &[u32]) {
-        let Located {
-            profile,
-            addresses,
-            mapping,
-            found,
-            keys,
-            files,
-            locations,
-            ..
-        } = self;
-        let mut filenames = false;
-        let inputs = (*addresses, resolved, *mapping);
-        push_locations(inputs, order, found, locations, |_, _, one, frame| {
-            keys.get_or(one, &frame, || {
-                intern_function(profile, files, &mut filenames, frame)
-            })
-        });
-        found.filenames |= filenames;
-    }
+/// The locations of `order` built on this thread, as [`add_locations`]
+/// builds them, each new function interned when met.
+fn add_here(
+    profile: &mut Profile,
+    inputs: (&[u64], &Resolved<'_>, MappingId),
+    order: &[u32],
+    out: &mut Vec<Location>,
+) -> SymbolFlags {
+    let mut found = SymbolFlags::default();
+    let mut keys = FunctionKeys::with_capacity(0);
+    let mut files = HashMap::default();
+    let mut filenames = false;
+    push_locations(inputs, order, &mut found, out, |_, _, one, frame| {
+        keys.get_or(one, &frame, || {
+            intern_function(profile, &mut files, &mut filenames, frame)
+        })
+    });
+    found.filenames |= filenames;
+    found
 }
 
 /// A frame's function added to `profile` (its strings in add_function's
@@ -408,40 +355,46 @@ fn intern_function(
     })
 }
 
-/// Location ids in order of first use: the `i`-th location of the profile
-/// is the one of the address first named by the `i`-th distinct address
-/// index the samples name (arcs, then ticks, then basic blocks). Known from
-/// the plan alone, so the samples can be built before the addresses are
-/// looked up, and the locations after.
+/// Location ids in address order: the `i`-th location of the profile is
+/// the one of the `i`-th of the addresses the samples name. Known before
+/// the samples are made, so that the locations are built while they are.
 pub(super) struct Numbering {
-    /// The location id of each address index once used (`u32::MAX` before).
+    /// The location id of each address index named (`u32::MAX` for the
+    /// others).
     ids: Vec<u32>,
     /// The address index of each location id.
     order: Vec<u32>,
 }
 
 impl Numbering {
-    /// No location yet, among `addresses` addresses.
-    pub(super) fn new(addresses: usize) -> Self {
-        Numbering {
-            ids: vec![u32::MAX; addresses],
-            order: Vec::new(),
+    /// The locations of the address indexes in `named` (any order, any
+    /// number of times), among `addresses` addresses.
+    pub(super) fn new(addresses: usize, named: impl IntoIterator<Item = u32>) -> Self {
+        const NAMED: u32 = 0;
+        let mut ids = vec![u32::MAX; addresses];
+        for index in named {
+            ids[index as usize] = NAMED;
         }
+        let mut order = Vec::new();
+        for (index, id) in ids.iter_mut().enumerate() {
+            if *id == NAMED {
+                *id = order.len() as u32;
+                order.push(index as u32);
+            }
+        }
+        Numbering { ids, order }
     }
 
-    /// The location of the `index`-th address, numbered at its first use.
+    /// The location of the `index`-th address (one named).
     #[inline]
-    pub(super) fn at(&mut self, index: u32) -> LocationId {
-        let slot = &mut self.ids[index as usize];
-        if *slot == u32::MAX {
-            *slot = self.order.len() as u32;
-            self.order.push(index);
-        }
-        LocationId::from_index(*slot as usize)
+    pub(super) fn at(&self, index: u32) -> LocationId {
+        let id = self.ids[index as usize];
+        debug_assert!(id != u32::MAX, "address {index} is not named");
+        LocationId::from_index(id as usize)
     }
 
-    /// The location of `address` (one of the sorted `addresses`).
-    pub(super) fn location(&mut self, addresses: &[u64], address: u64) -> LocationId {
+    /// The location of `address` (one of the sorted `addresses`, named).
+    pub(super) fn location(&self, addresses: &[u64], address: u64) -> LocationId {
         self.at(index_of(addresses, address))
     }
 }
@@ -635,8 +588,9 @@ mod tests {
     /// Locations as add_locations makes them, for 2 × `n` addresses: the
     /// function `f{i % 7}` (inlined into `g` at odd addresses), its name
     /// borrowed at even addresses and an owned copy (elsewhere in memory,
-    /// another key) at odd ones, used in the order of `order`.
-    fn locations_of(n: usize, order: &[u32], parts: usize) -> Profile {
+    /// another key) at odd ones, for the addresses `named` names (in any
+    /// order, some more than once).
+    fn locations_of(n: usize, named: &[u32]) -> Profile {
         let names: Vec<String> = (0..7).map(|i| format!("f{i}")).collect();
         let symbols: Vec<FunctionSymbol> = names
             .iter()
@@ -672,21 +626,17 @@ mod tests {
             frames,
         };
         let addresses: Vec<u64> = (0..2 * n as u64).map(|a| 0x1000 + a).collect();
-        let mut numbering = Numbering::new(addresses.len());
+        let numbering = Numbering::new(addresses.len(), named.iter().copied());
         let mut profile = Profile::new(&[("samples", "count")]);
         let mapping = MappingId::from_index(0);
-        let mut located = Located::new(&mut profile, &addresses, mapping);
-        // Numbered in `parts` parts, the locations named so far added
-        // between them (as while the stacks are waited for), then the rest.
-        for part in order.chunks(order.len().div_ceil(parts).max(1)) {
-            for &index in part {
-                numbering.at(index);
-            }
-            if parts > 1 {
-                while located.some(&resolved, &numbering) {}
-            }
+        Located::new(&mut profile, &addresses, mapping).all(&resolved, &numbering);
+        for &index in named {
+            let id = numbering.at(index);
+            assert_eq!(
+                profile.locations()[id.index()].address,
+                addresses[index as usize]
+            );
         }
-        located.rest(&resolved, &numbering);
         profile
     }
 
@@ -718,18 +668,18 @@ mod tests {
     }
 
     #[test]
-    fn locations_number_functions_as_add_function_does_on_one_or_two_threads() {
+    fn locations_in_address_order_number_functions_as_add_function_does() {
         for n in [10, 5000] {
-            // Reversed, every other address first, each used once.
-            let mut order: Vec<u32> = (0..2 * n as u32).rev().step_by(2).collect();
-            order.extend((0..2 * n as u32).step_by(2));
+            // Named backwards, every other address twice, a third of them
+            // never: numbered in address order, each once.
+            let mut named: Vec<u32> = (0..2 * n as u32).rev().filter(|i| i % 3 != 1).collect();
+            named.extend((0..2 * n as u32).step_by(2).filter(|i| i % 3 != 1));
+            let order: Vec<u32> = (0..2 * n as u32).filter(|i| i % 3 != 1).collect();
             let want = expected(&order);
-            for parts in [1, 3] {
-                let got = locations_of(n, &order, parts);
-                assert_eq!(got.locations(), want.locations(), "{parts} parts");
-                assert_eq!(got.functions(), want.functions(), "{parts} parts");
-                assert_eq!(got.strings().as_slice(), want.strings().as_slice());
-            }
+            let got = locations_of(n, &named);
+            assert_eq!(got.locations(), want.locations(), "{n}");
+            assert_eq!(got.functions(), want.functions(), "{n}");
+            assert_eq!(got.strings().as_slice(), want.strings().as_slice());
         }
     }
 

@@ -173,16 +173,35 @@ fn elf_pointer_size(path: &Path) -> Option<usize> {
 }
 
 /// Reads and sums gmon.out inputs into one profile.
+///
+/// With a binary, its line tables are read on another thread from the
+/// start ([`Binary::line_tables_of`]: most of the work of looking the
+/// addresses up, and independent of them), while the binary's symbols and
+/// the inputs are read and the addresses worked out.
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
-    let (binary, data) = open_and_load(inputs, options)?;
-    if let Some(binary) = binary
-        .as_deref()
-        .filter(|_| !options.gprof.skip_binary_check)
-    {
-        fit::check(&data, binary, inputs)?;
-    }
-    let mut profile = profile::to_profile(&data, binary.as_deref(), options.gprof.stacks);
-    {
+    std::thread::scope(|scope| {
+        let tables = options
+            .binary
+            .as_deref()
+            .map(|path| scope.spawn(move || Binary::line_tables_of(path)));
+        let (binary, data) = open_and_load(inputs, options)?;
+        if let Some(binary) = binary
+            .as_deref()
+            .filter(|_| !options.gprof.skip_binary_check)
+        {
+            fit::check(&data, binary, inputs)?;
+        }
+        let lines = |binary: &Binary, addresses: &[u64]| {
+            // A panic there is a table that did not read: read again here.
+            match tables.and_then(|t| t.join().ok().flatten()) {
+                Some((file, tables)) if binary.line_tables_file() == Some(&file) => {
+                    Some(tables.claim(addresses))
+                }
+                _ => binary.sorted_lines(addresses),
+            }
+        };
+        let stacks = options.gprof.stacks;
+        let mut profile = profile::to_profile(&data, binary.as_deref(), stacks, lines);
         if let Some(t) = inputs.first().and_then(Input::modified) {
             if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
                 profile.time_nanos = d.as_nanos() as i64;
@@ -191,8 +210,8 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
                 );
             }
         }
-    }
-    Ok(profile)
+        Ok(profile)
+    })
 }
 
 #[cfg(test)]

@@ -1,23 +1,25 @@
 //! Building the profile: locations per function and call site, the sample
 //! types `cpu` and `calls`, flat or synthesized stacks.
 
-use std::sync::mpsc;
-
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
-use super::locate::{addresses, index_of, resolve_beside, Located, Numbering, Resolved};
-use super::ticks::{assign_ticks, gprof_functions, typed_from, ArcEnds, Func, Tick};
+use super::locate::{addresses, index_of, Located, Numbering, Resolved};
+use super::ticks::{assign_ticks, gprof_functions, ArcEnds, Func, Tick};
 use crate::profile::{apportion, Mapping, MappingId, Profile, SampleSet, SymbolFlags};
 use crate::read::options::GprofStacks;
+use crate::symbolize::lines::SortedLines;
 use crate::symbolize::Binary;
 
-/// The call graph and what it leaves out, built from the arcs (§4). gprof
-/// drops arcs whose caller or callee is outside every symbol (e.g. `main`
-/// called from libc): the callee of such an arc is `<spontaneous>` in
-/// gprof's call graph.
+/// The arcs as the call graph and the `calls` samples take them (§4).
+/// gprof drops arcs whose caller or callee is outside every symbol (e.g.
+/// `main` called from libc): the callee of such an arc is `<spontaneous>`
+/// in gprof's call graph.
 pub(super) struct Arcs {
-    pub(super) graph: CallGraph,
+    /// The arcs between two functions: (callee, caller and call site).
+    between: Vec<(u32, Caller)>,
+    /// The functions some dropped arc calls.
+    spontaneous: Vec<bool>,
     /// The arcs that are `calls` samples, in file order: (callee, caller)
     /// as indexes into the profile's addresses, and the count.
     pub(super) kept: Vec<(u32, u32, u64)>,
@@ -25,59 +27,71 @@ pub(super) struct Arcs {
     pub(super) dropped_calls: u64,
 }
 
-/// The call graph between the executable's functions, its call sites as
-/// indexes into `addresses`. Without a binary every arc is kept (as a
-/// sample) and the graph is empty.
-pub(super) fn call_graph(
+impl Arcs {
+    /// The call graph between the executable's functions, of `funcs` (none
+    /// without a binary).
+    fn graph(&self, funcs: usize) -> CallGraph {
+        CallGraph::new(funcs, &self.between, &self.spontaneous)
+    }
+}
+
+/// The arcs between the executable's functions, their call sites as
+/// indexes into `addresses`; `callees` is each arc's callee function
+/// ([`super::locate::addresses`]). Without a binary every arc is kept (as
+/// a sample) and none is between functions.
+pub(super) fn kept_arcs(
     data: &GmonData,
-    funcs: &[Func<'_>],
+    (funcs, callees): (&[Func<'_>], &[u32]),
     symbolized: bool,
     addresses: &[u64],
 ) -> Arcs {
-    let ends = ArcEnds::new(addresses, funcs);
-    let mut arcs = Vec::with_capacity(data.arcs.len());
+    let mut between = Vec::with_capacity(data.arcs.len());
     let mut spontaneous = vec![false; funcs.len()];
     let mut dropped_calls = 0u64;
     let mut kept = Vec::with_capacity(data.arcs.len());
-    for arc in &data.arcs {
-        let (site, parent) = ends.get(arc.from_pc, funcs);
-        let (callee, holding) = ends.get(arc.self_pc, funcs);
-        // A call into an untyped label counts for the function before it.
-        let child = holding.and_then(|f| typed_from(funcs, f));
-        if symbolized {
-            let Some(child) = child else {
+    if !symbolized {
+        for arc in &data.arcs {
+            let site = index_of(addresses, arc.from_pc);
+            kept.push((index_of(addresses, arc.self_pc), site, arc.count));
+        }
+    } else {
+        let mut ends = ArcEnds::new(addresses, funcs);
+        for (arc, &child) in data.arcs.iter().zip(callees) {
+            let (site, parent) = ends.site(arc.from_pc, funcs);
+            // A call into an untyped label counts for the function before
+            // it ([`super::ticks::callee_at`]).
+            if child == u32::MAX {
                 dropped_calls = dropped_calls.saturating_add(arc.count);
                 continue;
-            };
+            }
             let Some(parent) = parent else {
-                spontaneous[child] = true;
+                spontaneous[child as usize] = true;
                 dropped_calls = dropped_calls.saturating_add(arc.count);
                 continue;
             };
-            if parent != child {
+            if parent != child as usize {
                 let caller = Caller {
                     func: parent as u32,
                     site,
                     count: arc.count,
                 };
-                arcs.push((child as u32, caller));
+                between.push((child, caller));
             }
             // Counted on the function gprof names, at its entry: never on
             // a frame inlined at self_pc.
-            kept.push((index_of(addresses, funcs[child].start), site, arc.count));
-            continue;
+            kept.push((ends.entry(child as usize, funcs), site, arc.count));
         }
-        kept.push((callee, site, arc.count));
     }
     Arcs {
-        graph: CallGraph::new(funcs.len(), &arcs, &spontaneous),
+        between,
+        spontaneous,
         kept,
         dropped_calls,
     }
 }
 
 /// Adds a `calls` sample (callee under caller) per arc kept.
-fn add_arcs(out: &mut SampleSet, kept: &[(u32, u32, u64)], numbering: &mut Numbering) {
+fn add_arcs(out: &mut SampleSet, kept: &[(u32, u32, u64)], numbering: &Numbering) {
     let mut calls = vec![0i64; out.width()];
     for &(callee, caller, count) in kept {
         let callee = numbering.at(callee);
@@ -235,7 +249,7 @@ fn split_ticks(
 }
 
 /// Adds the samples of a batch of synthesized stacks.
-fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &mut Numbering) {
+fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &Numbering) {
     let mut values = vec![0i64; out.width()];
     let mut stack = Vec::new();
     for piece in &synth.pieces {
@@ -253,7 +267,7 @@ fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &mut Num
 }
 
 /// Adds one sample per tick, its function alone on the stack.
-fn add_flat(out: &mut SampleSet, ticks: &[Tick], addresses: &[u64], numbering: &mut Numbering) {
+fn add_flat(out: &mut SampleSet, ticks: &[Tick], addresses: &[u64], numbering: &Numbering) {
     let mut values = vec![0i64; out.width()];
     for t in ticks {
         let leaf = numbering.location(addresses, t.address);
@@ -269,7 +283,7 @@ fn add_basic_blocks(
     data: &GmonData,
     bt: usize,
     addresses: &[u64],
-    numbering: &mut Numbering,
+    numbering: &Numbering,
 ) {
     let mut values = vec![0i64; out.width()];
     for (&addr, &count) in &data.basic_blocks {
@@ -282,175 +296,109 @@ fn add_basic_blocks(
 /// Profiles naming fewer addresses are built on one thread.
 const PARALLEL_ADDRESSES: usize = 1 << 12;
 
-/// The samples and the locations they name, numbered in order of first use
-/// (arcs, then ticks, then basic blocks), and the calls of the arcs dropped
-/// ([`Arcs`]).
-struct Plan {
-    samples: SampleSet,
-    numbering: Numbering,
-    dropped_calls: u64,
+/// The address indexes the samples name: both ends of the arcs kept, the
+/// ticks' addresses and the basic blocks' (a synthesized stack's call
+/// sites are those of arcs kept).
+fn named<'a>(
+    arcs: &'a Arcs,
+    data: &'a GmonData,
+    ticks: &'a [Tick],
+    addresses: &'a [u64],
+) -> impl Iterator<Item = u32> + 'a {
+    let ends = arcs
+        .kept
+        .iter()
+        .flat_map(|&(callee, site, _)| [callee, site]);
+    let ticks = ticks.iter().map(|t| t.address);
+    let blocks = data.basic_blocks.keys().copied();
+    ends.chain(ticks.chain(blocks).map(|a| index_of(addresses, a)))
 }
 
-/// The arcs kept and the calls dropped, handed on as soon as the call graph
-/// is built.
-type Kept = (Vec<(u32, u32, u64)>, u64);
-
-/// Where [`plan_stacks`] hands on what it makes: the arcs kept, then the
-/// batches of synthesized stacks; and where the batches come back empty,
-/// to be filled again (their memory is then touched once, not per batch).
-struct ToMain {
-    kept: mpsc::SyncSender<Kept>,
-    batches: mpsc::Sender<Synthesized>,
-    emptied: mpsc::Receiver<Synthesized>,
+/// The `calls` samples: one per arc kept, with `width` values each.
+fn arc_samples(arcs: &Arcs, numbering: &Numbering, width: usize) -> SampleSet {
+    let mut samples = SampleSet::with_capacity(width, arcs.kept.len());
+    add_arcs(&mut samples, &arcs.kept, numbering);
+    samples
 }
 
-/// The call graph of the arcs (its [`Kept`] sent at once), then the stacks
-/// synthesized from it when `synthesized`, sent in batches as they are
-/// made. The call graph and the stacks' search state are dropped on the
-/// thread that made them.
-fn plan_stacks(
+/// The samples of the ticks (on their synthesized stacks when
+/// `synthesized`, else one each), then the basic blocks' (type
+/// `bb_type`), with `width` values each.
+fn tick_samples(
     data: &GmonData,
+    arcs: &Arcs,
     (funcs, ticks, addresses): (&[Func<'_>], &[Tick], &[u64]),
-    symbolized: bool,
-    synthesized: bool,
-    to_main: ToMain,
-) {
-    let arcs = call_graph(data, funcs, symbolized, addresses);
-    // The receivers wait for these until the threads are joined.
-    let _ = to_main.kept.send((arcs.kept, arcs.dropped_calls));
+    numbering: &Numbering,
+    (width, synthesized, bb_type): (usize, bool, Option<usize>),
+) -> SampleSet {
+    // About as many as the ticks (a few times more on synthesized stacks).
+    let more = 4 * ticks.len() + data.basic_blocks.len();
+    let mut samples = SampleSet::with_capacity(width, more);
     if synthesized {
-        synthesize(ticks, &arcs.graph, addresses, |batch| {
-            let _ = to_main.batches.send(batch);
-            to_main
-                .emptied
-                .try_recv()
-                .unwrap_or_else(|_| Synthesized::with_room())
+        let graph = arcs.graph(funcs.len());
+        synthesize(ticks, &graph, addresses, |mut batch| {
+            add_synthesized(&mut samples, &batch, numbering);
+            batch.clear();
+            batch
         });
-    }
-}
-
-/// What [`plan_stacks`] sends (none if it failed: its panic is passed on
-/// at the join).
-struct FromPlan {
-    kept: mpsc::Receiver<Kept>,
-    batches: mpsc::Receiver<Synthesized>,
-    emptied: mpsc::Sender<Synthesized>,
-}
-
-/// The `calls` samples of the arcs kept, then the samples of the
-/// synthesized stacks as their batches come (all received from
-/// [`plan_stacks`]), with room for `more` samples after the arcs'. While
-/// no batch is there, the locations numbered so far are added to the
-/// profile (`located`).
-fn planned_samples(
-    from: FromPlan,
-    (width, addresses, more): (usize, usize, usize),
-    resolved: &Resolved<'_>,
-    located: &mut Located<'_>,
-) -> Plan {
-    let (kept, dropped_calls) = from.kept.recv().unwrap_or_default();
-    let mut samples = SampleSet::with_capacity(width, kept.len() + more);
-    let mut numbering = Numbering::new(addresses);
-    add_arcs(&mut samples, &kept, &mut numbering);
-    loop {
-        let mut batch = match from.batches.try_recv() {
-            Ok(batch) => batch,
-            Err(mpsc::TryRecvError::Empty) if located.some(resolved, &numbering) => continue,
-            Err(mpsc::TryRecvError::Empty) => match from.batches.recv() {
-                Ok(batch) => batch,
-                Err(_) => break,
-            },
-            Err(mpsc::TryRecvError::Disconnected) => break,
-        };
-        add_synthesized(&mut samples, &batch, &mut numbering);
-        batch.clear();
-        // Refused once the stacks are all made.
-        let _ = from.emptied.send(batch);
-    }
-    Plan {
-        samples,
-        numbering,
-        dropped_calls,
-    }
-}
-
-/// Adds the ticks' samples, one per tick, unless they are on synthesized
-/// stacks (already added by [`planned_samples`]), then the basic blocks'
-/// (type `bb_type`).
-fn add_flat_samples(
-    plan: &mut Plan,
-    data: &GmonData,
-    (ticks, addresses): (&[Tick], &[u64]),
-    synthesized: bool,
-    bb_type: Option<usize>,
-) {
-    let Plan {
-        samples, numbering, ..
-    } = plan;
-    if !synthesized {
-        add_flat(samples, ticks, addresses, numbering);
+    } else {
+        add_flat(&mut samples, ticks, addresses, numbering);
     }
     if let Some(bt) = bb_type {
-        add_basic_blocks(samples, data, bt, addresses, numbering);
+        add_basic_blocks(&mut samples, data, bt, addresses, numbering);
     }
+    samples
 }
 
-/// The profile gprof's data stands for (§4).
-pub(super) fn to_profile(data: &GmonData, binary: Option<&Binary>, stacks: GprofStacks) -> Profile {
+/// The profile gprof's data stands for (§4). `lines` looks the sorted
+/// addresses up in the binary's line tables ([`Binary::sorted_lines`]).
+pub(super) fn to_profile(
+    data: &GmonData,
+    binary: Option<&Binary>,
+    stacks: GprofStacks,
+    lines: impl FnOnce(&Binary, &[u64]) -> Option<SortedLines>,
+) -> Profile {
     let (mut profile, period_ns, bb_type) = new_profile(data);
     let mapping = add_image_mapping(&mut profile, binary);
     let funcs = binary.map(gprof_functions).unwrap_or_default();
     let ticks = assign_ticks(data, &funcs, period_ns);
-    let addresses = addresses(data, &funcs, &ticks);
+    let (addresses, callees) = addresses(data, &funcs, &ticks);
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
-    let (kept_to_main, kept) = mpsc::sync_channel(1);
-    let (batches_to_main, batches) = mpsc::channel();
-    let (emptied_to_plan, emptied) = mpsc::channel();
-    let to_main = ToMain {
-        kept: kept_to_main,
-        batches: batches_to_main,
-        emptied,
-    };
-    let plan = || {
-        let inputs = (&funcs[..], &ticks[..], &addresses[..]);
-        plan_stacks(data, inputs, symbolized, synthesized, to_main)
-    };
-    // The ticks' samples number about as many as the ticks (a few times
-    // more on synthesized stacks).
+    let arcs = kept_arcs(data, (&funcs, &callees), symbolized, &addresses);
+    let numbering = Numbering::new(addresses.len(), named(&arcs, data, &ticks, &addresses));
     let width = profile.sample_types().len();
-    let more = 4 * ticks.len() + data.basic_blocks.len();
-    let from_plan = FromPlan {
-        kept,
-        batches,
-        emptied: emptied_to_plan,
+    let ticks_samples = || {
+        let inputs = (&funcs[..], &ticks[..], &addresses[..]);
+        let shape = (width, synthesized, bb_type);
+        tick_samples(data, &arcs, inputs, &numbering, shape)
     };
     profile.reserve_interned(0, funcs.len());
-    let mut located = Located::new(&mut profile, &addresses, mapping);
-    let sizes = (width, addresses.len(), more);
-    let samples =
-        |resolved: &Resolved<'_>| planned_samples(from_plan, sizes, resolved, &mut located);
-    // The addresses are looked up on this thread, then the `calls` samples
-    // made, and those of the synthesized stacks as they come (the locations
-    // named so far while none is there), while the call graph and the
-    // stacks are built on another (for small profiles a thread would cost
-    // more than it saves).
+    let located = Located::new(&mut profile, &addresses, mapping);
+    // The ticks' samples (the call graph and the synthesized stacks) are
+    // made on another thread while this one makes the arcs', looks the
+    // addresses up and builds their locations (for small profiles a thread
+    // would cost more than it saves).
     let mut files = Vec::new();
-    let (resolved, mut plan) = if addresses.len() < PARALLEL_ADDRESSES {
-        plan();
-        let resolved = Resolved::new(binary, &funcs, &addresses, &mut files);
-        let plan = samples(&resolved);
-        (resolved, plan)
+    let sorted = |addresses: &[u64]| binary.and_then(|b| lines(b, addresses));
+    let (mut samples, more, found) = if addresses.len() < PARALLEL_ADDRESSES {
+        let samples = arc_samples(&arcs, &numbering, width);
+        let more = ticks_samples();
+        let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
+        (samples, more, located.all(&resolved, &numbering))
     } else {
-        let (resolved, plan, ()) =
-            resolve_beside(binary, &funcs, &addresses, plan, samples, &mut files);
-        (resolved, plan)
+        std::thread::scope(|scope| {
+            let more = scope.spawn(ticks_samples);
+            let samples = arc_samples(&arcs, &numbering, width);
+            let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
+            let found = located.all(&resolved, &numbering);
+            let more = more.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (samples, more, found)
+        })
     };
-    let inputs = (&ticks[..], &addresses[..]);
-    add_flat_samples(&mut plan, data, inputs, synthesized, bb_type);
-    let found = located.rest(&resolved, &plan.numbering);
-    profile.add_samples(plan.samples);
-    note_dropped_calls(&mut profile, plan.dropped_calls);
+    samples.append(more);
+    profile.add_samples(samples);
+    note_dropped_calls(&mut profile, arcs.dropped_calls);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
     let flags = SymbolFlags {
         functions: !funcs.is_empty(),

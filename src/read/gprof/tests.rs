@@ -283,7 +283,7 @@ fn every_prefix_and_flipped_byte_gives_an_error_or_a_parse_never_a_panic() {
                 bad[i] ^= bit;
                 if let Ok(d) = parse(Path::new("t"), &bad, &opts(), None) {
                     // Whatever parsed must also convert without panicking.
-                    let _ = super::profile::to_profile(&d, None, Default::default());
+                    let _ = super::profile::to_profile(&d, None, Default::default(), |_, _| None);
                 }
             }
         }

@@ -55,23 +55,34 @@ pub(super) fn function_at(funcs: &[Func<'_>], addr: u64) -> Option<usize> {
     (addr < funcs[i].end).then_some(i)
 }
 
-/// The sorted, distinct `addresses` of a profile as arc ends: each one's
-/// index and function, the function found once per address.
+/// The sorted, distinct `addresses` of a profile as the ends of the arcs,
+/// which come sorted by `from_pc` ([`super::data::merge_arcs`]): a call
+/// site's index and function are found by walking forward from the last
+/// one, and each function's entry index is known from one merge walk.
 pub(super) struct ArcEnds<'a> {
-    index: AddressIndex<'a>,
+    addresses: &'a [u64],
     /// The function of each address ([`function_at`]), `u32::MAX` for none.
     func: Vec<u32>,
+    /// The index of each function's entry among the addresses, `u32::MAX`
+    /// where it is not one of them.
+    entry: Vec<u32>,
+    /// Where the last call site was found.
+    at: usize,
 }
 
 impl<'a> ArcEnds<'a> {
     /// `funcs` sorted by start, as [`gprof_functions`] gives them.
     pub(super) fn new(addresses: &'a [u64], funcs: &[Func<'_>]) -> Self {
         let mut func = Vec::with_capacity(addresses.len());
+        let mut entry = vec![u32::MAX; funcs.len()];
         // One merge walk: `next` is the first function starting above the
         // address, so `next - 1` is `function_at`'s candidate.
         let mut next = 0;
-        for &address in addresses {
-            while funcs.get(next).is_some_and(|f| f.start <= address) {
+        for (i, &address) in addresses.iter().enumerate() {
+            while let Some(f) = funcs.get(next).filter(|f| f.start <= address) {
+                if f.start == address {
+                    entry[next] = i as u32;
+                }
                 next += 1;
             }
             let f = next
@@ -81,88 +92,46 @@ impl<'a> ArcEnds<'a> {
             func.push(f);
         }
         ArcEnds {
-            index: AddressIndex::new(addresses),
+            addresses,
             func,
+            entry,
+            at: 0,
         }
     }
 
-    /// The index of `address` among the addresses (where it would be if it
-    /// is not one of them) and its function.
-    pub(super) fn get(&self, address: u64, funcs: &[Func<'_>]) -> (u32, Option<usize>) {
-        let (i, found) = self.index.position(address);
-        if found {
+    /// The index of call site `from_pc` among the addresses (where it would
+    /// be if it is not one of them) and its function. Quickest when asked
+    /// in increasing order.
+    pub(super) fn site(&mut self, from_pc: u64, funcs: &[Func<'_>]) -> (u32, Option<usize>) {
+        let back = self.at > 0 && self.addresses[self.at - 1] >= from_pc;
+        if back {
+            self.at = index_of(self.addresses, from_pc) as usize;
+        } else {
+            while self.addresses.get(self.at).is_some_and(|&a| a < from_pc) {
+                self.at += 1;
+            }
+        }
+        let i = self.at;
+        if self.addresses.get(i) == Some(&from_pc) {
             let f = self.func[i];
             (i as u32, (f != u32::MAX).then_some(f as usize))
         } else {
-            (i as u32, function_at(funcs, address))
+            (i as u32, function_at(funcs, from_pc))
+        }
+    }
+
+    /// The index of function `f`'s entry among the addresses.
+    pub(super) fn entry(&self, f: usize, funcs: &[Func<'_>]) -> u32 {
+        match self.entry[f] {
+            u32::MAX => index_of(self.addresses, funcs[f].start),
+            i => i,
         }
     }
 }
 
-/// Sorted addresses and, for equal slices of their range (buckets of a
-/// power of two bytes, about one per 8 addresses), where each slice's
-/// addresses start: a lookup searches one bucket instead of all the
-/// addresses, with no table per address (a hash map of 46 000 addresses
-/// was ≈ 1 MB of fresh pages, more than the lookups cost).
-struct AddressIndex<'a> {
-    addresses: &'a [u64],
-    /// The first address and the bucket width, log2.
-    low: u64,
-    shift: u32,
-    /// `starts[b]`: the index of the first address in bucket `b` or above;
-    /// one more entry than buckets.
-    starts: Vec<u32>,
-}
-
-impl<'a> AddressIndex<'a> {
-    /// `addresses` sorted and distinct.
-    fn new(addresses: &'a [u64]) -> Self {
-        let (Some(&low), Some(&high)) = (addresses.first(), addresses.last()) else {
-            return AddressIndex {
-                addresses,
-                low: 0,
-                shift: 0,
-                starts: vec![0],
-            };
-        };
-        let wanted = (addresses.len() / 8).max(1) as u64;
-        // The narrowest buckets (a power of two bytes) that are no more
-        // than `wanted` over the range.
-        let span = high - low;
-        let shift = (0..64u32).find(|&s| (span >> s) < wanted).unwrap_or(63);
-        let buckets = (span >> shift) as usize + 1;
-        let mut starts = Vec::with_capacity(buckets + 1);
-        for (i, &a) in addresses.iter().enumerate() {
-            let bucket = ((a - low) >> shift) as usize;
-            while starts.len() <= bucket {
-                starts.push(i as u32);
-            }
-        }
-        starts.resize(buckets + 1, addresses.len() as u32);
-        AddressIndex {
-            addresses,
-            low,
-            shift,
-            starts,
-        }
-    }
-
-    /// Where `address` is among the addresses (`partition_point(< address)`)
-    /// and whether it is there.
-    fn position(&self, address: u64) -> (usize, bool) {
-        let Some(offset) = address.checked_sub(self.low) else {
-            return (0, false);
-        };
-        let bucket = offset >> self.shift;
-        // Past the last bucket: above every address.
-        if bucket >= (self.starts.len() - 1) as u64 {
-            return (self.addresses.len(), false);
-        }
-        let b = bucket as usize;
-        let (start, end) = (self.starts[b] as usize, self.starts[b + 1] as usize);
-        let i = start + self.addresses[start..end].partition_point(|&a| a < address);
-        (i, self.addresses.get(i) == Some(&address))
-    }
+/// The index of `address` in the sorted `addresses` (where it is).
+pub(super) fn index_of(addresses: &[u64], address: u64) -> u32 {
+    addresses.partition_point(|&a| a < address) as u32
 }
 
 /// One piece of histogram time: ticks credited to a function at an address.
@@ -301,44 +270,6 @@ mod tests {
     use super::*;
     use crate::read::cursor::Endian;
     use crate::read::gprof::data::Variant;
-
-    #[test]
-    fn address_index_finds_what_a_binary_search_finds() {
-        let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15);
-        // Clustered text addresses, spread ones, the ends of the range.
-        let shapes: [(usize, u64); 5] = [
-            (0, 0),
-            (1, 0),
-            (50, 0x400),
-            (5000, 0x20_0000),
-            (3000, u64::MAX),
-        ];
-        for (n, mask) in shapes {
-            let mut addresses: Vec<u64> = (0..n).map(|_| 0x40_0000 + (rng.next() & mask)).collect();
-            if mask == u64::MAX {
-                addresses.extend([0, 1, u64::MAX - 1, u64::MAX]);
-            }
-            addresses.sort_unstable();
-            addresses.dedup();
-            let index = AddressIndex::new(&addresses);
-            let near = addresses
-                .iter()
-                .flat_map(|&a| [a.wrapping_sub(1), a, a.wrapping_add(1)]);
-            let probes: Vec<u64> = near
-                .chain([0, 1, 0x40_0000, u64::MAX])
-                .chain((0..2000).map(|_| rng.next()))
-                .collect();
-            for probe in probes {
-                let expected = addresses.partition_point(|&a| a < probe);
-                let found = addresses.binary_search(&probe).is_ok();
-                assert_eq!(
-                    index.position(probe),
-                    (expected, found),
-                    "{probe:#x} among {n}"
-                );
-            }
-        }
-    }
 
     fn data_with_bins(low_pc: u64, high_pc: u64, bins: Vec<u64>) -> GmonData {
         GmonData {

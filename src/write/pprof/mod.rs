@@ -211,8 +211,8 @@ fn worth_a_thread(profile: &Profile) -> bool {
 }
 
 /// The encoded pprof message: what `to_proto(profile)` decodes from,
-/// without building a message per sample. The tables come first: mappings
-/// (field 3), locations (field 4) and fields 5 to 15, then `sample_type`
+/// without building a message per sample. The tables come first: locations
+/// (field 4), mappings (field 3) and fields 5 to 15, then `sample_type`
 /// (field 1) and every sample (field 2), encoded here straight from the IR
 /// (the order [`whole`] compresses them in: the tables are the slower part
 /// to compress). Protocol buffers may carry fields in any order.
@@ -234,7 +234,7 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
         })
     };
     let [head, mappings, tail] = tables;
-    let parts = [mappings, locations, tail, head, samples];
+    let parts = [locations, mappings, tail, head, samples];
     let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
     for part in &parts {
         out.extend_from_slice(part);
@@ -243,8 +243,8 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
 }
 
 /// The encodings of field 1 (`sample_type`), field 3 (`mapping`) and fields
-/// 5 to 15: what goes before the samples, before the locations (field 4),
-/// and after them.
+/// 5 to 15: what goes before the samples, after the locations (field 4),
+/// and after the mappings.
 fn encode_tables(profile: &Profile) -> [Vec<u8>; 3] {
     let mut tables = to_proto_rest(profile, false);
     let head = pb::Profile {
@@ -575,15 +575,20 @@ mod encode_tests {
         p.add_sample(&stack[3..200], &[300, 1 << 40], &[pid, tid]);
         p.add_sample(&[], &[0, 9], &[pid]);
         for p in [p, Profile::default()] {
-            // What prost writes for the tables, then for `sample_type` and
-            // the samples.
+            // What prost writes for the locations, the other tables, then
+            // `sample_type` and the samples.
             let mut tables = to_proto(&p);
+            let locations = pb::Profile {
+                location: std::mem::take(&mut tables.location),
+                ..Default::default()
+            };
             let samples = pb::Profile {
                 sample_type: std::mem::take(&mut tables.sample_type),
                 sample: std::mem::take(&mut tables.sample),
                 ..Default::default()
             };
-            let mut expected = tables.encode_to_vec();
+            let mut expected = locations.encode_to_vec();
+            expected.extend(tables.encode_to_vec());
             expected.extend(samples.encode_to_vec());
             assert_eq!(encode(&p), expected);
             assert_eq!(pb::Profile::decode(&encode(&p)[..]).unwrap(), to_proto(&p));

@@ -9,7 +9,7 @@
 //! - otherwise ([`Way::Encoded`]): encoded whole, then compressed
 //!   ([`write_encoded`]).
 //!
-//! The message is encoded tables first (mappings, locations, functions,
+//! The message is encoded tables first (locations, mappings, functions,
 //! strings and the fields after them), then `sample_type` and the samples
 //! ([`super::encode`]): the tables compress about half as fast as the
 //! samples, so they are compressed while the samples are still being
@@ -33,7 +33,7 @@ use super::{pb, Profile};
 /// The largest piece of encoded bytes per gzip member. Each member starts
 /// compressing with an empty window; at this size that costs well under
 /// 1 % of the output.
-const PIECE: usize = 1 << 19;
+const PIECE: usize = 1 << 18;
 
 /// The smallest piece: below, a member's start (a compressor reset, a
 /// header) costs more than sharing the work saves.
@@ -52,7 +52,7 @@ pub(super) enum Way {
 }
 
 /// The way for `profile`: with rows enough to pay for a thread and a second
-/// core, members of an eighth of the size its encoding is guessed at
+/// core, members of a sixteenth of the size its encoding is guessed at
 /// (between [`MIN_PIECE`] and [`PIECE`]), so that every worker has several
 /// to compress and the last one is short.
 pub(super) fn way(profile: &Profile) -> Way {
@@ -61,7 +61,7 @@ pub(super) fn way(profile: &Profile) -> Way {
         return Way::Encoded;
     }
     let guess = super::samples_len_guess(profile) + 16 * profile.locations().len();
-    Way::Members((guess / 8).clamp(MIN_PIECE, PIECE))
+    Way::Members((guess / 16).clamp(MIN_PIECE, PIECE))
 }
 
 /// Writes `profile` as gzip-compressed pprof to `out`, the [`way`] its
@@ -155,7 +155,7 @@ fn send_rest(send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>, out: Vec<u8>) -> i
     }
 }
 
-/// Encodes the tables: mappings (field 3), locations (field 4), then
+/// Encodes the tables: locations (field 4), mappings (field 3), then
 /// fields 5 to 15, and hands them to `send` in pieces of about `size`
 /// bytes.
 fn encode_tables_in_pieces(
@@ -163,15 +163,16 @@ fn encode_tables_in_pieces(
     size: usize,
     send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>,
 ) -> io::Result<()> {
-    // `sample_type` goes before the samples ([`encode_samples_in_pieces`]).
-    let [_, mappings, tail] = super::encode_tables(profile);
     let mut out = Vec::with_capacity(size + size / 8);
-    out.extend_from_slice(&mappings);
     let locations = profile.locations();
     for (k, window) in locations.chunks(LOCATIONS_AT_ONCE).enumerate() {
         super::encode_some_locations_of(window, k * LOCATIONS_AT_ONCE, &mut out);
         send_full(send, &mut out, size)?;
     }
+    // Encoded once the first pieces of locations are being compressed.
+    // `sample_type` goes before the samples ([`encode_samples_in_pieces`]).
+    let [_, mappings, tail] = super::encode_tables(profile);
+    out.extend_from_slice(&mappings);
     for part in tail.chunks(size) {
         out.extend_from_slice(part);
         send_full(send, &mut out, size)?;

@@ -90,13 +90,17 @@ pub fn sample_encoded(out: &mut Vec<u8>, location_ids: &[u64], values: &[i64], l
 /// [`sample_encoded`] of location ids given one by one. Most samples'
 /// lengths (the body's, the packed fields') are below 128, one byte each:
 /// the sample is written in one pass with room for them, each set once
-/// known. A longer one is written again by [`sample_measured`].
+/// known. A longer one is written again by [`sample_measured`]; one of
+/// [`LONG_STACK`] frames or more is measured first.
 pub fn sample_of(
     out: &mut Vec<u8>,
     location_ids: impl ExactSizeIterator<Item = u64> + Clone,
     values: &[i64],
     labels: &[u8],
 ) {
+    if location_ids.len() >= LONG_STACK {
+        return sample_measured(out, location_ids, values, labels);
+    }
     let start = out.len();
     let room = 6 + 10 * (location_ids.len() + values.len()) + labels.len();
     let mut short = false;
@@ -108,6 +112,11 @@ pub fn sample_of(
         sample_measured(out, location_ids, values, labels);
     }
 }
+
+/// Stacks of this many frames or more are written by [`sample_measured`]
+/// at once: measuring them costs little next to writing them twice when
+/// they do not fit (3 bytes a frame from location 16 384 on: 43 frames).
+const LONG_STACK: usize = 16;
 
 /// [`sample_of`] with every length found first, then the bytes written.
 fn sample_measured(

@@ -642,8 +642,15 @@ impl SampleSet {
     /// [`SampleSet::add`] would add them, moving each instead of copying it.
     pub fn append(&mut self, other: SampleSet) {
         debug_assert_eq!(other.width, self.width);
-        for sample in other.samples {
-            let hash = sample_hash(&sample.stack, &sample.labels);
+        // Each sample's hash, as `other`'s index holds it.
+        let mut hashes = vec![0u64; other.samples.len()];
+        for &(hash, i) in &other.index {
+            hashes[i as usize] = hash;
+        }
+        self.samples.reserve(other.samples.len());
+        self.index
+            .reserve(other.samples.len(), |&(h, _): &(u64, u32)| h);
+        for (sample, hash) in other.samples.into_iter().zip(hashes) {
             let (stack, labels) = (&sample.stack[..], &sample.labels[..]);
             match find_sample(&self.samples, &self.index, hash, stack, labels) {
                 Some(i) => {

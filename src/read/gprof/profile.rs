@@ -314,9 +314,10 @@ fn named<'a>(
     ends.chain(ticks.chain(blocks).map(|a| index_of(addresses, a)))
 }
 
-/// The `calls` samples: one per arc kept, with `width` values each.
-fn arc_samples(arcs: &Arcs, numbering: &Numbering, width: usize) -> SampleSet {
-    let mut samples = SampleSet::with_capacity(width, arcs.kept.len());
+/// The `calls` samples: one per arc kept, with `width` values each, and
+/// room for `more` after them.
+fn arc_samples(arcs: &Arcs, numbering: &Numbering, (width, more): (usize, usize)) -> SampleSet {
+    let mut samples = SampleSet::with_capacity(width, arcs.kept.len() + more);
     add_arcs(&mut samples, &arcs.kept, numbering);
     samples
 }
@@ -368,6 +369,11 @@ pub(super) fn to_profile(
     let arcs = kept_arcs(data, (&funcs, &callees), symbolized, &addresses);
     let numbering = Numbering::new(addresses.len(), named(&arcs, data, &ticks, &addresses));
     let width = profile.sample_types().len();
+    // Room for the ticks' samples after the arcs', so that appending them
+    // moves nothing: their pieces number at most the ticks and the stacks,
+    // the stacks at most the arcs and the functions (a flow decomposition,
+    // [`synthesize`]). Room not filled is not touched.
+    let room = 2 * ticks.len() + arcs.between.len() + funcs.len() + data.basic_blocks.len();
     let ticks_samples = || {
         let inputs = (&funcs[..], &ticks[..], &addresses[..]);
         let shape = (width, synthesized, bb_type);
@@ -382,14 +388,14 @@ pub(super) fn to_profile(
     let mut files = Vec::new();
     let sorted = |addresses: &[u64]| binary.and_then(|b| lines(b, addresses));
     let (mut samples, more, found) = if addresses.len() < PARALLEL_ADDRESSES {
-        let samples = arc_samples(&arcs, &numbering, width);
+        let samples = arc_samples(&arcs, &numbering, (width, room));
         let more = ticks_samples();
         let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
         (samples, more, located.all(&resolved, &numbering))
     } else {
         std::thread::scope(|scope| {
             let more = scope.spawn(ticks_samples);
-            let samples = arc_samples(&arcs, &numbering, width);
+            let samples = arc_samples(&arcs, &numbering, (width, room));
             let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
             let found = located.all(&resolved, &numbering);
             let more = more.join().unwrap_or_else(|p| std::panic::resume_unwind(p));

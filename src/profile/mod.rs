@@ -801,6 +801,49 @@ mod tests {
         assert_eq!(p.total(0), 10);
     }
 
+    /// Appending a set is adding its samples one by one: the same samples
+    /// in the same order, a stack both hold summed, and the index still
+    /// finds every sample.
+    #[test]
+    fn appending_a_set_adds_its_samples_in_order() {
+        let l = |i: usize| LocationId::from_index(i);
+        let label = Label {
+            key: StrId::from_index(1),
+            value: LabelValue::Num {
+                num: 4,
+                unit: StrId::EMPTY,
+            },
+        };
+        let first: [(Vec<LocationId>, [i64; 2], Vec<Label>); 3] = [
+            (vec![l(1), l(2)], [1, 0], vec![]),
+            (vec![l(3), l(2)], [2, 0], vec![]),
+            (vec![l(1), l(2)], [0, 9], vec![label]),
+        ];
+        let second: [(Vec<LocationId>, [i64; 2], Vec<Label>); 4] = [
+            (vec![l(5), l(6), l(7)], [0, 3], vec![]),
+            (vec![l(3), l(2)], [0, 4], vec![]),
+            ((0..60).map(l).collect(), [0, 5], vec![]),
+            (vec![l(1), l(2)], [0, 6], vec![label]),
+        ];
+        let set = |samples: &[(Vec<LocationId>, [i64; 2], Vec<Label>)]| {
+            let mut set = SampleSet::with_capacity(2, 0);
+            for (stack, values, labels) in samples {
+                set.add(stack, values, labels);
+            }
+            set
+        };
+        let mut appended = set(&first);
+        appended.append(set(&second));
+        let one_by_one = set(&[&first[..], &second[..]].concat());
+        assert_eq!(appended.samples, one_by_one.samples);
+        assert_eq!(appended.samples.len(), 5);
+        let (stack, _, labels) = &second[2];
+        let mut again = appended;
+        again.add(stack, &[0, 1], labels);
+        assert_eq!(again.samples.len(), 5, "the index finds an appended sample");
+        assert_eq!(again.samples[4].values[..], [0, 6]);
+    }
+
     #[test]
     fn check_finds_a_sample_with_the_wrong_number_of_values() {
         let mut p = Profile::new(&[("samples", "count")]);

@@ -296,3 +296,43 @@ fn sorted_lookup_matches_addr2line_on_programs_built_here() {
         eprintln!("no gcc: nothing built");
     }
 }
+
+/// The line tables read before a binary is opened
+/// ([`super::Binary::line_tables_of`], as the gprof reader reads them) are
+/// those of the file the opened binary's [`super::Binary::sorted_lines`]
+/// reads, and answer every text address as it does: on every ELF fixture,
+/// stripped ones with separate debug files and optimized ones with inlined
+/// frames (which read none) included.
+#[test]
+fn line_tables_read_ahead_answer_as_the_opened_binary_does() {
+    use super::{Binary, SymbolRules};
+    let mut files = elf_files("gprof");
+    files.extend(elf_files("gprof-corpus"));
+    let (mut read_ahead, mut none, mut separate) = (0, 0, 0);
+    for path in &files {
+        let binary = Binary::open_with(path, true, SymbolRules::Gprof).unwrap();
+        let addresses = text_addresses(path);
+        let sorted = binary.sorted_lines(&addresses);
+        let Some((file, tables)) = Binary::line_tables_of(path) else {
+            assert!(
+                sorted.is_none(),
+                "{}: read ahead, no tables",
+                path.display()
+            );
+            none += 1;
+            continue;
+        };
+        assert_eq!(binary.line_tables_file(), Some(file.as_path()));
+        separate += usize::from(file != *path);
+        let sorted = sorted.expect("the opened binary reads the same tables");
+        let ahead = tables.claim(&addresses);
+        assert_eq!(ahead.files, sorted.files, "{}", path.display());
+        assert!(ahead.found == sorted.found, "{}", path.display());
+        read_ahead += 1;
+    }
+    eprintln!("{read_ahead} binaries read ahead ({separate} from a separate debug file), {none} with nothing to read");
+    assert!(
+        read_ahead >= 5 && separate >= 1 && none >= 1,
+        "{read_ahead} read ahead ({separate} separate), {none} none"
+    );
+}

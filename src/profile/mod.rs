@@ -638,19 +638,17 @@ impl SampleSet {
         self.width
     }
 
-    /// Adds the samples of `other` (of the same width) in their order, as
-    /// [`SampleSet::add`] would add them, moving each instead of copying it.
-    pub fn append(&mut self, other: SampleSet) {
-        debug_assert_eq!(other.width, self.width);
-        // Each sample's hash, as `other`'s index holds it.
-        let mut hashes = vec![0u64; other.samples.len()];
-        for &(hash, i) in &other.index {
-            hashes[i as usize] = hash;
-        }
-        self.samples.reserve(other.samples.len());
-        self.index
-            .reserve(other.samples.len(), |&(h, _): &(u64, u32)| h);
-        for (sample, hash) in other.samples.into_iter().zip(hashes) {
+    /// Adds `samples` (of this width, labels sorted) in their order, as
+    /// [`SampleSet::add`] would add them, moving each instead of copying it:
+    /// those of one stack and labels are summed, here or in one sample
+    /// already in the set.
+    pub fn extend(&mut self, samples: Vec<Sample>) {
+        self.samples.reserve(samples.len());
+        self.index.reserve(samples.len(), |&(h, _): &(u64, u32)| h);
+        for sample in samples {
+            debug_assert_eq!(sample.values.len(), self.width);
+            debug_assert!(sample.labels.is_sorted());
+            let hash = sample_hash(&sample.stack, &sample.labels);
             let (stack, labels) = (&sample.stack[..], &sample.labels[..]);
             match find_sample(&self.samples, &self.index, hash, stack, labels) {
                 Some(i) => {
@@ -801,11 +799,12 @@ mod tests {
         assert_eq!(p.total(0), 10);
     }
 
-    /// Appending a set is adding its samples one by one: the same samples
-    /// in the same order, a stack both hold summed, and the index still
-    /// finds every sample.
+    /// Extending a set is adding the samples one by one: the same samples
+    /// in the same order, those of one stack summed (whether the set held
+    /// it or the list holds it twice), and the index still finds every
+    /// sample.
     #[test]
-    fn appending_a_set_adds_its_samples_in_order() {
+    fn extending_a_set_adds_the_samples_in_order() {
         let l = |i: usize| LocationId::from_index(i);
         let label = Label {
             key: StrId::from_index(1),
@@ -819,11 +818,12 @@ mod tests {
             (vec![l(3), l(2)], [2, 0], vec![]),
             (vec![l(1), l(2)], [0, 9], vec![label]),
         ];
-        let second: [(Vec<LocationId>, [i64; 2], Vec<Label>); 4] = [
+        let second: [(Vec<LocationId>, [i64; 2], Vec<Label>); 5] = [
             (vec![l(5), l(6), l(7)], [0, 3], vec![]),
             (vec![l(3), l(2)], [0, 4], vec![]),
             ((0..60).map(l).collect(), [0, 5], vec![]),
             (vec![l(1), l(2)], [0, 6], vec![label]),
+            (vec![l(5), l(6), l(7)], [1, 1], vec![]),
         ];
         let set = |samples: &[(Vec<LocationId>, [i64; 2], Vec<Label>)]| {
             let mut set = SampleSet::with_capacity(2, 0);
@@ -832,13 +832,19 @@ mod tests {
             }
             set
         };
-        let mut appended = set(&first);
-        appended.append(set(&second));
+        let mut extended = set(&first);
+        let list = second.iter().map(|(stack, values, labels)| Sample {
+            stack: Stack::from_slice(stack),
+            values: Values::from_slice(values),
+            labels: labels.clone(),
+        });
+        extended.extend(list.collect());
         let one_by_one = set(&[&first[..], &second[..]].concat());
-        assert_eq!(appended.samples, one_by_one.samples);
-        assert_eq!(appended.samples.len(), 5);
+        assert_eq!(extended.samples, one_by_one.samples);
+        assert_eq!(extended.samples.len(), 5);
+        assert_eq!(extended.samples[3].values[..], [1, 4]);
         let (stack, _, labels) = &second[2];
-        let mut again = appended;
+        let mut again = extended;
         again.add(stack, &[0, 1], labels);
         assert_eq!(again.samples.len(), 5, "the index finds an appended sample");
         assert_eq!(again.samples[4].values[..], [0, 6]);

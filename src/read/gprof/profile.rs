@@ -6,7 +6,10 @@ use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
 use super::locate::{addresses, index_of, Located, Numbering, Resolved};
 use super::ticks::{assign_ticks, gprof_functions, ArcEnds, Func, Tick};
-use crate::profile::{apportion, Mapping, MappingId, Profile, SampleSet, SymbolFlags};
+use crate::profile::{
+    apportion, LocationId, Mapping, MappingId, Profile, Sample, SampleSet, Stack, SymbolFlags,
+    Values,
+};
 use crate::read::options::GprofStacks;
 use crate::symbolize::lines::SortedLines;
 use crate::symbolize::Binary;
@@ -249,8 +252,8 @@ fn split_ticks(
 }
 
 /// Adds the samples of a batch of synthesized stacks.
-fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &Numbering) {
-    let mut values = vec![0i64; out.width()];
+fn add_synthesized(out: &mut Samples, synth: &Synthesized, numbering: &Numbering) {
+    let mut values = vec![0i64; out.width];
     let mut stack = Vec::new();
     for piece in &synth.pieces {
         stack.clear();
@@ -262,34 +265,52 @@ fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &Numberi
         }
         values[0] = piece.samples;
         values[1] = piece.nanos;
-        out.add(&stack, &values, &[]);
+        out.push(&stack, &values);
     }
 }
 
 /// Adds one sample per tick, its function alone on the stack.
-fn add_flat(out: &mut SampleSet, ticks: &[Tick], addresses: &[u64], numbering: &Numbering) {
-    let mut values = vec![0i64; out.width()];
+fn add_flat(out: &mut Samples, ticks: &[Tick], addresses: &[u64], numbering: &Numbering) {
+    let mut values = vec![0i64; out.width];
     for t in ticks {
         let leaf = numbering.location(addresses, t.address);
         values[0] = t.samples;
         values[1] = t.nanos;
-        out.add(&[leaf], &values, &[]);
+        out.push(&[leaf], &values);
     }
 }
 
 /// Adds a `bb_executions` sample (type `bt`) per basic-block count.
 fn add_basic_blocks(
-    out: &mut SampleSet,
+    out: &mut Samples,
     data: &GmonData,
     bt: usize,
     addresses: &[u64],
     numbering: &Numbering,
 ) {
-    let mut values = vec![0i64; out.width()];
+    let mut values = vec![0i64; out.width];
     for (&addr, &count) in &data.basic_blocks {
         let loc = numbering.location(addresses, addr);
         values[bt] = count as i64;
-        out.add(&[loc], &values, &[]);
+        out.push(&[loc], &values);
+    }
+}
+
+/// Samples as they are made, one per piece, tick or basic block, not yet
+/// summed per stack: [`SampleSet::extend`] sums them as it adds them (on
+/// the thread that owns the set, so that this one only makes them).
+struct Samples {
+    width: usize,
+    list: Vec<Sample>,
+}
+
+impl Samples {
+    fn push(&mut self, stack: &[LocationId], values: &[i64]) {
+        self.list.push(Sample {
+            stack: Stack::from_slice(stack),
+            values: Values::from_slice(values),
+            labels: Vec::new(),
+        });
     }
 }
 
@@ -331,10 +352,13 @@ fn tick_samples(
     (funcs, ticks, addresses): (&[Func<'_>], &[Tick], &[u64]),
     numbering: &Numbering,
     (width, synthesized, bb_type): (usize, bool, Option<usize>),
-) -> SampleSet {
+) -> Vec<Sample> {
     // About as many as the ticks (a few times more on synthesized stacks).
     let more = 4 * ticks.len() + data.basic_blocks.len();
-    let mut samples = SampleSet::with_capacity(width, more);
+    let mut samples = Samples {
+        width,
+        list: Vec::with_capacity(more),
+    };
     if synthesized {
         let graph = arcs.graph(funcs.len());
         synthesize(ticks, &graph, addresses, |mut batch| {
@@ -348,7 +372,7 @@ fn tick_samples(
     if let Some(bt) = bb_type {
         add_basic_blocks(&mut samples, data, bt, addresses, numbering);
     }
-    samples
+    samples.list
 }
 
 /// The profile gprof's data stands for (§4). `lines` looks the sorted
@@ -402,7 +426,7 @@ pub(super) fn to_profile(
             (samples, more, found)
         })
     };
-    samples.append(more);
+    samples.extend(more);
     profile.add_samples(samples);
     note_dropped_calls(&mut profile, arcs.dropped_calls);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));

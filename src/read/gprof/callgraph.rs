@@ -46,8 +46,7 @@ pub(super) struct HubTrees {
 pub(super) struct Caller {
     pub(super) func: u32,
     /// The call site, which the graph only carries into [`Stacks::sites`]:
-    /// the profile's builder gives the index of its address among the
-    /// profile's sorted addresses.
+    /// the profile's builder gives its location id.
     pub(super) site: u32,
     pub(super) count: u64,
 }

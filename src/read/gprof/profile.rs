@@ -32,9 +32,15 @@ pub(super) struct Arcs {
 
 impl Arcs {
     /// The call graph between the executable's functions, of `funcs` (none
-    /// without a binary).
-    fn graph(&self, funcs: usize) -> CallGraph {
-        CallGraph::new(funcs, &self.between, &self.spontaneous)
+    /// without a binary), its call sites the locations `numbering` gives
+    /// them: the synthesized stacks are then made of location ids.
+    fn graph(&self, funcs: usize, numbering: &Numbering) -> CallGraph {
+        let located = |&(callee, caller): &(u32, Caller)| {
+            let site = numbering.at(caller.site).index() as u32;
+            (callee, Caller { site, ..caller })
+        };
+        let between: Vec<(u32, Caller)> = self.between.iter().map(located).collect();
+        CallGraph::new(funcs, &between, &self.spontaneous)
     }
 }
 
@@ -125,7 +131,7 @@ pub(super) struct Piece {
 }
 
 /// Some functions' ticks put on the stacks [`CallGraph::synthesis`] makes
-/// for them (§4), as pieces; call sites as address indexes. A batch of
+/// for them (§4), as pieces; call sites as the graph carries them. A batch of
 /// [`synthesize`].
 pub(super) struct Synthesized {
     stacks: Stacks,
@@ -251,7 +257,8 @@ fn split_ticks(
     }
 }
 
-/// Adds the samples of a batch of synthesized stacks.
+/// Adds the samples of a batch of synthesized stacks (their call sites
+/// location ids, as [`Arcs::graph`] gives them).
 fn add_synthesized(out: &mut Samples, synth: &Synthesized, numbering: &Numbering) {
     let mut values = vec![0i64; out.width];
     let mut stack = Vec::new();
@@ -259,9 +266,8 @@ fn add_synthesized(out: &mut Samples, synth: &Synthesized, numbering: &Numbering
         stack.clear();
         stack.push(numbering.at(piece.leaf));
         if let Some(k) = piece.path {
-            for &site in synth.stacks.sites(k as usize) {
-                stack.push(numbering.at(site));
-            }
+            let sites = synth.stacks.sites(k as usize);
+            stack.extend(sites.iter().map(|&id| LocationId::from_index(id as usize)));
         }
         values[0] = piece.samples;
         values[1] = piece.nanos;
@@ -360,7 +366,7 @@ fn tick_samples(
         list: Vec::with_capacity(more),
     };
     if synthesized {
-        let graph = arcs.graph(funcs.len());
+        let graph = arcs.graph(funcs.len(), numbering);
         synthesize(ticks, &graph, addresses, |mut batch| {
             add_synthesized(&mut samples, &batch, numbering);
             batch.clear();

@@ -57,11 +57,18 @@ pub(super) fn addresses(
         arc_ends(data)
     } else {
         callees.reserve(data.arcs.len());
+        let starts: Vec<u64> = funcs.iter().map(|f| f.start).collect();
+        let mut called = vec![false; funcs.len()];
         for arc in &data.arcs {
-            let callee = callee_at(funcs, arc.self_pc);
+            let callee = callee_at(funcs, &starts, arc.self_pc);
             callees.push(callee.map_or(u32::MAX, |f| f as u32));
-            rest.extend(callee.map(|f| funcs[f].start));
+            if let Some(f) = callee {
+                called[f] = true;
+            }
         }
+        // Each entry once, in order.
+        let entries = starts.iter().zip(&called).filter(|(_, &c)| c);
+        rest.extend(entries.map(|(&start, _)| start));
         // The arcs come sorted by `from_pc` (`merge_arcs`): then the sort
         // only looks.
         let mut sites: Vec<u64> = data.arcs.iter().map(|a| a.from_pc).collect();

@@ -385,10 +385,15 @@ impl UnitLines {
         unit: gimli::UnitRef<'_, Reader<'d>>,
         program: gimli::IncompleteLineProgram<Reader<'d>>,
     ) -> Option<()> {
+        // A row takes at least one byte of the program: room for as many
+        // rows as bytes, so that the rows are never copied to grow (room
+        // not filled is never touched).
+        let bytes = program.header().raw_program_buf().len();
         let mut program = program.rows();
         let (sequences, rows) = (&mut self.sequences, &mut self.rows);
         sequences.clear();
         rows.clear();
+        rows.reserve(bytes);
         let mut first = 0;
         while let Some((_, row)) = program.next_row().ok()? {
             let address = row.address();

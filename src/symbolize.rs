@@ -396,6 +396,16 @@ fn build_id_hex(file: &object::File<'_>) -> String {
     }
 }
 
+/// The line tables of `debug_file`, the debug file of the binary at `path`
+/// (mapped as `image`): read from the binary's own bytes when it is its own
+/// debug file, else from the file.
+fn tables_of(path: &Path, image: Option<&[u8]>, debug_file: &Path) -> Option<lines::LineTables> {
+    match image {
+        Some(image) if debug_file == path => lines::line_tables_in(image),
+        _ => lines::line_tables(debug_file),
+    }
+}
+
 /// Candidate separate debug files for a binary, in gdb's search order.
 fn debug_file_candidates(path: &Path, build_id: &str, debuglink: Option<&str>) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -639,17 +649,12 @@ impl Binary {
     /// [`SymbolView::single_frame_index_with`] takes. `None` when the DWARF has
     /// inlined frames or was not loaded.
     pub fn sorted_lines(&self, addresses: &[u64]) -> Option<lines::SortedLines> {
-        if !self.single_frames {
-            return None;
-        }
         // Where addr2line's reader would not open (unit headers, unit
         // entries or .debug_aranges that do not parse), this pass gives up
         // too: same file, same sections, read with the same gimli (lines.rs).
-        let debug_file = self.debug_file.as_deref()?;
-        match &self.image {
-            Some(image) if debug_file == self.path => lines::sorted_lines_in(image, addresses),
-            _ => lines::sorted_lines(debug_file, addresses),
-        }
+        let debug_file = self.line_tables_file()?;
+        let tables = tables_of(&self.path, self.image.as_deref(), debug_file)?;
+        Some(tables.claim(addresses))
     }
 
     /// The file whose line tables [`Binary::sorted_lines`] reads: the
@@ -672,12 +677,8 @@ impl Binary {
         if !single_frames {
             return None;
         }
-        let tables = if debug_file == path {
-            lines::line_tables_in(&image)
-        } else {
-            lines::line_tables(&debug_file)
-        };
-        Some((debug_file, tables?))
+        let tables = tables_of(path, Some(&image), &debug_file)?;
+        Some((debug_file, tables))
     }
 
     /// The reader of the binary's DWARF, when it loads (opened here if

@@ -96,11 +96,6 @@ pub fn sorted_lines(path: &Path, addresses: &[u64]) -> Option<SortedLines> {
     Some(line_tables(path)?.claim(addresses))
 }
 
-/// [`sorted_lines`] of an ELF file's bytes (already mapped).
-pub fn sorted_lines_in(bytes: &[u8], addresses: &[u64]) -> Option<SortedLines> {
-    Some(line_tables_in(bytes)?.claim(addresses))
-}
-
 /// The line tables of the ELF file at `path`, read for [`LineTables::claim`]
 /// (`None` as for [`sorted_lines`]). Reading them is most of the work of a
 /// lookup, and needs no address: a caller can read them while it works out

@@ -4,7 +4,7 @@
 //! ([`Resolved::new`]: one pass over the line tables). [`Numbering`]
 //! numbers the locations of the addresses the samples will name, in address
 //! order, before any is made, so that the locations are built
-//! ([`Located::all`], [`add_locations`]) while another thread builds the
+//! ([`add_all_locations`]) while another thread builds the
 //! call graph, the stacks and the samples. Memory: the frames of each
 //! distinct address, and the file names of the units they fall in.
 
@@ -14,8 +14,7 @@ use std::sync::mpsc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::data::GmonData;
-pub(super) use super::ticks::index_of;
-use super::ticks::{callee_at, function_at, Func, Tick, UNCREDITED, UNCREDITED_NAME};
+use super::ticks::{callee_at, function_at, index_of, Func, Tick, UNCREDITED, UNCREDITED_NAME};
 use crate::profile::{
     Function, FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, StrId, SymbolFlags,
 };
@@ -279,39 +278,24 @@ impl<'a> Resolved<'a> {
     }
 }
 
-/// The locations a [`Numbering`] names, to be added to a profile: built
-/// on this thread for a few, their functions interned as they are met;
-/// else by [`add_locations`] on two threads.
-pub(super) struct Located<'p> {
-    profile: &'p mut Profile,
-    addresses: &'p [u64],
-    mapping: MappingId,
-}
-
-impl<'p> Located<'p> {
-    /// The locations of `addresses` in `mapping`, for `profile`.
-    pub(super) fn new(profile: &'p mut Profile, addresses: &'p [u64], mapping: MappingId) -> Self {
-        Located {
-            profile,
-            addresses,
-            mapping,
-        }
-    }
-
-    /// Adds every location `numbering` names, in its order; returns what
-    /// they carry.
-    pub(super) fn all(self, resolved: &Resolved<'_>, numbering: &Numbering) -> SymbolFlags {
-        let order = &numbering.order[..];
-        let inputs = (self.addresses, resolved, self.mapping);
-        let mut locations = Vec::with_capacity(order.len());
-        let found = if order.len() < PARALLEL_LOCATIONS {
-            add_here(self.profile, inputs, order, &mut locations)
-        } else {
-            add_locations(self.profile, inputs, order, &mut locations)
-        };
-        self.profile.add_distinct_locations(locations);
-        found
-    }
+/// Adds every location `numbering` names to `profile`, in its order (of
+/// `addresses` in `mapping`, their frames `resolved`): built on this thread
+/// for a few, their functions interned as they are met; else by
+/// [`add_locations`] on two threads. Returns what they carry.
+pub(super) fn add_all_locations(
+    profile: &mut Profile,
+    inputs: (&[u64], &Resolved<'_>, MappingId),
+    numbering: &Numbering,
+) -> SymbolFlags {
+    let order = &numbering.order[..];
+    let mut locations = Vec::with_capacity(order.len());
+    let found = if order.len() < PARALLEL_LOCATIONS {
+        add_here(profile, inputs, order, &mut locations)
+    } else {
+        add_locations(profile, inputs, order, &mut locations)
+    };
+    profile.add_distinct_locations(locations);
+    found
 }
 
 /// The locations of `order` built on this thread, as [`add_locations`]
@@ -588,7 +572,7 @@ fn add_functions(
 mod tests {
     use std::borrow::Cow;
 
-    use super::{merge_distinct, Located, Numbering, OneFrame, Resolved};
+    use super::{add_all_locations, merge_distinct, Numbering, OneFrame, Resolved};
     use crate::profile::{MappingId, Profile};
     use crate::symbolize::FunctionSymbol;
 
@@ -636,7 +620,7 @@ mod tests {
         let numbering = Numbering::new(addresses.len(), named.iter().copied());
         let mut profile = Profile::new(&[("samples", "count")]);
         let mapping = MappingId::from_index(0);
-        Located::new(&mut profile, &addresses, mapping).all(&resolved, &numbering);
+        add_all_locations(&mut profile, (&addresses, &resolved, mapping), &numbering);
         for &index in named {
             let id = numbering.at(index);
             assert_eq!(

@@ -4,8 +4,8 @@
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
-use super::locate::{addresses, index_of, Located, Numbering, Resolved};
-use super::ticks::{assign_ticks, gprof_functions, ArcEnds, Func, Tick};
+use super::locate::{add_all_locations, addresses, Numbering, Resolved};
+use super::ticks::{assign_ticks, gprof_functions, index_of, ArcEnds, Func, Tick};
 use crate::profile::{
     apportion, LocationId, Mapping, MappingId, Profile, Sample, SampleSet, Stack, SymbolFlags,
     Values,
@@ -410,26 +410,28 @@ pub(super) fn to_profile(
         tick_samples(data, &arcs, inputs, &numbering, shape)
     };
     profile.reserve_interned(0, funcs.len());
-    let located = Located::new(&mut profile, &addresses, mapping);
-    // The ticks' samples (the call graph and the synthesized stacks) are
-    // made on another thread while this one makes the arcs', looks the
-    // addresses up and builds their locations (for small profiles a thread
-    // would cost more than it saves).
+    // The arcs' samples, then the addresses looked up and their locations.
     let mut files = Vec::new();
     let sorted = |addresses: &[u64]| binary.and_then(|b| lines(b, addresses));
-    let (mut samples, more, found) = if addresses.len() < PARALLEL_ADDRESSES {
+    let here = || {
         let samples = arc_samples(&arcs, &numbering, (width, room));
-        let more = ticks_samples();
         let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
-        (samples, more, located.all(&resolved, &numbering))
+        let inputs = (&addresses[..], &resolved, mapping);
+        (samples, add_all_locations(&mut profile, inputs, &numbering))
+    };
+    // The ticks' samples (the call graph and the synthesized stacks) are
+    // made on another thread meanwhile (for small profiles a thread would
+    // cost more than it saves).
+    let ((mut samples, found), more) = if addresses.len() < PARALLEL_ADDRESSES {
+        (here(), ticks_samples())
     } else {
         std::thread::scope(|scope| {
             let more = scope.spawn(ticks_samples);
-            let samples = arc_samples(&arcs, &numbering, (width, room));
-            let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
-            let found = located.all(&resolved, &numbering);
-            let more = more.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (samples, more, found)
+            let here = here();
+            (
+                here,
+                more.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            )
         })
     };
     samples.extend(more);

@@ -423,19 +423,19 @@ impl Profile {
         );
     }
 
-    /// Adds the samples of `set`, as [`Profile::add_sample`] would one by one
-    /// (moved as they are when this profile has none yet). Their stacks must
-    /// name this profile's locations, their labels its strings, and they must
-    /// have one value per sample type of this profile.
-    pub(crate) fn add_samples(&mut self, set: SampleSet) {
-        debug_assert_eq!(set.width, self.sample_types.len());
-        if self.samples.is_empty() && set.width == self.sample_types.len() {
-            self.samples = set.samples;
-            self.sample_index = set.index;
-            return;
-        }
-        for s in set.samples {
-            self.add_sample(&s.stack, &s.values, &s.labels);
+    /// Adds `samples` without looking for equal ones, as
+    /// [`Profile::add_distinct_sample`] adds one: for readers that know them
+    /// distinct from each other and from the profile's (their stacks naming
+    /// this profile's locations, their labels sorted, one value per sample
+    /// type).
+    pub(crate) fn add_distinct_samples(&mut self, samples: Vec<Sample>) {
+        debug_assert!(samples
+            .iter()
+            .all(|s| s.values.len() == self.sample_types.len() && s.labels.is_sorted()));
+        if self.samples.is_empty() {
+            self.samples = samples;
+        } else {
+            self.samples.extend(samples);
         }
     }
 
@@ -595,7 +595,7 @@ impl Profile {
 
 /// Samples gathered apart from a profile (e.g. on another thread, once the
 /// location ids they name are known), aggregated as [`Profile::add_sample`]
-/// does, then added with [`Profile::add_samples`].
+/// does, then added with [`Profile::add_distinct_samples`].
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SampleSet {
     /// Values per sample.
@@ -638,31 +638,9 @@ impl SampleSet {
         self.width
     }
 
-    /// Adds `samples` (of this width, labels sorted) in their order, as
-    /// [`SampleSet::add`] would add them, moving each instead of copying it:
-    /// those of one stack and labels are summed, here or in one sample
-    /// already in the set.
-    pub fn extend(&mut self, samples: Vec<Sample>) {
-        self.samples.reserve(samples.len());
-        self.index.reserve(samples.len(), |&(h, _): &(u64, u32)| h);
-        for sample in samples {
-            debug_assert_eq!(sample.values.len(), self.width);
-            debug_assert!(sample.labels.is_sorted());
-            let hash = sample_hash(&sample.stack, &sample.labels);
-            let (stack, labels) = (&sample.stack[..], &sample.labels[..]);
-            match find_sample(&self.samples, &self.index, hash, stack, labels) {
-                Some(i) => {
-                    for (acc, v) in self.samples[i].values.iter_mut().zip(&sample.values) {
-                        *acc = acc.saturating_add(*v);
-                    }
-                }
-                None => {
-                    let at = self.samples.len() as u32;
-                    self.index.insert_unique(hash, (hash, at), |&(h, _)| h);
-                    self.samples.push(sample);
-                }
-            }
-        }
+    /// The samples, in the order their stacks and labels first came.
+    pub fn into_samples(self) -> Vec<Sample> {
+        self.samples
     }
 }
 
@@ -797,57 +775,6 @@ mod tests {
         assert_eq!(p.samples.len(), 2);
         assert_eq!(p.samples[0].values[..], [5]);
         assert_eq!(p.total(0), 10);
-    }
-
-    /// Extending a set is adding the samples one by one: the same samples
-    /// in the same order, those of one stack summed (whether the set held
-    /// it or the list holds it twice), and the index still finds every
-    /// sample.
-    #[test]
-    fn extending_a_set_adds_the_samples_in_order() {
-        let l = |i: usize| LocationId::from_index(i);
-        let label = Label {
-            key: StrId::from_index(1),
-            value: LabelValue::Num {
-                num: 4,
-                unit: StrId::EMPTY,
-            },
-        };
-        let first: [(Vec<LocationId>, [i64; 2], Vec<Label>); 3] = [
-            (vec![l(1), l(2)], [1, 0], vec![]),
-            (vec![l(3), l(2)], [2, 0], vec![]),
-            (vec![l(1), l(2)], [0, 9], vec![label]),
-        ];
-        let second: [(Vec<LocationId>, [i64; 2], Vec<Label>); 5] = [
-            (vec![l(5), l(6), l(7)], [0, 3], vec![]),
-            (vec![l(3), l(2)], [0, 4], vec![]),
-            ((0..60).map(l).collect(), [0, 5], vec![]),
-            (vec![l(1), l(2)], [0, 6], vec![label]),
-            (vec![l(5), l(6), l(7)], [1, 1], vec![]),
-        ];
-        let set = |samples: &[(Vec<LocationId>, [i64; 2], Vec<Label>)]| {
-            let mut set = SampleSet::with_capacity(2, 0);
-            for (stack, values, labels) in samples {
-                set.add(stack, values, labels);
-            }
-            set
-        };
-        let mut extended = set(&first);
-        let list = second.iter().map(|(stack, values, labels)| Sample {
-            stack: Stack::from_slice(stack),
-            values: Values::from_slice(values),
-            labels: labels.clone(),
-        });
-        extended.extend(list.collect());
-        let one_by_one = set(&[&first[..], &second[..]].concat());
-        assert_eq!(extended.samples, one_by_one.samples);
-        assert_eq!(extended.samples.len(), 5);
-        assert_eq!(extended.samples[3].values[..], [1, 4]);
-        let (stack, _, labels) = &second[2];
-        let mut again = extended;
-        again.add(stack, &[0, 1], labels);
-        assert_eq!(again.samples.len(), 5, "the index finds an appended sample");
-        assert_eq!(again.samples[4].values[..], [0, 6]);
     }
 
     #[test]

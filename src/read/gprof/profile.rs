@@ -99,15 +99,70 @@ pub(super) fn kept_arcs(
     }
 }
 
-/// Adds a `calls` sample (callee under caller) per arc kept.
-fn add_arcs(out: &mut SampleSet, kept: &[(u32, u32, u64)], numbering: &Numbering) {
-    let mut calls = vec![0i64; out.width()];
-    for &(callee, caller, count) in kept {
-        let callee = numbering.at(callee);
-        let caller = numbering.at(caller);
-        calls[2] = count as i64;
-        out.add(&[callee, caller], &calls, &[]);
+/// The `calls` samples, with `width` values each: one per stack (a callee's
+/// location under its call site's) of the arcs kept, their counts summed.
+/// The arcs come by call site (sorted by `from_pc`), so the samples do too,
+/// and the arcs of one stack are among those of one site: no index is
+/// needed to find them.
+fn arc_samples(kept: &[(u32, u32, u64)], numbering: &Numbering, width: usize) -> Vec<Sample> {
+    let mut samples: Vec<Sample> = Vec::with_capacity(kept.len());
+    let mut site_first = 0; // the first sample of the current call site
+    for &(callee, site, count) in kept {
+        let stack = [numbering.at(callee), numbering.at(site)];
+        match samples.last() {
+            Some(last) if last.stack[1] == stack[1] => {}
+            last => {
+                debug_assert!(
+                    last.is_none_or(|l| l.stack[1] < stack[1]),
+                    "arcs by call site"
+                );
+                site_first = samples.len();
+            }
+        }
+        let count = count as i64;
+        match samples[site_first..]
+            .iter_mut()
+            .find(|s| s.stack[..] == stack)
+        {
+            Some(same) => same.values[2] = same.values[2].saturating_add(count),
+            None => {
+                let mut values = Values::from_elem(0, width);
+                values[2] = count;
+                samples.push(Sample {
+                    stack: Stack::from_slice(&stack),
+                    values,
+                    labels: Vec::new(),
+                });
+            }
+        }
     }
+    samples
+}
+
+/// The arcs' samples (by call site, as [`arc_samples`] makes them) then
+/// the ticks' (distinct), each tick's sample on the stack of an arc's (a
+/// tick at a callee's entry under one call site) summed into it instead:
+/// every stack once, in the order [`Profile::add_sample`] would have them.
+fn join_samples(mut samples: Vec<Sample>, ticks: Vec<Sample>) -> Vec<Sample> {
+    let arcs = samples.len();
+    samples.reserve(ticks.len());
+    for tick in ticks {
+        if let ([_, site], []) = (&tick.stack[..], &tick.labels[..]) {
+            let first = samples[..arcs].partition_point(|s| s.stack[1] < *site);
+            let same = samples[first..arcs]
+                .iter_mut()
+                .take_while(|s| s.stack[1] == *site)
+                .find(|s| s.stack == tick.stack);
+            if let Some(same) = same {
+                for (acc, v) in same.values.iter_mut().zip(&tick.values) {
+                    *acc = acc.saturating_add(*v);
+                }
+                continue;
+            }
+        }
+        samples.push(tick);
+    }
+    samples
 }
 
 /// Says how many calls the arcs dropped carried.
@@ -259,8 +314,8 @@ fn split_ticks(
 
 /// Adds the samples of a batch of synthesized stacks (their call sites
 /// location ids, as [`Arcs::graph`] gives them).
-fn add_synthesized(out: &mut Samples, synth: &Synthesized, numbering: &Numbering) {
-    let mut values = vec![0i64; out.width];
+fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &Numbering) {
+    let mut values = vec![0i64; out.width()];
     let mut stack = Vec::new();
     for piece in &synth.pieces {
         stack.clear();
@@ -271,52 +326,34 @@ fn add_synthesized(out: &mut Samples, synth: &Synthesized, numbering: &Numbering
         }
         values[0] = piece.samples;
         values[1] = piece.nanos;
-        out.push(&stack, &values);
+        out.add(&stack, &values, &[]);
     }
 }
 
 /// Adds one sample per tick, its function alone on the stack.
-fn add_flat(out: &mut Samples, ticks: &[Tick], addresses: &[u64], numbering: &Numbering) {
-    let mut values = vec![0i64; out.width];
+fn add_flat(out: &mut SampleSet, ticks: &[Tick], addresses: &[u64], numbering: &Numbering) {
+    let mut values = vec![0i64; out.width()];
     for t in ticks {
         let leaf = numbering.location(addresses, t.address);
         values[0] = t.samples;
         values[1] = t.nanos;
-        out.push(&[leaf], &values);
+        out.add(&[leaf], &values, &[]);
     }
 }
 
 /// Adds a `bb_executions` sample (type `bt`) per basic-block count.
 fn add_basic_blocks(
-    out: &mut Samples,
+    out: &mut SampleSet,
     data: &GmonData,
     bt: usize,
     addresses: &[u64],
     numbering: &Numbering,
 ) {
-    let mut values = vec![0i64; out.width];
+    let mut values = vec![0i64; out.width()];
     for (&addr, &count) in &data.basic_blocks {
         let loc = numbering.location(addresses, addr);
         values[bt] = count as i64;
-        out.push(&[loc], &values);
-    }
-}
-
-/// Samples as they are made, one per piece, tick or basic block, not yet
-/// summed per stack: [`SampleSet::extend`] sums them as it adds them (on
-/// the thread that owns the set, so that this one only makes them).
-struct Samples {
-    width: usize,
-    list: Vec<Sample>,
-}
-
-impl Samples {
-    fn push(&mut self, stack: &[LocationId], values: &[i64]) {
-        self.list.push(Sample {
-            stack: Stack::from_slice(stack),
-            values: Values::from_slice(values),
-            labels: Vec::new(),
-        });
+        out.add(&[loc], &values, &[]);
     }
 }
 
@@ -341,17 +378,10 @@ fn named<'a>(
     ends.chain(ticks.chain(blocks).map(|a| index_of(addresses, a)))
 }
 
-/// The `calls` samples: one per arc kept, with `width` values each, and
-/// room for `more` after them.
-fn arc_samples(arcs: &Arcs, numbering: &Numbering, (width, more): (usize, usize)) -> SampleSet {
-    let mut samples = SampleSet::with_capacity(width, arcs.kept.len() + more);
-    add_arcs(&mut samples, &arcs.kept, numbering);
-    samples
-}
-
 /// The samples of the ticks (on their synthesized stacks when
 /// `synthesized`, else one each), then the basic blocks' (type
-/// `bb_type`), with `width` values each.
+/// `bb_type`), with `width` values each: one per stack, in the order
+/// their stacks first come.
 fn tick_samples(
     data: &GmonData,
     arcs: &Arcs,
@@ -361,10 +391,7 @@ fn tick_samples(
 ) -> Vec<Sample> {
     // About as many as the ticks (a few times more on synthesized stacks).
     let more = 4 * ticks.len() + data.basic_blocks.len();
-    let mut samples = Samples {
-        width,
-        list: Vec::with_capacity(more),
-    };
+    let mut samples = SampleSet::with_capacity(width, more);
     if synthesized {
         let graph = arcs.graph(funcs.len(), numbering);
         synthesize(ticks, &graph, addresses, |mut batch| {
@@ -378,7 +405,7 @@ fn tick_samples(
     if let Some(bt) = bb_type {
         add_basic_blocks(&mut samples, data, bt, addresses, numbering);
     }
-    samples.list
+    samples.into_samples()
 }
 
 /// The profile gprof's data stands for (§4). `lines` looks the sorted
@@ -399,11 +426,6 @@ pub(super) fn to_profile(
     let arcs = kept_arcs(data, (&funcs, &callees), symbolized, &addresses);
     let numbering = Numbering::new(addresses.len(), named(&arcs, data, &ticks, &addresses));
     let width = profile.sample_types().len();
-    // Room for the ticks' samples after the arcs', so that appending them
-    // moves nothing: their pieces number at most the ticks and the stacks,
-    // the stacks at most the arcs and the functions (a flow decomposition,
-    // [`synthesize`]). Room not filled is not touched.
-    let room = 2 * ticks.len() + arcs.between.len() + funcs.len() + data.basic_blocks.len();
     let ticks_samples = || {
         let inputs = (&funcs[..], &ticks[..], &addresses[..]);
         let shape = (width, synthesized, bb_type);
@@ -414,7 +436,7 @@ pub(super) fn to_profile(
     let mut files = Vec::new();
     let sorted = |addresses: &[u64]| binary.and_then(|b| lines(b, addresses));
     let here = || {
-        let samples = arc_samples(&arcs, &numbering, (width, room));
+        let samples = arc_samples(&arcs.kept, &numbering, width);
         let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
         let inputs = (&addresses[..], &resolved, mapping);
         (samples, add_all_locations(&mut profile, inputs, &numbering))
@@ -422,7 +444,7 @@ pub(super) fn to_profile(
     // The ticks' samples (the call graph and the synthesized stacks) are
     // made on another thread meanwhile (for small profiles a thread would
     // cost more than it saves).
-    let ((mut samples, found), more) = if addresses.len() < PARALLEL_ADDRESSES {
+    let ((samples, found), more) = if addresses.len() < PARALLEL_ADDRESSES {
         (here(), ticks_samples())
     } else {
         std::thread::scope(|scope| {
@@ -434,8 +456,7 @@ pub(super) fn to_profile(
             )
         })
     };
-    samples.extend(more);
-    profile.add_samples(samples);
+    profile.add_distinct_samples(join_samples(samples, more));
     note_dropped_calls(&mut profile, arcs.dropped_calls);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
     let flags = SymbolFlags {
@@ -603,5 +624,54 @@ mod tests {
         let sites: usize = new.iter().map(|b| b.1).sum();
         assert_eq!(sites, 400 * 200, "every leaf's stack climbs the chain");
         assert_eq!(again, new);
+    }
+
+    /// The arcs' samples joined with the ticks' are the samples
+    /// [`Profile::add_sample`] makes of the arcs then the ticks one by one:
+    /// two arcs of one stack (one site, two addresses of one callee) are one
+    /// sample, and a tick at a callee's entry under a call site counts in
+    /// that arc's sample.
+    #[test]
+    fn arc_and_tick_samples_join_as_added_one_by_one() {
+        let numbering = Numbering::new(8, 0..8);
+        let l = |i: usize| LocationId::from_index(i);
+        // (callee, site, count), by site.
+        let kept = [(5, 1, 3), (6, 1, 1), (5, 1, 4), (5, 2, 7), (7, 4, 2)];
+        let mut ticks = SampleSet::with_capacity(3, 0);
+        let tick_stacks: [&[LocationId]; 5] = [
+            &[l(5), l(2)],
+            &[l(5), l(3)],
+            &[l(6), l(1), l(0)],
+            &[l(7)],
+            &[l(6), l(1)],
+        ];
+        for (k, stack) in tick_stacks.iter().enumerate() {
+            ticks.add(stack, &[1, 10 * k as i64, 0], &[]);
+        }
+        let joined = join_samples(arc_samples(&kept, &numbering, 3), ticks.into_samples());
+
+        let mut one_by_one = Profile::new(&[("a", "count"), ("b", "count"), ("calls", "count")]);
+        for i in 0..8 {
+            one_by_one.address_location(None, 0x10 * i, false);
+        }
+        for &(callee, site, count) in &kept {
+            one_by_one.add_sample(
+                &[l(callee as usize), l(site as usize)],
+                &[0, 0, count as i64],
+                &[],
+            );
+        }
+        for (k, stack) in tick_stacks.iter().enumerate() {
+            one_by_one.add_sample(stack, &[1, 10 * k as i64, 0], &[]);
+        }
+        assert_eq!(joined, one_by_one.samples());
+        let stacks: Vec<_> = joined
+            .iter()
+            .map(|s| (s.stack.to_vec(), s.values.to_vec()))
+            .collect();
+        assert_eq!(stacks[0], (vec![l(5), l(1)], vec![0, 0, 7]));
+        assert_eq!(stacks[2], (vec![l(5), l(2)], vec![1, 0, 7]));
+        assert_eq!(stacks[1], (vec![l(6), l(1)], vec![1, 40, 1]));
+        assert_eq!(joined.len(), 7);
     }
 }

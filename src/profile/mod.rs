@@ -607,14 +607,14 @@ pub(crate) struct SampleSet {
 
 impl SampleSet {
     /// An empty set of samples with `width` values each, with room for
-    /// `capacity` of them.
-    pub fn with_capacity(width: usize, capacity: usize) -> Self {
-        let mut index = HashTable::new();
-        index.reserve(capacity, |&(h, _): &(u64, u32)| h);
+    /// `samples` of them in its list (an upper bound costs nothing: room
+    /// not filled is not touched). Its index grows as samples come: an
+    /// index with room for them all would be written all over.
+    pub fn with_room(width: usize, samples: usize) -> Self {
         SampleSet {
             width,
-            samples: Vec::with_capacity(capacity),
-            index,
+            samples: Vec::with_capacity(samples),
+            index: HashTable::new(),
         }
     }
 

@@ -389,9 +389,12 @@ fn tick_samples(
     numbering: &Numbering,
     (width, synthesized, bb_type): (usize, bool, Option<usize>),
 ) -> Vec<Sample> {
-    // About as many as the ticks (a few times more on synthesized stacks).
-    let more = 4 * ticks.len() + data.basic_blocks.len();
-    let mut samples = SampleSet::with_capacity(width, more);
+    // Room for a sample per piece: the pieces number at most the ticks and
+    // the stacks, the stacks at most the arcs and the functions (a flow
+    // decomposition, [`synthesize`]), then the basic blocks'. Room not
+    // filled is not touched; the samples made are never copied to grow.
+    let bound = ticks.len() + arcs.between.len() + funcs.len() + data.basic_blocks.len();
+    let mut samples = SampleSet::with_room(width, bound);
     if synthesized {
         let graph = arcs.graph(funcs.len(), numbering);
         synthesize(ticks, &graph, addresses, |mut batch| {
@@ -637,7 +640,7 @@ mod tests {
         let l = |i: usize| LocationId::from_index(i);
         // (callee, site, count), by site.
         let kept = [(5, 1, 3), (6, 1, 1), (5, 1, 4), (5, 2, 7), (7, 4, 2)];
-        let mut ticks = SampleSet::with_capacity(3, 0);
+        let mut ticks = SampleSet::with_room(3, 0);
         let tick_stacks: [&[LocationId]; 5] = [
             &[l(5), l(2)],
             &[l(5), l(3)],

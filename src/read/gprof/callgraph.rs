@@ -427,9 +427,26 @@ impl CallGraph {
     /// One path of [`Synthesis::paths_of`]: from `func` up to a root through
     /// arcs with flow left, carrying at most `left` nanoseconds; its call
     /// sites appended to `sites`. Returns the nanoseconds it carries.
+    ///
+    /// Two walks up the heads: the first finds what the path carries (the
+    /// least flow on its way) and how long it is, the second appends its
+    /// sites and takes that amount off each arc. A component is on a path
+    /// once (its callers' components come before it), so a head moved on
+    /// by the second walk is never read again by it.
     fn climb(&self, func: u32, left: i64, state: &mut Climb, sites: &mut Vec<u32>) -> i64 {
-        state.used.clear();
         let mut nanos = left;
+        let mut steps = 0;
+        let mut comp = self.component[func as usize];
+        loop {
+            let head = &state.heads[comp as usize];
+            if head.caller == NO_ARC {
+                break;
+            }
+            nanos = nanos.min(head.flow);
+            steps += 1;
+            comp = head.caller_comp;
+        }
+        sites.reserve(steps);
         let mut at = func;
         let mut comp = self.component[at as usize];
         loop {
@@ -445,17 +462,13 @@ impl CallGraph {
                 break;
             }
             sites.push(head.site);
-            nanos = nanos.min(head.flow);
-            state.used.push(comp);
+            let flow = &mut state.heads[comp as usize].flow;
+            *flow -= nanos;
+            if *flow == 0 {
+                state.advance(self, comp as usize);
+            }
             at = head.caller;
             comp = head.caller_comp;
-        }
-        for k in 0..state.used.len() {
-            let comp = state.used[k] as usize;
-            state.heads[comp].flow -= nanos;
-            if state.heads[comp].flow == 0 {
-                state.advance(self, comp);
-            }
         }
         nanos
     }
@@ -502,8 +515,6 @@ struct Climb {
     /// The flow left on each entering arc (as `entering.items`) behind
     /// the heads; a head's own flow is in the head.
     flow: Vec<i64>,
-    /// The components of the path being climbed.
-    used: Vec<u32>,
 }
 
 /// What [`Head::caller`] holds for a component with no entering arc with
@@ -544,7 +555,6 @@ impl Climb {
             heads: (0..ncomp).map(|comp| Head::root(graph, comp)).collect(),
             next: graph.entering.starts[..ncomp].to_vec(),
             flow,
-            used: Vec::new(),
         };
         for comp in 0..ncomp {
             climb.find_head(graph, comp);

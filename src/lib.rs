@@ -79,3 +79,11 @@ pub use error::{Error, Result};
 pub use profile::Profile;
 pub use read::{read, Format, ReadOptions};
 pub use write::{write, OutputFormat, WriteOptions};
+
+/// Whether rayon's pool has threads beyond the `busy` ones the caller's
+/// conversion keeps working itself: handing work to rayon only pays on
+/// those. (A gprof conversion keeps two threads busy; on two cores more
+/// threads only take turns, and each takes its turn with cold caches.)
+pub(crate) fn cores_beyond(busy: usize) -> bool {
+    rayon::current_num_threads() > busy
+}

@@ -194,6 +194,17 @@ fn sorted_lookup_matches_addr2line_on_a_program_of_20000_functions() {
     };
     let (answered, total) = compare(&exe);
     assert_eq!(answered, total, "some addresses asked of addr2line");
+    // Its units (a source file each) read side by side, as where cores are
+    // to spare, answer as read one after the other (as on two cores).
+    let four = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
+    let text = text_addresses(&exe);
+    let side_by_side = four.install(|| sorted_lines(&exe, &text)).unwrap();
+    let by_default = sorted_lines(&exe, &text).unwrap();
+    assert_eq!(side_by_side.files, by_default.files);
+    assert!(side_by_side.found == by_default.found);
     let data = std::fs::read(&exe).unwrap();
     let file = object::File::parse(&*data).unwrap();
     let mut entries: Vec<(u64, String)> = file
@@ -302,10 +313,16 @@ fn sorted_lookup_matches_addr2line_on_programs_built_here() {
 /// those of the file the opened binary's [`super::Binary::sorted_lines`]
 /// reads, and answer every text address as it does: on every ELF fixture,
 /// stripped ones with separate debug files and optimized ones with inlined
-/// frames (which read none) included.
+/// frames (which read none) included. They are read ahead in a pool of four
+/// threads, units side by side, and by the opened binary in the default
+/// pool (units one after the other on two cores).
 #[test]
 fn line_tables_read_ahead_answer_as_the_opened_binary_does() {
     use super::{Binary, SymbolRules};
+    let four = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
     let mut files = elf_files("gprof");
     files.extend(elf_files("gprof-corpus"));
     let (mut read_ahead, mut none, mut separate) = (0, 0, 0);
@@ -313,7 +330,7 @@ fn line_tables_read_ahead_answer_as_the_opened_binary_does() {
         let binary = Binary::open_with(path, true, SymbolRules::Gprof).unwrap();
         let addresses = text_addresses(path);
         let sorted = binary.sorted_lines(&addresses);
-        let Some((file, tables)) = Binary::line_tables_of(path) else {
+        let Some((file, tables)) = four.install(|| Binary::line_tables_of(path)) else {
             assert!(
                 sorted.is_none(),
                 "{}: read ahead, no tables",

@@ -280,8 +280,10 @@ impl<'a> Resolved<'a> {
 
 /// Adds every location `numbering` names to `profile`, in its order (of
 /// `addresses` in `mapping`, their frames `resolved`): built on this thread
-/// for a few, their functions interned as they are met; else by
-/// [`add_locations`] on two threads. Returns what they carry.
+/// for a few, or where no core is to spare (the ticks' samples are made
+/// beside this thread: [`crate::cores_beyond`]), their functions interned
+/// as they are met; else by [`add_locations`] on two threads. Returns what
+/// they carry.
 pub(super) fn add_all_locations(
     profile: &mut Profile,
     inputs: (&[u64], &Resolved<'_>, MappingId),
@@ -289,7 +291,7 @@ pub(super) fn add_all_locations(
 ) -> SymbolFlags {
     let order = &numbering.order[..];
     let mut locations = Vec::with_capacity(order.len());
-    let found = if order.len() < PARALLEL_LOCATIONS {
+    let found = if order.len() < PARALLEL_LOCATIONS || !crate::cores_beyond(2) {
         add_here(profile, inputs, order, &mut locations)
     } else {
         add_locations(profile, inputs, order, &mut locations)
@@ -429,15 +431,10 @@ fn add_locations(
     let start = out.len();
     let (tx, rx) = mpsc::channel();
     let build = || build_locations((addresses, resolved, mapping), order, base, tx, out);
-    let (mut found, (ids, filenames)) = if order.len() < PARALLEL_LOCATIONS {
-        let built = build();
-        (built, add_functions(profile, resolved, rx))
-    } else {
-        // `build` runs first on this thread: it never waits for
-        // `add_functions` (the channel is unbounded), so the two may run one
-        // after the other where rayon has no idle thread.
-        rayon::join(build, || add_functions(profile, resolved, rx))
-    };
+    // `build` runs first on this thread: it never waits for
+    // `add_functions` (the channel is unbounded), so the two may run one
+    // after the other where rayon has no idle thread.
+    let (mut found, (ids, filenames)) = rayon::join(build, || add_functions(profile, resolved, rx));
     found.filenames = filenames;
     let numbered = |(slot, id): (usize, &FunctionId)| id.index() == base + slot;
     if !ids.iter().enumerate().all(numbered) {
@@ -667,10 +664,20 @@ mod tests {
             named.extend((0..2 * n as u32).step_by(2).filter(|i| i % 3 != 1));
             let order: Vec<u32> = (0..2 * n as u32).filter(|i| i % 3 != 1).collect();
             let want = expected(&order);
-            let got = locations_of(n, &named);
-            assert_eq!(got.locations(), want.locations(), "{n}");
-            assert_eq!(got.functions(), want.functions(), "{n}");
-            assert_eq!(got.strings().as_slice(), want.strings().as_slice());
+            // In the default pool, and in one of four threads (where
+            // 10 000 addresses are built on two: `add_locations`).
+            let four = rayon::ThreadPoolBuilder::new()
+                .num_threads(4)
+                .build()
+                .unwrap();
+            for got in [
+                locations_of(n, &named),
+                four.install(|| locations_of(n, &named)),
+            ] {
+                assert_eq!(got.locations(), want.locations(), "{n}");
+                assert_eq!(got.functions(), want.functions(), "{n}");
+                assert_eq!(got.strings().as_slice(), want.strings().as_slice());
+            }
         }
     }
 

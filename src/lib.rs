@@ -84,6 +84,12 @@ pub use write::{write, OutputFormat, WriteOptions};
 /// conversion keeps working itself: handing work to rayon only pays on
 /// those. (A gprof conversion keeps two threads busy; on two cores more
 /// threads only take turns, and each takes its turn with cold caches.)
+/// Outside a pool, the cores' count stands for the global pool's size (its
+/// default), so that the pool is not started just to be asked.
 pub(crate) fn cores_beyond(busy: usize) -> bool {
-    rayon::current_num_threads() > busy
+    let threads = match rayon::current_thread_index() {
+        Some(_) => rayon::current_num_threads(),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    threads > busy
 }

@@ -177,7 +177,10 @@ fn elf_pointer_size(path: &Path) -> Option<usize> {
 /// With a binary, its line tables are read on another thread from the
 /// start ([`Binary::line_tables_of`]: most of the work of looking the
 /// addresses up, and independent of them), while the binary's symbols and
-/// the inputs are read and the addresses worked out.
+/// the inputs are read and the addresses worked out. Whether the binary
+/// fits the inputs ([`fit::check`]) is worked out on this thread while
+/// another makes the ticks' samples: a binary that does not fit is refused
+/// once the profile is built.
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     std::thread::scope(|scope| {
         let tables = options
@@ -185,13 +188,12 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
             .as_deref()
             .map(|path| scope.spawn(move || Binary::line_tables_of(path)));
         let (binary, data) = open_and_load(inputs, options)?;
-        if let Some(binary) = binary
-            .as_deref()
-            .filter(|_| !options.gprof.skip_binary_check)
-        {
-            fit::check(&data, binary, inputs)?;
-        }
+        let check = !options.gprof.skip_binary_check;
+        let mut fits = None;
         let lines = |binary: &Binary, addresses: &[u64]| {
+            if check {
+                fits = Some(fit::check(&data, binary, inputs));
+            }
             // A panic there is a table that did not read: read again here.
             match tables.and_then(|t| t.join().ok().flatten()) {
                 Some((file, tables)) if binary.line_tables_file() == Some(&file) => {
@@ -202,6 +204,11 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
         };
         let stacks = options.gprof.stacks;
         let mut profile = profile::to_profile(&data, binary.as_deref(), stacks, lines);
+        match (fits, binary.as_deref()) {
+            (Some(fits), _) => fits?,
+            (None, Some(binary)) if check => fit::check(&data, binary, inputs)?,
+            _ => {}
+        }
         if let Some(t) = inputs.first().and_then(Input::modified) {
             if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
                 profile.time_nanos = d.as_nanos() as i64;

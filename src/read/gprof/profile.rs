@@ -412,7 +412,8 @@ fn tick_samples(
 }
 
 /// The profile gprof's data stands for (§4). `lines` looks the sorted
-/// addresses up in the binary's line tables ([`Binary::sorted_lines`]).
+/// addresses up in the binary's line tables ([`Binary::sorted_lines`]),
+/// once, on this thread while another makes the ticks' samples.
 pub(super) fn to_profile(
     data: &GmonData,
     binary: Option<&Binary>,

@@ -93,11 +93,12 @@ fn earlier_files(inputs: &[Input]) -> String {
 const PARALLEL_INPUT_BYTES: u64 = 1 << 16;
 
 /// The binary (when given) and the summed inputs. When the binary's header
-/// tells its pointer size (ELF), the inputs are parsed on another thread
-/// while it is opened (that thread reads
-/// the header: ≈ 40 µs of opening and reading a file off this one);
-/// otherwise after it, with the pointer size it was opened with. Its
-/// error, if any, comes first either way.
+/// tells its pointer size (ELF) and a core is to spare beside this thread
+/// and the line tables' ([`crate::cores_beyond`]), the inputs are parsed on
+/// another thread while it is opened (that thread reads the header: ≈ 40 µs
+/// of opening and reading a file off this one); otherwise after it, with
+/// the pointer size it was opened with. Its error, if any, comes first
+/// either way.
 fn open_and_load(
     inputs: &[Input],
     options: &ReadOptions,
@@ -107,7 +108,7 @@ fn open_and_load(
     };
     // A small input parses faster than a thread starts.
     let small = inputs.iter().map(Input::len).sum::<u64>() < PARALLEL_INPUT_BYTES;
-    let (loaded, binary) = if small {
+    let (loaded, binary) = if small || !crate::cores_beyond(2) {
         (None, Binary::open_cached(path, SymbolRules::Gprof))
     } else {
         // `Binary::open_cached` keeps the binary for this thread (an `Rc`):

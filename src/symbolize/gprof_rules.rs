@@ -101,7 +101,8 @@ where
     // ARM's Thumb functions carry their mode in bit 0 of the value, which
     // BFD clears (elf32-arm.c) and `object` keeps.
     let thumb_bit = elf.elf_header().e_machine(endian) == elf::EM_ARM;
-    let mut out = Vec::new();
+    // Room for every symbol: the list is not copied as it grows.
+    let mut out = Vec::with_capacity(table.len());
     for sym in table.symbols() {
         let (st_type, bind) = (sym.st_type(), sym.st_bind());
         let shndx = sym.st_shndx(endian);
@@ -312,17 +313,16 @@ fn finalize(
     for aliases in all.chunk_by_mut(|a, b| a.address == b.address) {
         aliases.sort_by_key(|c| (!c.is_func, c.is_static));
     }
-    let mut kept: Vec<Candidate<'_>> = Vec::with_capacity(all.len());
-    for c in all {
-        match kept.last_mut() {
-            Some(k) if k.address == c.address => {
-                if preferred(&c, k) {
-                    *k = c;
-                }
-            }
-            _ => kept.push(c),
+    // One per address, in place: a later alias replaces the kept one
+    // when preferred.
+    all.dedup_by(|c, kept| {
+        let same = c.address == kept.address;
+        if same && preferred(c, kept) {
+            *kept = *c;
         }
-    }
+        same
+    });
+    let kept = all;
     let mut out = Vec::with_capacity(kept.len());
     for (i, c) in kept.iter().enumerate() {
         let end = match kept.get(i + 1) {

@@ -19,10 +19,8 @@ use crate::symbolize::Binary;
 /// `main` called from libc): the callee of such an arc is `<spontaneous>`
 /// in gprof's call graph.
 pub(super) struct Arcs {
-    /// The arcs between two functions: (callee, caller and call site).
-    between: Vec<(u32, Caller)>,
-    /// The functions some dropped arc calls.
-    spontaneous: Vec<bool>,
+    /// The arcs the call graph is made of.
+    between: Between,
     /// The arcs that are `calls` samples, in file order: (callee, caller)
     /// as indexes into the profile's addresses, and the count.
     pub(super) kept: Vec<(u32, u32, u64)>,
@@ -30,17 +28,25 @@ pub(super) struct Arcs {
     pub(super) dropped_calls: u64,
 }
 
-impl Arcs {
+/// The arcs between the executable's functions, as the call graph takes
+/// them.
+struct Between {
+    /// (callee, caller and call site).
+    arcs: Vec<(u32, Caller)>,
+    /// The functions some dropped arc calls.
+    spontaneous: Vec<bool>,
+}
+
+impl Between {
     /// The call graph between the executable's functions, of `funcs` (none
-    /// without a binary), its call sites the locations `numbering` gives
-    /// them: the synthesized stacks are then made of location ids.
-    fn graph(&self, funcs: usize, numbering: &Numbering) -> CallGraph {
-        let located = |&(callee, caller): &(u32, Caller)| {
-            let site = numbering.at(caller.site).index() as u32;
-            (callee, Caller { site, ..caller })
-        };
-        let between: Vec<(u32, Caller)> = self.between.iter().map(located).collect();
-        CallGraph::new(funcs, &between, &self.spontaneous)
+    /// without a binary), its call sites (turned in place) the locations
+    /// `numbering` gives them: the synthesized stacks are then made of
+    /// location ids.
+    fn graph(mut self, funcs: usize, numbering: &Numbering) -> CallGraph {
+        for (_, caller) in &mut self.arcs {
+            caller.site = numbering.at(caller.site).index() as u32;
+        }
+        CallGraph::new(funcs, &self.arcs, &self.spontaneous)
     }
 }
 
@@ -92,8 +98,10 @@ pub(super) fn kept_arcs(
         }
     }
     Arcs {
-        between,
-        spontaneous,
+        between: Between {
+            arcs: between,
+            spontaneous,
+        },
         kept,
         dropped_calls,
     }
@@ -364,15 +372,12 @@ const PARALLEL_ADDRESSES: usize = 1 << 12;
 /// ticks' addresses and the basic blocks' (a synthesized stack's call
 /// sites are those of arcs kept).
 fn named<'a>(
-    arcs: &'a Arcs,
+    kept: &'a [(u32, u32, u64)],
     data: &'a GmonData,
     ticks: &'a [Tick],
     addresses: &'a [u64],
 ) -> impl Iterator<Item = u32> + 'a {
-    let ends = arcs
-        .kept
-        .iter()
-        .flat_map(|&(callee, site, _)| [callee, site]);
+    let ends = kept.iter().flat_map(|&(callee, site, _)| [callee, site]);
     let ticks = ticks.iter().map(|t| t.address);
     let blocks = data.basic_blocks.keys().copied();
     ends.chain(ticks.chain(blocks).map(|a| index_of(addresses, a)))
@@ -384,7 +389,7 @@ fn named<'a>(
 /// their stacks first come.
 fn tick_samples(
     data: &GmonData,
-    arcs: &Arcs,
+    between: Between,
     (funcs, ticks, addresses): (&[Func<'_>], &[Tick], &[u64]),
     numbering: &Numbering,
     (width, synthesized, bb_type): (usize, bool, Option<usize>),
@@ -393,10 +398,10 @@ fn tick_samples(
     // the stacks, the stacks at most the arcs and the functions (a flow
     // decomposition, [`synthesize`]), then the basic blocks'. Room not
     // filled is not touched; the samples made are never copied to grow.
-    let bound = ticks.len() + arcs.between.len() + funcs.len() + data.basic_blocks.len();
+    let bound = ticks.len() + between.arcs.len() + funcs.len() + data.basic_blocks.len();
     let mut samples = SampleSet::with_room(width, bound);
     if synthesized {
-        let graph = arcs.graph(funcs.len(), numbering);
+        let graph = between.graph(funcs.len(), numbering);
         synthesize(ticks, &graph, addresses, |mut batch| {
             add_synthesized(&mut samples, &batch, numbering);
             batch.clear();
@@ -427,20 +432,24 @@ pub(super) fn to_profile(
     let (addresses, callees) = addresses(data, &funcs, &ticks);
     let symbolized = binary.is_some();
     let synthesized = symbolized && stacks == GprofStacks::Synthesized;
-    let arcs = kept_arcs(data, (&funcs, &callees), symbolized, &addresses);
-    let numbering = Numbering::new(addresses.len(), named(&arcs, data, &ticks, &addresses));
+    let Arcs {
+        between,
+        kept,
+        dropped_calls,
+    } = kept_arcs(data, (&funcs, &callees), symbolized, &addresses);
+    let numbering = Numbering::new(addresses.len(), named(&kept, data, &ticks, &addresses));
     let width = profile.sample_types().len();
     let ticks_samples = || {
         let inputs = (&funcs[..], &ticks[..], &addresses[..]);
         let shape = (width, synthesized, bb_type);
-        tick_samples(data, &arcs, inputs, &numbering, shape)
+        tick_samples(data, between, inputs, &numbering, shape)
     };
     profile.reserve_interned(0, funcs.len());
     // The arcs' samples, then the addresses looked up and their locations.
     let mut files = Vec::new();
     let sorted = |addresses: &[u64]| binary.and_then(|b| lines(b, addresses));
     let here = || {
-        let samples = arc_samples(&arcs.kept, &numbering, width);
+        let samples = arc_samples(&kept, &numbering, width);
         let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
         let inputs = (&addresses[..], &resolved, mapping);
         (samples, add_all_locations(&mut profile, inputs, &numbering))
@@ -461,7 +470,7 @@ pub(super) fn to_profile(
         })
     };
     profile.add_distinct_samples(join_samples(samples, more));
-    note_dropped_calls(&mut profile, arcs.dropped_calls);
+    note_dropped_calls(&mut profile, dropped_calls);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
     let flags = SymbolFlags {
         functions: !funcs.is_empty(),

@@ -606,16 +606,22 @@ pub(crate) struct SampleSet {
 }
 
 impl SampleSet {
-    /// An empty set of samples with `width` values each, with room for
-    /// `samples` of them in its list (an upper bound costs nothing: room
-    /// not filled is not touched). Its index grows as samples come: an
-    /// index with room for them all would be written all over.
-    pub fn with_room(width: usize, samples: usize) -> Self {
+    /// A set that begins with `first` (distinct samples of `width` values,
+    /// kept first and in their order; [`SampleSet::add`] does not look
+    /// among them), with room for `more` samples after them.
+    pub fn after(width: usize, mut first: Vec<Sample>, more: usize) -> Self {
+        first.reserve(more);
         SampleSet {
             width,
-            samples: Vec::with_capacity(samples),
+            samples: first,
             index: HashTable::new(),
         }
+    }
+
+    /// The first `n` samples of a set made with [`SampleSet::after`] (those
+    /// it began with), to add to their values.
+    pub fn first_mut(&mut self, n: usize) -> &mut [Sample] {
+        &mut self.samples[..n]
     }
 
     /// Adds `values` to the sample with this stack and these labels,

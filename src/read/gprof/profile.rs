@@ -147,30 +147,28 @@ fn arc_samples(kept: &[(u32, u32, u64)], numbering: &Numbering, width: usize) ->
     samples
 }
 
-/// The arcs' samples (by call site, as [`arc_samples`] makes them) then
-/// the ticks' (distinct), each tick's sample on the stack of an arc's (a
-/// tick at a callee's entry under one call site) summed into it instead:
-/// every stack once, in the order [`Profile::add_sample`] would have them.
-fn join_samples(mut samples: Vec<Sample>, ticks: Vec<Sample>) -> Vec<Sample> {
-    let arcs = samples.len();
-    samples.reserve(ticks.len());
-    for tick in ticks {
-        if let ([_, site], []) = (&tick.stack[..], &tick.labels[..]) {
-            let first = samples[..arcs].partition_point(|s| s.stack[1] < *site);
-            let same = samples[first..arcs]
-                .iter_mut()
-                .take_while(|s| s.stack[1] == *site)
-                .find(|s| s.stack == tick.stack);
-            if let Some(same) = same {
-                for (acc, v) in same.values.iter_mut().zip(&tick.values) {
-                    *acc = acc.saturating_add(*v);
-                }
-                continue;
+/// Adds a tick's sample (of stack `stack`) to `out`, whose first `arcs`
+/// samples are the arcs' (by call site, as [`arc_samples`] makes them, and
+/// not looked up by [`SampleSet::add`]): summed into the arc's sample of
+/// the same stack (a tick at a callee's entry under one call site) if there
+/// is one, else added as `add` adds it. Every stack is then once, in the
+/// order [`Profile::add_sample`] would have them.
+fn add_tick(out: &mut SampleSet, arcs: usize, stack: &[LocationId], values: &[i64]) {
+    if let [_, site] = *stack {
+        let arcs = out.first_mut(arcs);
+        let first = arcs.partition_point(|s| s.stack[1] < site);
+        let same = arcs[first..]
+            .iter_mut()
+            .take_while(|s| s.stack[1] == site)
+            .find(|s| s.stack[..] == *stack);
+        if let Some(same) = same {
+            for (acc, v) in same.values.iter_mut().zip(values) {
+                *acc = acc.saturating_add(*v);
             }
+            return;
         }
-        samples.push(tick);
     }
-    samples
+    out.add(stack, values, &[]);
 }
 
 /// Says how many calls the arcs dropped carried.
@@ -321,8 +319,9 @@ fn split_ticks(
 }
 
 /// Adds the samples of a batch of synthesized stacks (their call sites
-/// location ids, as [`Arcs::graph`] gives them).
-fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &Numbering) {
+/// location ids, as [`Between::graph`] gives them) after the first `arcs`
+/// ([`add_tick`]).
+fn add_synthesized(out: &mut SampleSet, arcs: usize, synth: &Synthesized, numbering: &Numbering) {
     let mut values = vec![0i64; out.width()];
     let mut stack = Vec::new();
     for piece in &synth.pieces {
@@ -334,24 +333,31 @@ fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &Numberi
         }
         values[0] = piece.samples;
         values[1] = piece.nanos;
-        out.add(&stack, &values, &[]);
+        add_tick(out, arcs, &stack, &values);
     }
 }
 
 /// Adds one sample per tick, its function alone on the stack.
-fn add_flat(out: &mut SampleSet, ticks: &[Tick], addresses: &[u64], numbering: &Numbering) {
+fn add_flat(
+    out: &mut SampleSet,
+    arcs: usize,
+    ticks: &[Tick],
+    addresses: &[u64],
+    numbering: &Numbering,
+) {
     let mut values = vec![0i64; out.width()];
     for t in ticks {
         let leaf = numbering.location(addresses, t.address);
         values[0] = t.samples;
         values[1] = t.nanos;
-        out.add(&[leaf], &values, &[]);
+        add_tick(out, arcs, &[leaf], &values);
     }
 }
 
 /// Adds a `bb_executions` sample (type `bt`) per basic-block count.
 fn add_basic_blocks(
     out: &mut SampleSet,
+    arcs: usize,
     data: &GmonData,
     bt: usize,
     addresses: &[u64],
@@ -361,7 +367,7 @@ fn add_basic_blocks(
     for (&addr, &count) in &data.basic_blocks {
         let loc = numbering.location(addresses, addr);
         values[bt] = count as i64;
-        out.add(&[loc], &values, &[]);
+        add_tick(out, arcs, &[loc], &values);
     }
 }
 
@@ -383,13 +389,14 @@ fn named<'a>(
     ends.chain(ticks.chain(blocks).map(|a| index_of(addresses, a)))
 }
 
-/// The samples of the ticks (on their synthesized stacks when
-/// `synthesized`, else one each), then the basic blocks' (type
-/// `bb_type`), with `width` values each: one per stack, in the order
-/// their stacks first come.
+/// The arcs' samples (`arcs`, asked for once the call graph is made),
+/// then the ticks' (on their synthesized stacks when `synthesized`, else
+/// one each) and the basic blocks' (type `bb_type`) after them, with
+/// `width` values each: one per stack, in the order their stacks first
+/// come.
 fn tick_samples(
     data: &GmonData,
-    between: Between,
+    (between, arcs): (Between, impl FnOnce() -> Vec<Sample>),
     (funcs, ticks, addresses): (&[Func<'_>], &[Tick], &[u64]),
     numbering: &Numbering,
     (width, synthesized, bb_type): (usize, bool, Option<usize>),
@@ -399,19 +406,20 @@ fn tick_samples(
     // decomposition, [`synthesize`]), then the basic blocks'. Room not
     // filled is not touched; the samples made are never copied to grow.
     let bound = ticks.len() + between.arcs.len() + funcs.len() + data.basic_blocks.len();
-    let mut samples = SampleSet::with_room(width, bound);
-    if synthesized {
-        let graph = between.graph(funcs.len(), numbering);
-        synthesize(ticks, &graph, addresses, |mut batch| {
-            add_synthesized(&mut samples, &batch, numbering);
+    let graph = synthesized.then(|| between.graph(funcs.len(), numbering));
+    let arcs = arcs();
+    let n = arcs.len();
+    let mut samples = SampleSet::after(width, arcs, bound);
+    match graph {
+        Some(graph) => synthesize(ticks, &graph, addresses, |mut batch| {
+            add_synthesized(&mut samples, n, &batch, numbering);
             batch.clear();
             batch
-        });
-    } else {
-        add_flat(&mut samples, ticks, addresses, numbering);
+        }),
+        None => add_flat(&mut samples, n, ticks, addresses, numbering),
     }
     if let Some(bt) = bb_type {
-        add_basic_blocks(&mut samples, data, bt, addresses, numbering);
+        add_basic_blocks(&mut samples, n, data, bt, addresses, numbering);
     }
     samples.into_samples()
 }
@@ -439,37 +447,47 @@ pub(super) fn to_profile(
     } = kept_arcs(data, (&funcs, &callees), symbolized, &addresses);
     let numbering = Numbering::new(addresses.len(), named(&kept, data, &ticks, &addresses));
     let width = profile.sample_types().len();
-    let ticks_samples = || {
+    // The arcs' samples are made on this thread and handed to the one that
+    // makes the ticks', which adds its samples after them.
+    let (arcs_made, arcs) = std::sync::mpsc::channel();
+    let samples = || {
         let inputs = (&funcs[..], &ticks[..], &addresses[..]);
         let shape = (width, synthesized, bb_type);
-        tick_samples(data, between, inputs, &numbering, shape)
+        let arcs = move || arcs.recv().unwrap_or_default();
+        tick_samples(data, (between, arcs), inputs, &numbering, shape)
     };
     profile.reserve_interned(0, funcs.len());
     // The arcs' samples, then the addresses looked up and their locations.
     let mut files = Vec::new();
     let sorted = |addresses: &[u64]| binary.and_then(|b| lines(b, addresses));
     let here = || {
-        let samples = arc_samples(&kept, &numbering, width);
+        // Moved in here, so that a panic before the send drops it and the
+        // other thread, waiting for the arcs, goes on without them (the
+        // panic is what surfaces).
+        let arcs_made = arcs_made;
+        let _ = arcs_made.send(arc_samples(&kept, &numbering, width));
         let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
         let inputs = (&addresses[..], &resolved, mapping);
-        (samples, add_all_locations(&mut profile, inputs, &numbering))
+        add_all_locations(&mut profile, inputs, &numbering)
     };
     // The ticks' samples (the call graph and the synthesized stacks) are
     // made on another thread meanwhile (for small profiles a thread would
     // cost more than it saves).
-    let ((samples, found), more) = if addresses.len() < PARALLEL_ADDRESSES {
-        (here(), ticks_samples())
+    let (found, samples) = if addresses.len() < PARALLEL_ADDRESSES {
+        (here(), samples())
     } else {
         std::thread::scope(|scope| {
-            let more = scope.spawn(ticks_samples);
+            let samples = scope.spawn(samples);
             let here = here();
             (
                 here,
-                more.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                samples
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
             )
         })
     };
-    profile.add_distinct_samples(join_samples(samples, more));
+    profile.add_distinct_samples(samples);
     note_dropped_calls(&mut profile, dropped_calls);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
     let flags = SymbolFlags {
@@ -639,29 +657,32 @@ mod tests {
         assert_eq!(again, new);
     }
 
-    /// The arcs' samples joined with the ticks' are the samples
+    /// The ticks' samples added after the arcs' are the samples
     /// [`Profile::add_sample`] makes of the arcs then the ticks one by one:
     /// two arcs of one stack (one site, two addresses of one callee) are one
-    /// sample, and a tick at a callee's entry under a call site counts in
-    /// that arc's sample.
+    /// sample, a tick at a callee's entry under a call site counts in that
+    /// arc's sample, and two ticks of one stack are one sample.
     #[test]
     fn arc_and_tick_samples_join_as_added_one_by_one() {
         let numbering = Numbering::new(8, 0..8);
         let l = |i: usize| LocationId::from_index(i);
         // (callee, site, count), by site.
         let kept = [(5, 1, 3), (6, 1, 1), (5, 1, 4), (5, 2, 7), (7, 4, 2)];
-        let mut ticks = SampleSet::with_room(3, 0);
-        let tick_stacks: [&[LocationId]; 5] = [
+        let tick_stacks: [&[LocationId]; 6] = [
             &[l(5), l(2)],
             &[l(5), l(3)],
             &[l(6), l(1), l(0)],
             &[l(7)],
             &[l(6), l(1)],
+            &[l(5), l(3)],
         ];
+        let arcs = arc_samples(&kept, &numbering, 3);
+        let n = arcs.len();
+        let mut set = SampleSet::after(3, arcs, 0);
         for (k, stack) in tick_stacks.iter().enumerate() {
-            ticks.add(stack, &[1, 10 * k as i64, 0], &[]);
+            add_tick(&mut set, n, stack, &[1, 10 * k as i64, 0]);
         }
-        let joined = join_samples(arc_samples(&kept, &numbering, 3), ticks.into_samples());
+        let joined = set.into_samples();
 
         let mut one_by_one = Profile::new(&[("a", "count"), ("b", "count"), ("calls", "count")]);
         for i in 0..8 {
@@ -685,6 +706,7 @@ mod tests {
         assert_eq!(stacks[0], (vec![l(5), l(1)], vec![0, 0, 7]));
         assert_eq!(stacks[2], (vec![l(5), l(2)], vec![1, 0, 7]));
         assert_eq!(stacks[1], (vec![l(6), l(1)], vec![1, 40, 1]));
+        assert_eq!(stacks[4], (vec![l(5), l(3)], vec![2, 60, 0]));
         assert_eq!(joined.len(), 7);
     }
 }

@@ -19,12 +19,9 @@ mod wire;
 
 pub use stream::Stream;
 
-/// How many threads can compress at once here (`available_parallelism`, 1
-/// when unknown), found once: each look reads the cgroup's CPU quota and
-/// the affinity mask (60 to 100 µs).
+/// How many threads can compress at once here ([`crate::cores`]).
 fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    crate::cores()
 }
 
 /// A sample is written when one of its values is not zero.

@@ -19,11 +19,6 @@ mod wire;
 
 pub use stream::Stream;
 
-/// How many threads can compress at once here ([`crate::cores`]).
-fn cores() -> usize {
-    crate::cores()
-}
-
 /// A sample is written when one of its values is not zero.
 fn is_written(sample: &Sample) -> bool {
     sample.values.iter().any(|v| *v != 0)
@@ -351,7 +346,7 @@ const GZIP_MEMBER_MIN: usize = 1 << 20;
 /// How many members a whole profile of `len` encoded bytes is compressed
 /// into (`whole::write_encoded`).
 fn gzip_member_count(len: usize) -> usize {
-    let cores = cores();
+    let cores = crate::cores();
     (len / GZIP_MEMBER_MIN).clamp(1, cores)
 }
 
@@ -496,7 +491,7 @@ mod gzip_tests {
             .collect();
         let mut joined = Vec::new();
         whole::write_encoded(bytes.clone(), &mut joined).unwrap();
-        let cores = cores();
+        let cores = crate::cores();
         let members = decoded_members(&joined);
         assert_eq!(members.len(), cores.min(3));
         assert!(members.concat() == bytes, "the members decode to the input");

@@ -427,7 +427,7 @@ impl Streaming {
         let pool = match &mut self.pool {
             Some(pool) => pool,
             None => {
-                let cores = super::cores();
+                let cores = crate::cores();
                 let pool = Pool::new(cores, |len| len / 4).map_err(io_error)?;
                 self.pool.insert(pool)
             }

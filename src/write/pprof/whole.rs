@@ -56,7 +56,7 @@ pub(super) enum Way {
 /// (between [`MIN_PIECE`] and [`PIECE`]), so that every worker has several
 /// to compress and the last one is short.
 pub(super) fn way(profile: &Profile) -> Way {
-    let threads = super::worth_a_thread(profile) && super::cores() > 1;
+    let threads = super::worth_a_thread(profile) && crate::cores() > 1;
     if !threads {
         return Way::Encoded;
     }
@@ -82,7 +82,7 @@ pub(super) fn write_members(
     piece: usize,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let mut pool = Pool::new(super::cores(), |_| 0)?;
+    let mut pool = Pool::new(crate::cores(), |_| 0)?;
     let mut compress = |piece: Vec<u8>| pool.compress(piece, &mut *out);
     encode_tables_in_pieces(profile, piece, &mut compress)?;
     encode_samples_in_pieces(profile, piece, &mut compress)?;
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn members_decompress_to_the_encoded_message() {
-        let cores = super::super::cores();
+        let cores = crate::cores();
         // Pieces of the largest size, and of the size a middle-sized
         // profile gets.
         for (n, piece) in [(80_000, PIECE), (6_000, MIN_PIECE)] {

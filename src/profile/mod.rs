@@ -695,9 +695,7 @@ fn add_sample_to(
     };
     let hash = sample_hash(stack, labels);
     if let Some(i) = find_sample(samples, index, hash, stack, labels) {
-        for (acc, v) in samples[i].values.iter_mut().zip(values) {
-            *acc = acc.saturating_add(*v);
-        }
+        add_values(&mut samples[i].values, values);
         return;
     }
     let at = samples.len() as u32;
@@ -709,6 +707,14 @@ fn add_sample_to(
         values: own,
         labels: labels.to_vec(),
     });
+}
+
+/// Adds `values` to a sample's `sums`, one by one, saturating: how samples
+/// of one stack and labels are summed.
+pub(crate) fn add_values(sums: &mut [i64], values: &[i64]) {
+    for (sum, v) in sums.iter_mut().zip(values) {
+        *sum = sum.saturating_add(*v);
+    }
 }
 
 /// A frame as outputs show it.

@@ -12,7 +12,7 @@
 use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::{Hash, Hasher};
 
-use crate::profile::{Label, Location, LocationId, MappingId, Profile};
+use crate::profile::{add_values, Label, Location, LocationId, MappingId, Profile};
 
 /// Locations by (mapping, address, is a caller frame), across files.
 pub(super) struct Locations {
@@ -138,9 +138,7 @@ impl Samples {
         while i != NONE {
             let s = i as usize;
             if self.label_sets.get(s) == Some(&labels) && self.stack(s) == stack {
-                for (acc, v) in self.row(s).iter_mut().zip(values) {
-                    *acc = acc.saturating_add(*v);
-                }
+                add_values(self.row(s), values);
                 return;
             }
             i = self.next.get(s).map_or(NONE, |&n| n);

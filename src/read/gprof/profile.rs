@@ -7,8 +7,8 @@ use super::data::GmonData;
 use super::locate::{add_all_locations, addresses, Numbering, Resolved};
 use super::ticks::{assign_ticks, gprof_functions, index_of, ArcEnds, Func, Tick};
 use crate::profile::{
-    apportion, LocationId, Mapping, MappingId, Profile, Sample, SampleSet, Stack, SymbolFlags,
-    Values,
+    add_values, apportion, LocationId, Mapping, MappingId, Profile, Sample, SampleSet, Stack,
+    SymbolFlags, Values,
 };
 use crate::read::options::GprofStacks;
 use crate::symbolize::lines::SortedLines;
@@ -162,9 +162,7 @@ fn add_tick(out: &mut SampleSet, arcs: usize, stack: &[LocationId], values: &[i6
             .take_while(|s| s.stack[1] == site)
             .find(|s| s.stack[..] == *stack);
         if let Some(same) = same {
-            for (acc, v) in same.values.iter_mut().zip(values) {
-                *acc = acc.saturating_add(*v);
-            }
+            add_values(&mut same.values, values);
             return;
         }
     }

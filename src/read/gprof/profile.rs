@@ -1,6 +1,9 @@
 //! Building the profile: locations per function and call site, the sample
 //! types `cpu` and `calls`, flat or synthesized stacks.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
@@ -389,16 +392,18 @@ fn named<'a>(
 
 /// The arcs' samples (`arcs`, asked for once the call graph is made),
 /// then the ticks' (on their synthesized stacks when `synthesized`, else
-/// one each) and the basic blocks' (type `bb_type`) after them, with
-/// `width` values each: one per stack, in the order their stacks first
-/// come.
+/// one each) after them, with `width` values each: one per stack, in the
+/// order their stacks first come. The samples are handed over by `giver`
+/// when made, or earlier, as soon as the main thread is free to add the
+/// batches still to come ([`Giver::pass`]).
 fn tick_samples(
     data: &GmonData,
     (between, arcs): (Between, impl FnOnce() -> Vec<Sample>),
     (funcs, ticks, addresses): (&[Func<'_>], &[Tick], &[u64]),
     numbering: &Numbering,
-    (width, synthesized, bb_type): (usize, bool, Option<usize>),
-) -> Vec<Sample> {
+    (width, synthesized): (usize, bool),
+    mut giver: Giver<'_>,
+) {
     // Room for a sample per piece: the pieces number at most the ticks and
     // the stacks, the stacks at most the arcs and the functions (a flow
     // decomposition, [`synthesize`]), then the basic blocks'. Room not
@@ -407,19 +412,122 @@ fn tick_samples(
     let graph = synthesized.then(|| between.graph(funcs.len(), numbering));
     let arcs = arcs();
     let n = arcs.len();
-    let mut samples = SampleSet::after(width, arcs, bound);
+    let mut samples = Some((SampleSet::after(width, arcs, bound), n));
     match graph {
-        Some(graph) => synthesize(ticks, &graph, addresses, |mut batch| {
-            add_synthesized(&mut samples, n, &batch, numbering);
-            batch.clear();
-            batch
+        Some(graph) => synthesize(ticks, &graph, addresses, |batch| {
+            giver.pass(&mut samples, batch, numbering)
         }),
-        None => add_flat(&mut samples, n, ticks, addresses, numbering),
+        None => {
+            if let Some((samples, n)) = &mut samples {
+                add_flat(samples, *n, ticks, addresses, numbering);
+            }
+        }
     }
-    if let Some(bt) = bb_type {
-        add_basic_blocks(&mut samples, n, data, bt, addresses, numbering);
+    giver.finish(samples);
+}
+
+/// What the thread making the ticks' samples hands the main thread over a
+/// channel: the samples (with the number of arcs' samples they start
+/// with), then the batches it did not add itself, in order.
+enum Made {
+    Samples(SampleSet, usize),
+    Batch(Synthesized),
+}
+
+/// The ticks' thread's end of the hand-over: its stacks are synthesized
+/// one function after another, and every batch of them must be added to
+/// the samples in order. It adds them itself while the main thread makes
+/// the locations; once that one is free ([`Taker::take`]), it hands it the
+/// samples and sends it the batches, so the two share the work whichever
+/// finishes first (the locations are the longer part for a profile with
+/// few stacks per function, the stacks for a call graph with cycles).
+struct Giver<'a> {
+    wanted: &'a AtomicBool,
+    made: mpsc::Sender<Made>,
+    /// Batches the main thread added, to be filled again.
+    spare: mpsc::Receiver<Synthesized>,
+}
+
+/// The main thread's end of the hand-over ([`Giver`]).
+struct Taker<'a> {
+    wanted: &'a AtomicBool,
+    made: mpsc::Receiver<Made>,
+    spare: mpsc::Sender<Synthesized>,
+}
+
+/// The two ends of a hand-over, through `wanted`.
+fn hand_over(wanted: &AtomicBool) -> (Giver<'_>, Taker<'_>) {
+    let (made, made_rx) = mpsc::channel();
+    let (spare_tx, spare) = mpsc::channel();
+    let giver = Giver {
+        wanted,
+        made,
+        spare,
+    };
+    let taker = Taker {
+        wanted,
+        made: made_rx,
+        spare: spare_tx,
+    };
+    (giver, taker)
+}
+
+impl Giver<'_> {
+    /// Adds `batch` to `samples` while they are here and the main thread
+    /// is busy, and gives the batch back, emptied; else sends the samples
+    /// (the first time) and the batch, and gives a batch to fill next.
+    fn pass(
+        &mut self,
+        samples: &mut Option<(SampleSet, usize)>,
+        mut batch: Synthesized,
+        numbering: &Numbering,
+    ) -> Synthesized {
+        if let Some((set, n)) = samples {
+            if !self.wanted.load(Ordering::Acquire) {
+                add_synthesized(set, *n, &batch, numbering);
+                batch.clear();
+                return batch;
+            }
+        }
+        if let Some((set, n)) = samples.take() {
+            let _ = self.made.send(Made::Samples(set, n));
+        }
+        let _ = self.made.send(Made::Batch(batch));
+        self.spare
+            .try_recv()
+            .unwrap_or_else(|_| Synthesized::with_room())
     }
-    samples.into_samples()
+
+    /// Sends the samples, if not sent yet: the ticks' thread is done.
+    fn finish(self, samples: Option<(SampleSet, usize)>) {
+        if let Some((set, n)) = samples {
+            let _ = self.made.send(Made::Samples(set, n));
+        }
+    }
+}
+
+impl Taker<'_> {
+    /// Asks for the samples, then adds the batches that come after them
+    /// until the [`Giver`] is gone (done, or panicked: then there may be no
+    /// samples). Returns them with the number of arcs' samples they start
+    /// with.
+    fn take(self, numbering: &Numbering) -> Option<(SampleSet, usize)> {
+        self.wanted.store(true, Ordering::Release);
+        let mut samples = None;
+        for made in self.made {
+            match made {
+                Made::Samples(set, n) => samples = Some((set, n)),
+                Made::Batch(mut batch) => {
+                    if let Some((set, n)) = &mut samples {
+                        add_synthesized(set, *n, &batch, numbering);
+                    }
+                    batch.clear();
+                    let _ = self.spare.send(batch);
+                }
+            }
+        }
+        samples
+    }
 }
 
 /// The profile gprof's data stands for (§4). `lines` looks the sorted
@@ -446,13 +554,16 @@ pub(super) fn to_profile(
     let numbering = Numbering::new(addresses.len(), named(&kept, data, &ticks, &addresses));
     let width = profile.sample_types().len();
     // The arcs' samples are made on this thread and handed to the one that
-    // makes the ticks', which adds its samples after them.
-    let (arcs_made, arcs) = std::sync::mpsc::channel();
+    // makes the ticks', which adds its samples after them and hands them
+    // back (the batches not added yet with them, [`Giver`]).
+    let (arcs_made, arcs) = mpsc::channel();
+    let wanted = AtomicBool::new(false);
+    let (giver, taker) = hand_over(&wanted);
     let samples = || {
         let inputs = (&funcs[..], &ticks[..], &addresses[..]);
-        let shape = (width, synthesized, bb_type);
         let arcs = move || arcs.recv().unwrap_or_default();
-        tick_samples(data, (between, arcs), inputs, &numbering, shape)
+        let shape = (width, synthesized);
+        tick_samples(data, (between, arcs), inputs, &numbering, shape, giver)
     };
     profile.reserve_interned(0, funcs.len());
     // The arcs' samples, then the addresses looked up and their locations.
@@ -472,20 +583,25 @@ pub(super) fn to_profile(
     // made on another thread meanwhile (for small profiles a thread would
     // cost more than it saves).
     let (found, samples) = if addresses.len() < PARALLEL_ADDRESSES {
-        (here(), samples())
+        let found = here();
+        samples();
+        (found, taker.take(&numbering))
     } else {
         std::thread::scope(|scope| {
             let samples = scope.spawn(samples);
-            let here = here();
-            (
-                here,
-                samples
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            )
+            let found = here();
+            let taken = taker.take(&numbering);
+            if let Err(p) = samples.join() {
+                std::panic::resume_unwind(p)
+            }
+            (found, taken)
         })
     };
-    profile.add_distinct_samples(samples);
+    let (mut samples, n) = samples.expect("the ticks' thread hands its samples over");
+    if let Some(bt) = bb_type {
+        add_basic_blocks(&mut samples, n, data, bt, &addresses, &numbering);
+    }
+    profile.add_distinct_samples(samples.into_samples());
     note_dropped_calls(&mut profile, dropped_calls);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
     let flags = SymbolFlags {
@@ -653,6 +769,53 @@ mod tests {
         let sites: usize = new.iter().map(|b| b.1).sum();
         assert_eq!(sites, 400 * 200, "every leaf's stack climbs the chain");
         assert_eq!(again, new);
+    }
+
+    /// The samples `synthesize` makes of [`chain_with_leaves`], through a
+    /// hand-over whose main thread asks for them before batch `ask` (none:
+    /// never, the ticks' thread adds every batch), then takes them.
+    fn handed_over(ask: Option<usize>) -> Vec<Sample> {
+        let (graph, ticks, addresses) = chain_with_leaves(400);
+        let numbering = Numbering::new(addresses.len(), 0..addresses.len() as u32);
+        let wanted = AtomicBool::new(false);
+        let (mut giver, taker) = hand_over(&wanted);
+        let mut samples = Some((SampleSet::after(3, Vec::new(), 0), 0));
+        let mut batches = 0;
+        synthesize(&ticks, &graph, &addresses, |batch| {
+            if ask == Some(batches) {
+                wanted.store(true, Ordering::Release);
+            }
+            batches += 1;
+            giver.pass(&mut samples, batch, &numbering)
+        });
+        assert!(batches >= 3, "{batches} batches: the test needs several");
+        giver.finish(samples);
+        let (samples, _) = taker.take(&numbering).expect("the samples come");
+        samples.into_samples()
+    }
+
+    #[test]
+    fn the_samples_are_the_same_whichever_thread_adds_the_batches() {
+        let alone = handed_over(None);
+        assert_eq!(alone.len(), 400, "one sample per leaf's stack");
+        for ask in [0, 1, 2] {
+            assert!(handed_over(Some(ask)) == alone, "asked before batch {ask}");
+        }
+        // The main thread asking while the batches are being made.
+        let (graph, ticks, addresses) = chain_with_leaves(400);
+        let numbering = Numbering::new(addresses.len(), 0..addresses.len() as u32);
+        let wanted = AtomicBool::new(false);
+        let (mut giver, taker) = hand_over(&wanted);
+        let taken = std::thread::scope(|scope| {
+            let taken = scope.spawn(|| taker.take(&numbering));
+            let mut samples = Some((SampleSet::after(3, Vec::new(), 0), 0));
+            synthesize(&ticks, &graph, &addresses, |batch| {
+                giver.pass(&mut samples, batch, &numbering)
+            });
+            giver.finish(samples);
+            taken.join().unwrap()
+        });
+        assert!(taken.unwrap().0.into_samples() == alone);
     }
 
     /// The ticks' samples added after the arcs' are the samples

@@ -83,7 +83,14 @@ pub(super) fn write_members(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut pool = Pool::new(crate::cores(), |_| 0)?;
-    let mut compress = |piece: Vec<u8>| pool.compress(piece, &mut *out);
+    // Each piece's buffer is one a written piece came in, when there is one
+    // (its pages already the process's).
+    let mut compress = |encoded: Vec<u8>| {
+        pool.compress(encoded, &mut *out)?;
+        let mut next = pool.buffer();
+        next.reserve(piece + piece / 8);
+        Ok(next)
+    };
     encode_tables_in_pieces(profile, piece, &mut compress)?;
     encode_samples_in_pieces(profile, piece, &mut compress)?;
     pool.finish(out)
@@ -113,7 +120,7 @@ pub(super) fn write_encoded(encoded: Vec<u8>, out: &mut dyn Write) -> io::Result
 fn encode_samples_in_pieces(
     profile: &Profile,
     size: usize,
-    send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>,
+    send: &mut dyn FnMut(Vec<u8>) -> io::Result<Vec<u8>>,
 ) -> io::Result<()> {
     let head = pb::Profile {
         sample_type: profile
@@ -133,26 +140,25 @@ fn encode_samples_in_pieces(
     send_rest(send, out)
 }
 
-/// Hands `out` to `send` once it holds `size` bytes, leaving an empty
-/// buffer.
+/// Hands `out` to `send` once it holds `size` bytes, and goes on in the
+/// empty buffer `send` gives back.
 fn send_full(
-    send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>,
+    send: &mut dyn FnMut(Vec<u8>) -> io::Result<Vec<u8>>,
     out: &mut Vec<u8>,
     size: usize,
 ) -> io::Result<()> {
-    if out.len() < size {
-        return Ok(());
+    if out.len() >= size {
+        *out = send(std::mem::take(out))?;
     }
-    let next = Vec::with_capacity(size + size / 8);
-    send(std::mem::replace(out, next))
+    Ok(())
 }
 
 /// Hands the last piece to `send`, if it holds anything.
-fn send_rest(send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>, out: Vec<u8>) -> io::Result<()> {
-    match out.is_empty() {
-        true => Ok(()),
-        false => send(out),
+fn send_rest(send: &mut dyn FnMut(Vec<u8>) -> io::Result<Vec<u8>>, out: Vec<u8>) -> io::Result<()> {
+    if !out.is_empty() {
+        send(out)?;
     }
+    Ok(())
 }
 
 /// Encodes the tables: locations (field 4), mappings (field 3), then
@@ -161,7 +167,7 @@ fn send_rest(send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>, out: Vec<u8>) -> i
 fn encode_tables_in_pieces(
     profile: &Profile,
     size: usize,
-    send: &mut dyn FnMut(Vec<u8>) -> io::Result<()>,
+    send: &mut dyn FnMut(Vec<u8>) -> io::Result<Vec<u8>>,
 ) -> io::Result<()> {
     let mut out = Vec::with_capacity(size + size / 8);
     let locations = profile.locations();

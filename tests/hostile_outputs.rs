@@ -341,16 +341,24 @@ fn an_interrupted_archive_run_reports_so_far_and_resumes() {
         "--report",
         st(&report),
     ];
-    let child = Command::new(profconv_bin())
+    let mut child = Command::new(profconv_bin())
         .args(args)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    // Interrupted once the first file is converted (a line per file when
+    // standard error is not a terminal): five are left, whatever the
+    // machine's speed.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut err = String::new();
+    while !err.contains("[1/6] converted") {
+        let read = std::io::BufRead::read_line(&mut stderr, &mut err).unwrap();
+        assert!(read > 0, "the run ended before converting a file: {err}");
+    }
     signal(&child, 2);
-    let out = child.wait_with_output().unwrap();
-    let err = stderr_of(&out);
-    assert_eq!(out.status.code(), Some(130), "{err}");
+    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
     assert!(
         err.contains("profconv convert:") && err.contains("SIGINT"),
         "{err}"

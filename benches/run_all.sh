@@ -5,8 +5,8 @@
 #   benches/run_all.sh            # ~10 min on 2 cores (+ ~5 min the first time, to build the
 #                                 # gcc programs), ~1 GB of disk at a time
 #   ONLY="aps dcpi" benches/run_all.sh
-#   GPROF_RUNS=20 DCPI_RUNS=5 benches/run_all.sh   # runs per case (defaults: gprof 10, 5
-#                                 # and 3 by size; DCPI 3)
+#   GPROF_RUNS=20 DCPI_RUNS=5 benches/run_all.sh   # runs per case (defaults: gprof 10,
+#                                 # DCPI 3)
 #   PROFCONV=path/to/profconv benches/run_all.sh  # measures that binary as it is
 #
 # Cases (ONLY picks some: gprof3k gprof20k gprof20k-cycles aps dcpi):
@@ -62,9 +62,9 @@ gcc -O2 -o "$PROBE" benches/probe.c
 PROBE_BEFORE=$(probe)
 echo "host probe before: $PROBE_BEFORE"
 if want gprof3k; then N=3000 RUNS=${GPROF_RUNS:-10} benches/gprof.sh; fi
-if want gprof20k; then N=20000 RUNS=${GPROF_RUNS:-5} benches/gprof.sh; fi
+if want gprof20k; then N=20000 RUNS=${GPROF_RUNS:-10} benches/gprof.sh; fi
 if want gprof20k-cycles; then
-    N=20000 RUNS=${GPROF_RUNS:-3} GEN_ARGS="--cycles 10 --recursive 10" benches/gprof.sh
+    N=20000 RUNS=${GPROF_RUNS:-10} GEN_ARGS="--cycles 10 --recursive 10" benches/gprof.sh
 fi
 if want aps; then benches/aps.sh; fi
 if want dcpi; then RUNS=${DCPI_RUNS:-3} benches/dcpi.sh; fi

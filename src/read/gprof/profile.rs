@@ -580,8 +580,9 @@ pub(super) fn to_profile(
         add_all_locations(&mut profile, inputs, &numbering)
     };
     // The ticks' samples (the call graph and the synthesized stacks) are
-    // made on another thread meanwhile (for small profiles a thread would
-    // cost more than it saves).
+    // made on another thread meanwhile, and this one adds the batches still
+    // to come once its locations are made ([`Taker::take`]). For small
+    // profiles a thread would cost more than it saves.
     let (found, samples) = if addresses.len() < PARALLEL_ADDRESSES {
         let found = here();
         samples();

@@ -601,6 +601,9 @@ pub(crate) struct SampleSet {
     /// Values per sample.
     width: usize,
     samples: Vec<Sample>,
+    /// How many samples the set began with ([`SampleSet::after`]), which
+    /// the index leaves out.
+    first: usize,
     /// As [`Profile`]'s `sample_index`.
     index: HashTable<(u64, u32)>,
 }
@@ -613,15 +616,16 @@ impl SampleSet {
         first.reserve(more);
         SampleSet {
             width,
+            first: first.len(),
             samples: first,
             index: HashTable::new(),
         }
     }
 
-    /// The first `n` samples of a set made with [`SampleSet::after`] (those
-    /// it began with), to add to their values.
-    pub fn first_mut(&mut self, n: usize) -> &mut [Sample] {
-        &mut self.samples[..n]
+    /// The samples the set began with ([`SampleSet::after`]), to add to
+    /// their values.
+    pub fn first_mut(&mut self) -> &mut [Sample] {
+        &mut self.samples[..self.first]
     }
 
     /// Adds `values` to the sample with this stack and these labels,

@@ -150,15 +150,15 @@ fn arc_samples(kept: &[(u32, u32, u64)], numbering: &Numbering, width: usize) ->
     samples
 }
 
-/// Adds a tick's sample (of stack `stack`) to `out`, whose first `arcs`
-/// samples are the arcs' (by call site, as [`arc_samples`] makes them, and
-/// not looked up by [`SampleSet::add`]): summed into the arc's sample of
+/// Adds a tick's sample (of stack `stack`) to `out`, which began with the
+/// arcs' samples (by call site, as [`arc_samples`] makes them, and not
+/// looked up by [`SampleSet::add`]): summed into the arc's sample of
 /// the same stack (a tick at a callee's entry under one call site) if there
 /// is one, else added as `add` adds it. Every stack is then once, in the
 /// order [`Profile::add_sample`] would have them.
-fn add_tick(out: &mut SampleSet, arcs: usize, stack: &[LocationId], values: &[i64]) {
+fn add_tick(out: &mut SampleSet, stack: &[LocationId], values: &[i64]) {
     if let [_, site] = *stack {
-        let arcs = out.first_mut(arcs);
+        let arcs = out.first_mut();
         let first = arcs.partition_point(|s| s.stack[1] < site);
         let same = arcs[first..]
             .iter_mut()
@@ -320,9 +320,9 @@ fn split_ticks(
 }
 
 /// Adds the samples of a batch of synthesized stacks (their call sites
-/// location ids, as [`Between::graph`] gives them) after the first `arcs`
+/// location ids, as [`Between::graph`] gives them) after the arcs'
 /// ([`add_tick`]).
-fn add_synthesized(out: &mut SampleSet, arcs: usize, synth: &Synthesized, numbering: &Numbering) {
+fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &Numbering) {
     let mut values = vec![0i64; out.width()];
     let mut stack = Vec::new();
     for piece in &synth.pieces {
@@ -334,31 +334,24 @@ fn add_synthesized(out: &mut SampleSet, arcs: usize, synth: &Synthesized, number
         }
         values[0] = piece.samples;
         values[1] = piece.nanos;
-        add_tick(out, arcs, &stack, &values);
+        add_tick(out, &stack, &values);
     }
 }
 
 /// Adds one sample per tick, its function alone on the stack.
-fn add_flat(
-    out: &mut SampleSet,
-    arcs: usize,
-    ticks: &[Tick],
-    addresses: &[u64],
-    numbering: &Numbering,
-) {
+fn add_flat(out: &mut SampleSet, ticks: &[Tick], addresses: &[u64], numbering: &Numbering) {
     let mut values = vec![0i64; out.width()];
     for t in ticks {
         let leaf = numbering.location(addresses, t.address);
         values[0] = t.samples;
         values[1] = t.nanos;
-        add_tick(out, arcs, &[leaf], &values);
+        add_tick(out, &[leaf], &values);
     }
 }
 
 /// Adds a `bb_executions` sample (type `bt`) per basic-block count.
 fn add_basic_blocks(
     out: &mut SampleSet,
-    arcs: usize,
     data: &GmonData,
     bt: usize,
     addresses: &[u64],
@@ -368,7 +361,7 @@ fn add_basic_blocks(
     for (&addr, &count) in &data.basic_blocks {
         let loc = numbering.location(addresses, addr);
         values[bt] = count as i64;
-        add_tick(out, arcs, &[loc], &values);
+        add_tick(out, &[loc], &values);
     }
 }
 
@@ -410,27 +403,27 @@ fn tick_samples(
     // filled is not touched; the samples made are never copied to grow.
     let bound = ticks.len() + between.arcs.len() + funcs.len() + data.basic_blocks.len();
     let graph = synthesized.then(|| between.graph(funcs.len(), numbering));
-    let arcs = arcs();
-    let n = arcs.len();
-    let mut samples = Some((SampleSet::after(width, arcs, bound), n));
-    match graph {
-        Some(graph) => synthesize(ticks, &graph, addresses, |batch| {
-            giver.pass(&mut samples, batch, numbering)
-        }),
-        None => {
-            if let Some((samples, n)) = &mut samples {
-                add_flat(samples, *n, ticks, addresses, numbering);
-            }
+    let mut samples = SampleSet::after(width, arcs(), bound);
+    let samples = match graph {
+        Some(graph) => {
+            let mut samples = Some(samples);
+            synthesize(ticks, &graph, addresses, |batch| {
+                giver.pass(&mut samples, batch, numbering)
+            });
+            samples
         }
-    }
+        None => {
+            add_flat(&mut samples, ticks, addresses, numbering);
+            Some(samples)
+        }
+    };
     giver.finish(samples);
 }
 
 /// What the thread making the ticks' samples hands the main thread over a
-/// channel: the samples (with the number of arcs' samples they start
-/// with), then the batches it did not add itself, in order.
+/// channel: the samples, then the batches it did not add itself, in order.
 enum Made {
-    Samples(SampleSet, usize),
+    Samples(SampleSet),
     Batch(Synthesized),
 }
 
@@ -478,19 +471,19 @@ impl Giver<'_> {
     /// (the first time) and the batch, and gives a batch to fill next.
     fn pass(
         &mut self,
-        samples: &mut Option<(SampleSet, usize)>,
+        samples: &mut Option<SampleSet>,
         mut batch: Synthesized,
         numbering: &Numbering,
     ) -> Synthesized {
-        if let Some((set, n)) = samples {
+        if let Some(set) = samples {
             if !self.wanted.load(Ordering::Acquire) {
-                add_synthesized(set, *n, &batch, numbering);
+                add_synthesized(set, &batch, numbering);
                 batch.clear();
                 return batch;
             }
         }
-        if let Some((set, n)) = samples.take() {
-            let _ = self.made.send(Made::Samples(set, n));
+        if let Some(set) = samples.take() {
+            let _ = self.made.send(Made::Samples(set));
         }
         let _ = self.made.send(Made::Batch(batch));
         self.spare
@@ -499,9 +492,9 @@ impl Giver<'_> {
     }
 
     /// Sends the samples, if not sent yet: the ticks' thread is done.
-    fn finish(self, samples: Option<(SampleSet, usize)>) {
-        if let Some((set, n)) = samples {
-            let _ = self.made.send(Made::Samples(set, n));
+    fn finish(self, samples: Option<SampleSet>) {
+        if let Some(set) = samples {
+            let _ = self.made.send(Made::Samples(set));
         }
     }
 }
@@ -509,17 +502,16 @@ impl Giver<'_> {
 impl Taker<'_> {
     /// Asks for the samples, then adds the batches that come after them
     /// until the [`Giver`] is gone (done, or panicked: then there may be no
-    /// samples). Returns them with the number of arcs' samples they start
-    /// with.
-    fn take(self, numbering: &Numbering) -> Option<(SampleSet, usize)> {
+    /// samples).
+    fn take(self, numbering: &Numbering) -> Option<SampleSet> {
         self.wanted.store(true, Ordering::Release);
         let mut samples = None;
         for made in self.made {
             match made {
-                Made::Samples(set, n) => samples = Some((set, n)),
+                Made::Samples(set) => samples = Some(set),
                 Made::Batch(mut batch) => {
-                    if let Some((set, n)) = &mut samples {
-                        add_synthesized(set, *n, &batch, numbering);
+                    if let Some(set) = &mut samples {
+                        add_synthesized(set, &batch, numbering);
                     }
                     batch.clear();
                     let _ = self.spare.send(batch);
@@ -598,9 +590,9 @@ pub(super) fn to_profile(
             (found, taken)
         })
     };
-    let (mut samples, n) = samples.expect("the ticks' thread hands its samples over");
+    let mut samples = samples.expect("the ticks' thread hands its samples over");
     if let Some(bt) = bb_type {
-        add_basic_blocks(&mut samples, n, data, bt, &addresses, &numbering);
+        add_basic_blocks(&mut samples, data, bt, &addresses, &numbering);
     }
     profile.add_distinct_samples(samples.into_samples());
     note_dropped_calls(&mut profile, dropped_calls);
@@ -780,7 +772,7 @@ mod tests {
         let numbering = Numbering::new(addresses.len(), 0..addresses.len() as u32);
         let wanted = AtomicBool::new(false);
         let (mut giver, taker) = hand_over(&wanted);
-        let mut samples = Some((SampleSet::after(3, Vec::new(), 0), 0));
+        let mut samples = Some(SampleSet::after(3, Vec::new(), 0));
         let mut batches = 0;
         synthesize(&ticks, &graph, &addresses, |batch| {
             if ask == Some(batches) {
@@ -791,7 +783,7 @@ mod tests {
         });
         assert!(batches >= 3, "{batches} batches: the test needs several");
         giver.finish(samples);
-        let (samples, _) = taker.take(&numbering).expect("the samples come");
+        let samples = taker.take(&numbering).expect("the samples come");
         samples.into_samples()
     }
 
@@ -809,14 +801,14 @@ mod tests {
         let (mut giver, taker) = hand_over(&wanted);
         let taken = std::thread::scope(|scope| {
             let taken = scope.spawn(|| taker.take(&numbering));
-            let mut samples = Some((SampleSet::after(3, Vec::new(), 0), 0));
+            let mut samples = Some(SampleSet::after(3, Vec::new(), 0));
             synthesize(&ticks, &graph, &addresses, |batch| {
                 giver.pass(&mut samples, batch, &numbering)
             });
             giver.finish(samples);
             taken.join().unwrap()
         });
-        assert!(taken.unwrap().0.into_samples() == alone);
+        assert!(taken.unwrap().into_samples() == alone);
     }
 
     /// The ticks' samples added after the arcs' are the samples
@@ -839,10 +831,9 @@ mod tests {
             &[l(5), l(3)],
         ];
         let arcs = arc_samples(&kept, &numbering, 3);
-        let n = arcs.len();
         let mut set = SampleSet::after(3, arcs, 0);
         for (k, stack) in tick_stacks.iter().enumerate() {
-            add_tick(&mut set, n, stack, &[1, 10 * k as i64, 0]);
+            add_tick(&mut set, stack, &[1, 10 * k as i64, 0]);
         }
         let joined = set.into_samples();
 

@@ -116,10 +116,13 @@ impl Pool {
         })
     }
 
-    /// An empty buffer for the next member's encoded bytes (one a written
-    /// member came in, when there is one).
-    pub(super) fn buffer(&mut self) -> Vec<u8> {
-        self.spare_encoded.pop().unwrap_or_default()
+    /// An empty buffer with room for `room` bytes, for the next member's
+    /// encoded bytes: one a written member came in, when there is one (its
+    /// pages already the process's).
+    pub(super) fn buffer(&mut self, room: usize) -> Vec<u8> {
+        let mut buffer = self.spare_encoded.pop().unwrap_or_default();
+        buffer.reserve(room);
+        buffer
     }
 
     /// Hands in the next member's encoded bytes. Writes out the members
@@ -262,8 +265,8 @@ mod tests {
             pool.max_bytes = max_bytes;
             let mut out = Vec::new();
             for piece in &pieces {
-                let mut buffer = pool.buffer();
-                assert!(buffer.is_empty());
+                let mut buffer = pool.buffer(piece.len());
+                assert!(buffer.is_empty() && buffer.capacity() >= piece.len());
                 buffer.extend_from_slice(piece);
                 pool.compress(buffer, &mut out).unwrap();
                 assert!(pool.in_pool() <= pool.limit);

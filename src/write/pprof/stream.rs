@@ -432,8 +432,7 @@ impl Streaming {
                 self.pool.insert(pool)
             }
         };
-        let mut next = pool.buffer();
-        next.reserve(2 * MEMBER_BYTES);
+        let next = pool.buffer(2 * MEMBER_BYTES);
         let bytes = std::mem::replace(&mut self.pending, next);
         pool.compress(bytes, out).map_err(io_error)
     }

@@ -83,13 +83,9 @@ pub(super) fn write_members(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut pool = Pool::new(crate::cores(), |_| 0)?;
-    // Each piece's buffer is one a written piece came in, when there is one
-    // (its pages already the process's).
     let mut compress = |encoded: Vec<u8>| {
         pool.compress(encoded, &mut *out)?;
-        let mut next = pool.buffer();
-        next.reserve(piece + piece / 8);
-        Ok(next)
+        Ok(pool.buffer(piece + piece / 8))
     };
     encode_tables_in_pieces(profile, piece, &mut compress)?;
     encode_samples_in_pieces(profile, piece, &mut compress)?;

@@ -264,6 +264,12 @@ fn outputs_of_every_format_open_in_speedscope_chromium_and_pprofs_web_ui() {
         .expect("node runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}");
+    // Which browser ran the checks, shown in a plain `cargo test` too (the
+    // harness captures `println!`, not the process's standard error).
+    if let Some(line) = stdout.lines().find(|l| l.starts_with("# browser: ")) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{}", &line[2..]);
+    }
     assert!(
         out.status.success(),
         "browser checks failed:\n{stdout}\n{}",

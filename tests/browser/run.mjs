@@ -27,8 +27,10 @@
 //                       (the file's <svg width>), "min_percent" (no narrower frame),
 //                       "absent": [names], "palette": "mem" | "hot",
 //                       "count_name": "bytes" }] }
-// Prints one line per check and closes with "N passed, M failed"; exits 1
-// when a check failed.
+// Prints the browser's version and WebGL renderer (`# browser: …`), one line
+// per check, and closes with "N passed, M failed"; exits 1 when a check
+// failed. A browser without WebGL fails its own check first, and the
+// speedscope checks then name that cause instead of speedscope's error screen.
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -172,6 +174,13 @@ async function checkSpeedscope(browser, base, item) {
     `speedscope did not import it as its own format (console: ${page.console.join(' | ')})`,
   );
   const body = await page.evaluate(() => document.body.innerText);
+  const webgl = page.console.filter((m) => /webgl/i.test(m));
+  assert(
+    webgl.length === 0 || !body.includes('Something went wrong'),
+    `the browser has no WebGL, which speedscope draws with: a set-up problem, not the file's ` +
+      `(Chromium needs --use-angle=swiftshader --enable-unsafe-swiftshader without a GPU); ` +
+      `console: ${webgl.join(' | ')}`,
+  );
   assert(!body.includes('Something went wrong'), `speedscope's error screen: ${body.slice(0, 300)}`);
   assert(body.includes(active), `toolbar lacks "${active}": ${body.slice(0, 300)}`);
   // Every profile, in order: speedscope's "p" key (previous profile) back to
@@ -356,12 +365,27 @@ const browser = await puppeteer.launch({
   executablePath: manifest.chromium,
   headless: true,
   userDataDir,
+  // No GPU here: WebGL (which speedscope draws with) comes from ANGLE's
+  // software renderer, SwiftShader. Current Chromium no longer falls back to it
+  // by itself, and `--disable-gpu` would turn WebGL off altogether.
   args: [
-    '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--no-first-run', '--disable-sync',
+    '--headless', '--no-sandbox', '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
+    '--disable-background-networking', '--disable-component-update', '--no-first-run',
+    '--disable-sync',
   ],
 });
+console.log(`# browser: ${await browser.version()} (${manifest.chromium})`);
 try {
+  await check('the browser has WebGL, which speedscope draws with', async () => {
+    const page = await browser.newPage();
+    const renderer = await page.evaluate(() => {
+      const gl = document.createElement('canvas').getContext('webgl');
+      return gl ? gl.getParameter(gl.RENDERER) : null;
+    });
+    await page.close();
+    assert(renderer, 'no WebGL context: a set-up problem (Chromium needs --use-angle=swiftshader --enable-unsafe-swiftshader without a GPU)');
+    console.log(`# WebGL renderer: ${renderer}`);
+  });
   for (const item of manifest.speedscope || []) {
     await check(`speedscope app imports ${item.file}`, () => checkSpeedscope(browser, base, item));
   }

@@ -22,7 +22,7 @@ use smallvec::SmallVec;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
 
-pub use demangle::demangle_cpp;
+pub use demangle::{demangle_cpp, demangle_cpp_verbose};
 
 use crate::error::{Error, Result};
 use crate::profile::{Line, LocationId, MappingId, Profile, SymbolFlags};
@@ -153,9 +153,10 @@ impl SymbolRules {
 }
 
 /// Two symbols are never one function: where symbols of different names
-/// in the table demangle to one name (a demangler's loss), each is named
-/// by its mangled name instead, as binutils prints a name it cannot
-/// demangle.
+/// in the table demangle to one name (a constructor's or destructor's
+/// variants, `C1`/`C2`, `D0`/`D1`/`D2`), each keeps the name gprof prints
+/// for it with a short distinction after it: the variant in words
+/// (`A::~A() [base object]`), or else its address (`f() [0x4011a0]`).
 fn keep_names_apart(symbols: &mut [FunctionSymbol]) {
     // Only a demangled name can be shared by two different symbols: where
     // no name was demangled (C), there is nothing to look at.
@@ -180,10 +181,28 @@ fn keep_names_apart(symbols: &mut [FunctionSymbol]) {
     if clashing.is_empty() {
         return;
     }
-    for s in symbols.iter_mut() {
-        if clashing.contains(&s.name) && s.name != s.system_name {
-            s.name = s.system_name.clone();
-        }
+    // Variants in words where each of a name's symbols has its own variant.
+    let mut variants: rustc_hash::FxHashMap<Arc<str>, Vec<Option<&str>>> = Default::default();
+    for s in symbols.iter().filter(|s| clashing.contains(&s.name)) {
+        let variant = demangle::structor_variant(&s.system_name);
+        variants.entry(s.name.clone()).or_default().push(variant);
+    }
+    let in_words: rustc_hash::FxHashSet<Arc<str>> = variants
+        .into_iter()
+        .filter(|(_, v)| {
+            let mut seen: Vec<&str> = v.iter().flatten().copied().collect();
+            seen.sort_unstable();
+            seen.dedup();
+            seen.len() == v.len()
+        })
+        .map(|(name, _)| name)
+        .collect();
+    for s in symbols.iter_mut().filter(|s| clashing.contains(&s.name)) {
+        let distinction = match demangle::structor_variant(&s.system_name) {
+            Some(variant) if in_words.contains(&s.name) => variant.to_owned(),
+            _ => format!("{:#x}", s.address),
+        };
+        s.name = Arc::from(format!("{} [{distinction}]", s.name));
     }
 }
 
@@ -366,9 +385,13 @@ fn text_sections(file: &object::File<'_>) -> Vec<bool> {
     text
 }
 
-/// True for Itanium C++ (`_Z`, Mach-O `__Z`) and Rust v0 (`_R`) names.
+/// True for Itanium C++ (`_Z`, Mach-O `__Z`, GCC's `_GLOBAL__I_`) and Rust
+/// v0 (`_R`) names.
 fn is_mangled(raw: &str) -> bool {
-    raw.starts_with("_Z") || raw.starts_with("__Z") || raw.starts_with("_R")
+    raw.starts_with("_Z")
+        || raw.starts_with("__Z")
+        || raw.starts_with("_R")
+        || raw.starts_with("_GLOBAL_")
 }
 
 /// The readable name of a symbol: Rust (legacy and v0) and C++ (Itanium)
@@ -1170,18 +1193,32 @@ mod tests {
     }
 
     #[test]
-    fn symbols_that_demangle_alike_keep_their_mangled_names() {
+    fn symbols_that_demangle_alike_keep_their_name_with_a_distinction() {
         let mut symbols = vec![
             FunctionSymbol::new(0x10, 4, "helper"),
             FunctionSymbol::new(0x20, 4, "helper"),
             FunctionSymbol::new(0x30, 4, "_Z1fv"),
             FunctionSymbol::new(0x40, 4, "_Z1gv"),
+            FunctionSymbol::new(0x50, 4, "_ZN1AD2Ev"),
+            FunctionSymbol::new(0x60, 4, "_ZN1AD1Ev"),
+            FunctionSymbol::new(0x70, 4, "_ZN1AD0Ev"),
         ];
         // As if a demangler had lost what tells two instantiations apart.
         symbols[3].name = symbols[2].name.clone();
         super::keep_names_apart(&mut symbols);
         let names: Vec<&str> = symbols.iter().map(|s| &*s.name).collect();
-        assert_eq!(names, ["helper", "helper", "_Z1fv", "_Z1gv"]);
+        assert_eq!(
+            names,
+            [
+                "helper",
+                "helper",
+                "f() [0x30]",
+                "f() [0x40]",
+                "A::~A() [base object]",
+                "A::~A() [complete object]",
+                "A::~A() [deleting]",
+            ]
+        );
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The C++ demangler against its reference, binutils' `c++filt`: the
 //! committed names (`tests/fixtures/demangle/`, see its README) must print
-//! exactly as `c++filt` printed them; where `c++filt` is installed it is run
-//! again, on those names and on every C++ symbol of the system's
-//! libstdc++; and no input, random, mutated or cut short, may panic.
+//! exactly as `c++filt` printed them, with its default (verbose) flags and
+//! with `-i` (the flags gprof and `nm -C` use, which profconv's names
+//! follow); where `c++filt` is installed it is run again, on those names and
+//! on every C++ symbol of the system's libstdc++; `nm -C` on the corpus's
+//! C++ programs names every symbol as profconv does; and no input, random,
+//! mutated or cut short, may panic.
 
 mod common;
 
@@ -11,11 +14,47 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use object::{Object, ObjectSymbol};
-use profconv::symbolize::demangle_cpp;
+use profconv::symbolize::{demangle_cpp, demangle_cpp_verbose};
 
 const NAMES: &str = "tests/fixtures/demangle/names.txt";
-const EXPECTED: &str = "tests/fixtures/demangle/names.cxxfilt.txt";
 const LIBSTDCXX: &str = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
+
+/// The two ways binutils demangles: `c++filt`'s default, and gprof's.
+#[derive(Clone, Copy, Debug)]
+enum Flags {
+    /// `c++filt` (`DMGL_VERBOSE`): `Ss` spelled out in full.
+    Verbose,
+    /// `c++filt -i`, gprof, `nm -C`: `Ss` as `std::string`.
+    Gprof,
+}
+
+impl Flags {
+    const BOTH: [Flags; 2] = [Flags::Verbose, Flags::Gprof];
+
+    fn expected(self) -> &'static str {
+        match self {
+            Flags::Verbose => "tests/fixtures/demangle/names.cxxfilt.txt",
+            Flags::Gprof => "tests/fixtures/demangle/names.cxxfilt-i.txt",
+        }
+    }
+
+    fn cxxfilt_args(self) -> &'static [&'static str] {
+        match self {
+            Flags::Verbose => &[],
+            Flags::Gprof => &["-i"],
+        }
+    }
+
+    /// What profconv prints for `name`: the demangled name, or the name
+    /// itself (as `c++filt` echoes what it cannot demangle).
+    fn ours(self, name: &str) -> String {
+        let demangled = match self {
+            Flags::Verbose => demangle_cpp_verbose(name),
+            Flags::Gprof => demangle_cpp(name),
+        };
+        demangled.unwrap_or_else(|| name.to_owned())
+    }
+}
 
 fn lines(path: &str) -> Vec<String> {
     std::fs::read_to_string(path)
@@ -25,16 +64,12 @@ fn lines(path: &str) -> Vec<String> {
         .collect()
 }
 
-/// What profconv prints for `name`: the demangled name, or the name itself
-/// (as `c++filt` echoes what it cannot demangle).
-fn ours(name: &str) -> String {
-    demangle_cpp(name).unwrap_or_else(|| name.to_owned())
-}
-
-/// `c++filt`'s output for `names`, one line each, from one run; `None`
-/// when it is not installed (an error under `CI=true`, where it must be).
-fn cxxfilt(names: &[String]) -> Option<Vec<String>> {
+/// `c++filt`'s output for `names` with `flags`, one line each, from one
+/// run; `None` when it is not installed (an error under `CI=true`, where
+/// it must be).
+fn cxxfilt(names: &[String], flags: Flags) -> Option<Vec<String>> {
     let child = Command::new("c++filt")
+        .args(flags.cxxfilt_args())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn();
@@ -62,51 +97,55 @@ fn cxxfilt(names: &[String]) -> Option<Vec<String>> {
     Some(text.lines().map(str::to_owned).collect())
 }
 
-/// The lines where `ours` differs from `expected`, at most 20, for a message.
-fn differences(names: &[String], expected: &[String]) -> Vec<String> {
+/// The lines where ours differs from `expected`, at most 20, for a message.
+fn differences(names: &[String], expected: &[String], flags: Flags) -> Vec<String> {
     assert_eq!(names.len(), expected.len(), "one output line per name");
     names
         .iter()
         .zip(expected)
-        .filter(|(n, e)| ours(n) != **e)
+        .filter(|(n, e)| flags.ours(n) != **e)
         .take(20)
-        .map(|(n, e)| format!("{n}\n  c++filt: {e}\n  ours:    {}", ours(n)))
+        .map(|(n, e)| format!("{n}\n  c++filt ({flags:?}): {e}\n  ours: {}", flags.ours(n)))
         .collect()
 }
 
 #[test]
-fn every_committed_name_demangles_as_cxxfilt_printed_it() {
+fn every_committed_name_demangles_as_cxxfilt_printed_it_with_both_flags() {
     let names = lines(NAMES);
-    let expected = lines(EXPECTED);
-    let diffs = differences(&names, &expected);
-    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
-    println!("{} names as c++filt prints them", names.len());
+    for flags in Flags::BOTH {
+        let expected = lines(flags.expected());
+        let diffs = differences(&names, &expected, flags);
+        assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+    }
+    println!("{} names as c++filt and c++filt -i print them", names.len());
 }
 
 #[test]
 fn committed_output_is_what_cxxfilt_prints_now() {
     let names = lines(NAMES);
-    let Some(now) = cxxfilt(&names) else {
-        return;
-    };
-    let expected = lines(EXPECTED);
-    let changed: Vec<_> = names
-        .iter()
-        .zip(now.iter().zip(&expected))
-        .filter(|(_, (n, e))| n != e)
-        .take(20)
-        .map(|(m, (n, e))| format!("{m}\n  committed: {e}\n  c++filt:   {n}"))
-        .collect();
-    assert_eq!(
-        now.len(),
-        expected.len(),
-        "c++filt printed one line per name"
-    );
-    assert!(
-        changed.is_empty(),
-        "this c++filt prints otherwise; regenerate (see the fixture README):\n{}",
-        changed.join("\n")
-    );
+    for flags in Flags::BOTH {
+        let Some(now) = cxxfilt(&names, flags) else {
+            return;
+        };
+        let expected = lines(flags.expected());
+        let changed: Vec<_> = names
+            .iter()
+            .zip(now.iter().zip(&expected))
+            .filter(|(_, (n, e))| n != e)
+            .take(20)
+            .map(|(m, (n, e))| format!("{m}\n  committed: {e}\n  c++filt:   {n}"))
+            .collect();
+        assert_eq!(
+            now.len(),
+            expected.len(),
+            "c++filt printed one line per name"
+        );
+        assert!(
+            changed.is_empty(),
+            "this c++filt ({flags:?}) prints otherwise; regenerate (see the fixture README):\n{}",
+            changed.join("\n")
+        );
+    }
 }
 
 /// The C++ symbols (`_Z...`) `path` defines or uses.
@@ -125,22 +164,73 @@ fn cpp_symbols(path: &Path) -> Vec<String> {
 }
 
 #[test]
-fn libstdcxx_symbols_demangle_as_cxxfilt_does() {
+fn libstdcxx_symbols_demangle_as_cxxfilt_does_with_both_flags() {
     let path = Path::new(LIBSTDCXX);
     if !path.exists() {
         crate::skip_note!("{LIBSTDCXX} is not on this machine");
         return;
     }
     let names = cpp_symbols(path);
-    let Some(expected) = cxxfilt(&names) else {
-        return;
-    };
-    let diffs = differences(&names, &expected);
-    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+    for flags in Flags::BOTH {
+        let Some(expected) = cxxfilt(&names, flags) else {
+            return;
+        };
+        let diffs = differences(&names, &expected, flags);
+        assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+    }
     println!(
-        "{} libstdc++ symbols compared with c++filt, all equal",
+        "{} libstdc++ symbols compared with c++filt and c++filt -i, all equal",
         names.len()
     );
+}
+
+/// `nm -p` (symbol table order) of `binary`, with `-C` when `demangled`:
+/// the name column of each defined symbol.
+fn nm(binary: &Path, demangled: bool) -> Option<Vec<String>> {
+    let mut cmd = Command::new("nm");
+    cmd.args(["-p", "--defined-only"]);
+    if demangled {
+        cmd.arg("-C");
+    }
+    let out = cmd.arg(binary).output().ok()?;
+    assert!(out.status.success(), "nm {}: {:?}", binary.display(), out);
+    let text = String::from_utf8(out.stdout).expect("nm prints UTF-8");
+    // `ADDRESS TYPE NAME`; the name may hold spaces.
+    Some(
+        text.lines()
+            .filter_map(|l| l.splitn(3, ' ').nth(2).map(str::to_owned))
+            .collect(),
+    )
+}
+
+#[test]
+fn every_symbol_of_the_corpus_cpp_programs_is_named_as_nm_dash_c_names_it() {
+    let mut compared = 0;
+    let mut differ = Vec::new();
+    for name in ["templates-o0", "templates-o2"] {
+        let binary = Path::new("tests/fixtures/gprof-corpus").join(name);
+        let (Some(raw), Some(demangled)) = (nm(&binary, false), nm(&binary, true)) else {
+            assert!(!common::in_ci(), "nm (binutils) is needed under CI=true");
+            crate::skip_note!("nm is not installed; install binutils to compare");
+            return;
+        };
+        assert_eq!(raw.len(), demangled.len(), "{name}: one line per symbol");
+        for (r, want) in raw.iter().zip(&demangled) {
+            compared += 1;
+            let ours = profconv::symbolize::demangle(r);
+            if &ours != want {
+                differ.push(format!("{r}\n  nm -C:    {want}\n  profconv: {ours}"));
+            }
+        }
+    }
+    assert!(compared >= 1000, "{compared} symbols");
+    assert!(
+        differ.is_empty(),
+        "{} of {compared} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+    println!("{compared} corpus symbols named as nm -C names them");
 }
 
 /// xorshift64*, so the robustness inputs are the same on every run.
@@ -166,7 +256,7 @@ fn random_mutated_and_truncated_names_never_panic() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for name in names.iter().take(800) {
         for cut in 0..=name.len() {
-            let _ = demangle_cpp(name.get(..cut).unwrap_or(name));
+            let _ = demangle_cpp_verbose(name.get(..cut).unwrap_or(name));
         }
     }
     for _ in 0..60_000 {

@@ -357,14 +357,14 @@ fn cpp_names_are_demangled_as_binutils_does() {
             total += 1;
             let ours = profconv::symbolize::demangle(raw);
             if ours != want {
-                differ.push(format!("{raw}\n  profconv: {ours}\n  c++filt:  {want}"));
+                differ.push(format!("{raw}\n  profconv:   {ours}\n  c++filt -i: {want}"));
             }
         }
     }
     assert!(total >= 100, "{total} C++ symbols in the corpus");
     assert!(
         differ.is_empty(),
-        "{} of {total} names differ from c++filt:\n{}",
+        "{} of {total} names differ from c++filt -i (gprof's flags):\n{}",
         differ.len(),
         differ.join("\n")
     );
@@ -385,6 +385,7 @@ fn the_committed_cxxfilt_lists_are_what_cxxfilt_prints() {
             continue;
         };
         let out = Command::new("c++filt")
+            .arg("-i")
             .stdin(std::fs::File::open(dir.join(format!("{}.symbols.txt", case.name))).unwrap())
             .output()
             .unwrap();

@@ -3,8 +3,9 @@
 //! prints: gprof and `c++filt` demangle through libiberty's
 //! `cp-demangle.c`, and profconv's names must match theirs byte for byte
 //! (`16807ul`, `(char)97`, `{lambda(auto:1&)#1}`, `> >`, `[clone .cold]`,
+//! `std::string` for `Ss` as gprof and `nm -C` print it, or
 //! `std::basic_string<char, std::char_traits<char>, std::allocator<char> >`
-//! for `Ss`, as `c++filt`'s verbose default spells it).
+//! as `c++filt`'s verbose default spells it).
 //!
 //! `parse.rs` reads the name into a tree, `print.rs` prints it; `ast.rs`
 //! holds the tree and the tables. All of it is bounds-checked, with no
@@ -20,22 +21,46 @@ mod print;
 /// recursion limit (`2 * length > 2048`), so longer names stay mangled.
 const MAX_MANGLED_LEN: usize = 1024;
 
-/// The name binutils' demangler gives `mangled` (an Itanium C++ `_Z...` symbol),
-/// or None where it cannot demangle it (then callers keep the mangled name).
+/// The name binutils' demangler gives `mangled` (an Itanium C++ `_Z...`
+/// symbol) as gprof, `nm -C`, gdb and `c++filt -i` print it, or None where
+/// it cannot demangle it all (then callers keep the mangled name: never a
+/// part of a name).
 ///
-/// The output is `c++filt`'s (binutils 2.40, default options), including
-/// parameter lists and clone suffixes (`foo() [clone .constprop.0]`).
+/// These are binutils' flags without `DMGL_VERBOSE`: the standard
+/// abbreviations print short (`std::string` for `Ss`, `std::ostream` for
+/// `So`), parameter lists and clone suffixes (`foo() [clone .constprop.0]`)
+/// are printed.
 pub fn demangle_cpp(mangled: &str) -> Option<String> {
+    demangle_with(mangled, false)
+}
+
+/// [`demangle_cpp`] with binutils' `DMGL_VERBOSE`, as `c++filt` prints by
+/// default: `Ss` spelled out as `std::basic_string<char,
+/// std::char_traits<char>, std::allocator<char> >`.
+pub fn demangle_cpp_verbose(mangled: &str) -> Option<String> {
+    demangle_with(mangled, true)
+}
+
+fn demangle_with(mangled: &str, verbose: bool) -> Option<String> {
+    if let Some((what, keyed)) = global_ctor_dtor(mangled) {
+        // binutils' `DCT_GLOBAL_CTORS`/`DTORS`: what follows is demangled
+        // when it is a `_Z` name, and printed as it is otherwise.
+        let keyed = match keyed.starts_with("_Z") {
+            true => demangle_with(keyed, verbose)?,
+            false => keyed.to_owned(),
+        };
+        return Some(format!("global {what} keyed to {keyed}"));
+    }
     let bytes = mangled.as_bytes();
     if !bytes.starts_with(b"_Z") || bytes.len() > MAX_MANGLED_LEN {
         return None;
     }
-    let mut parser = parse::Parser::new(bytes);
+    let mut parser = parse::Parser::new(bytes, verbose);
     let root = match parser.parse() {
         Some(root) => root,
         // An `sr` read in the current syntax may have been the old one.
         None if parser.unresolved_state == -1 => {
-            parser = parse::Parser::new(bytes);
+            parser = parse::Parser::new(bytes, verbose);
             parser.unresolved_state = 0;
             parser.parse()?
         }
@@ -43,6 +68,40 @@ pub fn demangle_cpp(mangled: &str) -> Option<String> {
     };
     let out = print::print(&parser.nodes, root)?;
     String::from_utf8(out).ok()
+}
+
+/// Which variant of a constructor or destructor `mangled` is, in words
+/// (`base object` for `C2`/`D2`, `deleting` for `D0`...): what tells apart
+/// the variants that demangle to one name. None for any other name.
+pub(crate) fn structor_variant(mangled: &str) -> Option<&'static str> {
+    let bytes = mangled.as_bytes();
+    if !bytes.starts_with(b"_Z") || bytes.len() > MAX_MANGLED_LEN {
+        return None;
+    }
+    let mut parser = parse::Parser::new(bytes, false);
+    parser.parse()?;
+    Some(match parser.structor? {
+        [_, b'1'] => "complete object",
+        [_, b'2'] => "base object",
+        [b'C', b'3'] => "allocating",
+        [b'D', b'0'] => "deleting",
+        [_, b'4'] => "unified",
+        [_, b'5'] => "comdat",
+        _ => return None,
+    })
+}
+
+/// GCC's old names of a file's static constructors and destructors,
+/// `_GLOBAL_` then `.`, `_` or `$`, then `I_` or `D_`: which they are and
+/// the name they are keyed to.
+fn global_ctor_dtor(name: &str) -> Option<(&'static str, &str)> {
+    let rest = name.strip_prefix("_GLOBAL_")?;
+    let rest = rest.strip_prefix(['.', '_', '$'])?;
+    let found = match rest.strip_prefix("I_") {
+        Some(keyed) => ("constructors", keyed),
+        None => ("destructors", rest.strip_prefix("D_")?),
+    };
+    (!found.1.is_empty()).then_some(found)
 }
 
 #[cfg(test)]
@@ -93,15 +152,78 @@ mod tests {
     }
 
     #[test]
-    fn standard_abbreviations_are_spelled_verbosely() {
+    fn standard_abbreviations_are_short_as_gprof_prints_them() {
         assert_eq!(
-            d("_Z1fSs"),
-            "f(std::basic_string<char, std::char_traits<char>, std::allocator<char> >)"
+            d("_ZN10VectorTest2eqESsRK6Vectorfff"),
+            "VectorTest::eq(std::string, Vector const&, float, float, float)"
         );
+        assert_eq!(
+            d("_Z1fSiSoSd"),
+            "f(std::istream, std::ostream, std::iostream)"
+        );
+        // Before a constructor or destructor binutils spells them in full.
         assert_eq!(
             d("_ZNSdD0Ev"),
             "std::basic_iostream<char, std::char_traits<char> >::~basic_iostream()"
         );
+        assert_eq!(
+            d("_ZNSsC1Ev"),
+            "std::basic_string<char, std::char_traits<char>, std::allocator<char> >::basic_string()"
+        );
+        assert_eq!(d("_ZNKSs4sizeEv"), "std::string::size() const");
+    }
+
+    #[test]
+    fn standard_abbreviations_are_spelled_in_full_as_cxxfilt_prints_them() {
+        assert_eq!(
+            super::demangle_cpp_verbose("_Z1fSs").as_deref(),
+            Some("f(std::basic_string<char, std::char_traits<char>, std::allocator<char> >)")
+        );
+        assert_eq!(
+            super::demangle_cpp_verbose("_ZNKSs4sizeEv").as_deref(),
+            Some("std::basic_string<char, std::char_traits<char>, std::allocator<char> >::size() const")
+        );
+    }
+
+    #[test]
+    fn static_constructors_are_named_as_binutils_names_them() {
+        assert_eq!(d("_GLOBAL__I_main"), "global constructors keyed to main");
+        assert_eq!(d("_GLOBAL__D_x"), "global destructors keyed to x");
+        assert_eq!(
+            d("_GLOBAL__I__Z3foov"),
+            "global constructors keyed to foo()"
+        );
+        assert_eq!(
+            d("_GLOBAL__I_65535_0__Z3foov"),
+            "global constructors keyed to 65535_0__Z3foov"
+        );
+        // GCC 4.7 and later: `_GLOBAL__sub_I_` names, which binutils keeps.
+        assert_eq!(demangle_cpp("_GLOBAL__sub_I_main.cpp"), None);
+        assert_eq!(demangle_cpp("_GLOBAL__I_"), None, "keyed to nothing");
+    }
+
+    #[test]
+    fn constructor_and_destructor_variants_are_told_apart_in_words() {
+        use super::structor_variant as v;
+        assert_eq!(v("_ZN5vitis2ai13SuperPointImpD2Ev"), Some("base object"));
+        assert_eq!(
+            v("_ZN5vitis2ai13SuperPointImpD1Ev"),
+            Some("complete object")
+        );
+        assert_eq!(v("_ZN5vitis2ai13SuperPointImpD0Ev"), Some("deleting"));
+        assert_eq!(v("_ZN1AC1Ei"), Some("complete object"));
+        assert_eq!(v("_ZN1AC2Ei"), Some("base object"));
+        assert_eq!(v("_ZN1A1fEv"), None);
+        assert_eq!(v("main"), None);
+    }
+
+    #[test]
+    fn names_binutils_cannot_demangle_are_refused_whole() {
+        // An argument pack written `I…E` (GCC 4.4 to 4.6): c++filt and gprof
+        // keep it mangled, and so does profconv, never a part of it.
+        let old = "_ZSt12__get_helperILm0EP4FuncISt14default_deleteIS0_EEERT0_RSt11_Tuple_implIXT_EIS4_DpT1_EE";
+        assert_eq!(demangle_cpp(old), None);
+        assert_eq!(super::demangle_cpp_verbose(old), None);
     }
 
     #[test]

@@ -338,30 +338,40 @@ pub(super) fn operator(c1: u8, c2: u8) -> Option<&'static OpInfo> {
         .find(|o| o.code.as_bytes() == [c1, c2])
 }
 
-/// A standard abbreviation (`S<letter>`): the text c++filt prints (its
-/// verbose form, which `c++filt` asks for) and the name a constructor or
+/// A standard abbreviation (`S<letter>`): the text binutils prints for it
+/// (in full when `verbose`, as `c++filt` asks; `std::string` and the like
+/// otherwise, as gprof and `nm -C` ask) and the name a constructor or
 /// destructor of it takes.
-pub(super) fn standard_sub(c: u8) -> Option<(&'static str, Option<&'static str>)> {
-    Some(match c {
-        b't' => ("std", None),
-        b'a' => ("std::allocator", Some("allocator")),
-        b'b' => ("std::basic_string", Some("basic_string")),
+pub(super) fn standard_sub(c: u8, verbose: bool) -> Option<(&'static str, Option<&'static str>)> {
+    let (simple, full, last) = match c {
+        b't' => ("std", "std", None),
+        b'a' => ("std::allocator", "std::allocator", Some("allocator")),
+        b'b' => (
+            "std::basic_string",
+            "std::basic_string",
+            Some("basic_string"),
+        ),
         b's' => (
+            "std::string",
             "std::basic_string<char, std::char_traits<char>, std::allocator<char> >",
             Some("basic_string"),
         ),
         b'i' => (
+            "std::istream",
             "std::basic_istream<char, std::char_traits<char> >",
             Some("basic_istream"),
         ),
         b'o' => (
+            "std::ostream",
             "std::basic_ostream<char, std::char_traits<char> >",
             Some("basic_ostream"),
         ),
         b'd' => (
+            "std::iostream",
             "std::basic_iostream<char, std::char_traits<char> >",
             Some("basic_iostream"),
         ),
         _ => return None,
-    })
+    };
+    Some((if verbose { full } else { simple }, last))
 }

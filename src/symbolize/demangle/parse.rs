@@ -25,6 +25,12 @@ pub(super) struct Parser<'a> {
     is_expression: bool,
     is_conversion: bool,
     depth: u32,
+    /// binutils' `DMGL_VERBOSE`: the standard abbreviations `Ss`, `Si`,
+    /// `So`, `Sd` spelled out in full (`c++filt`'s default) rather than as
+    /// `std::string` and the like (gprof's, `nm -C`'s and `c++filt -i`'s).
+    verbose: bool,
+    /// The first constructor or destructor name read: `C1`, `D2`...
+    pub(super) structor: Option<[u8; 2]>,
     /// binutils' `unresolved_name_state`: 1 before any `sr`, -1 once an
     /// `sr` was read in the current syntax (so a failed parse is retried
     /// with the old one), 0 on that retry.
@@ -42,8 +48,10 @@ struct Checkpoint {
 }
 
 impl<'a> Parser<'a> {
-    pub(super) fn new(s: &'a [u8]) -> Self {
+    pub(super) fn new(s: &'a [u8], verbose: bool) -> Self {
         Parser {
+            verbose,
+            structor: None,
             s,
             pos: 0,
             nodes: Vec::new(),
@@ -407,7 +415,7 @@ impl<'a> Parser<'a> {
                 self.advance(1);
                 continue;
             } else if peek == b'S' {
-                let sub = self.substitution()?;
+                let sub = self.substitution_in(true)?;
                 if matches!(self.node(sub), Some(Node::Module(..))) {
                     ret = Some(self.unqualified_name_in(ret, Some(sub))?);
                 } else {
@@ -593,6 +601,7 @@ impl<'a> Parser<'a> {
             if !matches!(self.peek_next(), b'1'..=b'5') {
                 return None;
             }
+            self.structor.get_or_insert([b'C', self.peek_next()]);
             self.advance(2);
             if inheriting {
                 // The base class of an inheriting constructor is not printed.
@@ -604,6 +613,7 @@ impl<'a> Parser<'a> {
         if !matches!(self.peek_next(), b'0' | b'1' | b'2' | b'4' | b'5') {
             return None;
         }
+        self.structor.get_or_insert([b'D', self.peek_next()]);
         self.advance(2);
         let name = self.last_name?;
         Some(self.add(Node::Dtor(name)))
@@ -1316,13 +1326,22 @@ impl<'a> Parser<'a> {
 
     // <substitution> ::= S_ | S <seq-id> _ | St | Sa | Sb | Ss | Si | So | Sd
     fn substitution(&mut self) -> P<Id> {
+        self.substitution_in(false)
+    }
+
+    /// A substitution; `prefix` when it starts a nested name's prefix,
+    /// where binutils spells a standard abbreviation in full before a
+    /// constructor or destructor (`std::basic_string<char, …>::basic_string()`)
+    /// even without `DMGL_VERBOSE`.
+    fn substitution_in(&mut self, prefix: bool) -> P<Id> {
         self.expect(b'S')?;
         let c = self.next_char();
         if c == b'_' || c.is_ascii_digit() || c.is_ascii_uppercase() {
             let index = self.seq_id(c)?;
             return self.subs.get(index).copied();
         }
-        let (text, last) = ast::standard_sub(c)?;
+        let verbose = self.verbose || (prefix && matches!(self.peek(), b'C' | b'D'));
+        let (text, last) = ast::standard_sub(c, verbose)?;
         if let Some(last) = last {
             self.last_name = Some(self.add(Node::SubStd(last)));
         }

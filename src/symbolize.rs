@@ -232,10 +232,12 @@ pub(crate) struct Binary {
     /// addr2line's reader of `debug_file`, once opened ([`Binary::dwarf_reader`]):
     /// `None` inside when it does not open.
     dwarf: std::cell::OnceCell<Option<DwarfReader>>,
-    /// The DWARF declares no inlined subroutine and no split unit, so an
-    /// address has at most one frame: its function and the line table's
-    /// file and line ([`no_inlined_frames`]).
+    /// Each address has one frame: its function and the line table's file
+    /// and line ([`single_frames`]), because the DWARF declares no inlined
+    /// subroutine or because inlined frames were not asked for.
     single_frames: bool,
+    /// Whether inlined frames were asked for ([`Binary::open_with`]).
+    inline_frames: bool,
     /// The executable, mapped: [`Binary::sorted_lines`] reads its DWARF
     /// there instead of mapping it again.
     image: Option<memmap2::Mmap>,
@@ -257,56 +259,69 @@ fn has_dwarf(file: &object::File<'_>) -> bool {
         .is_some_and(|s| s.size() > 0)
 }
 
-/// True when the object's `.debug_abbrev` declares no
-/// `DW_TAG_inlined_subroutine`, no skeleton unit and no `dwo` name: then no
-/// address has inlined frames, and DWARF gives each address one frame whose
-/// file and line are the line table's. Any doubt (a malformed section)
-/// answers false, keeping the full lookup.
-fn no_inlined_frames(file: &object::File<'_>) -> bool {
+/// True when every address of the object's DWARF can be given one frame,
+/// its function with the line table's file and line: the `.debug_abbrev`
+/// declares no skeleton unit and no `dwo` name (split DWARF, whose line
+/// tables are elsewhere), and either no `DW_TAG_inlined_subroutine` or
+/// `inline_frames` is false (the function the code was inlined into takes
+/// it, as gprof credits it, and the line table's row is the line gprof's
+/// `-l` shows). Any doubt (a malformed section) answers false, keeping the
+/// full lookup.
+fn single_frames(file: &object::File<'_>, inline_frames: bool) -> bool {
     let Some(section) = file.section_by_name(".debug_abbrev") else {
         return false;
     };
-    section
+    let Some(shape) = section
         .uncompressed_data()
         .ok()
-        .and_then(|bytes| abbrevs_are_single_frame(&bytes))
-        .unwrap_or(false)
+        .and_then(|bytes| abbrevs_shape(&bytes))
+    else {
+        return false;
+    };
+    !(shape.split || shape.inlined && inline_frames)
+}
+
+/// What a `.debug_abbrev` section declares that decides how frames are
+/// found ([`single_frames`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct AbbrevShape {
+    /// Some `DW_TAG_inlined_subroutine`.
+    inlined: bool,
+    /// Some skeleton unit or `dwo` name: split DWARF.
+    split: bool,
 }
 
 /// Scans every abbreviation table of a `.debug_abbrev` section (DWARF 5
-/// §7.5.3): `Some(false)` when a declaration has a tag or attribute that
-/// makes frames come from elsewhere than the line table and the function,
-/// `None` when the bytes do not parse.
-fn abbrevs_are_single_frame(mut bytes: &[u8]) -> Option<bool> {
+/// §7.5.3) for the tags and attributes of [`AbbrevShape`]; `None` when the
+/// bytes do not parse.
+fn abbrevs_shape(mut bytes: &[u8]) -> Option<AbbrevShape> {
     const DW_TAG_INLINED_SUBROUTINE: u64 = 0x1d;
     const DW_TAG_SKELETON_UNIT: u64 = 0x4a;
     const DW_AT_DWO_NAME: u64 = 0x76;
     const DW_AT_GNU_DWO_NAME: u64 = 0x2130;
     const DW_FORM_IMPLICIT_CONST: u64 = 0x21;
+    let mut shape = AbbrevShape::default();
     while !bytes.is_empty() {
         let code = uleb128(&mut bytes)?;
         if code == 0 {
             continue; // the end of one table
         }
         let tag = uleb128(&mut bytes)?;
-        if tag == DW_TAG_INLINED_SUBROUTINE || tag == DW_TAG_SKELETON_UNIT {
-            return Some(false);
-        }
+        shape.inlined |= tag == DW_TAG_INLINED_SUBROUTINE;
+        shape.split |= tag == DW_TAG_SKELETON_UNIT;
         bytes = bytes.get(1..)?; // DW_CHILDREN_yes/no
         loop {
             let (name, form) = (uleb128(&mut bytes)?, uleb128(&mut bytes)?);
             if name == 0 && form == 0 {
                 break;
             }
-            if name == DW_AT_DWO_NAME || name == DW_AT_GNU_DWO_NAME {
-                return Some(false);
-            }
+            shape.split |= name == DW_AT_DWO_NAME || name == DW_AT_GNU_DWO_NAME;
             if form == DW_FORM_IMPLICIT_CONST {
                 uleb128(&mut bytes)?; // an SLEB128: same length rule
             }
         }
     }
-    Some(true)
+    Some(shape)
 }
 
 /// Reads one (U|S)LEB128 number from the front of `bytes`.
@@ -454,14 +469,15 @@ fn debug_file_candidates(path: &Path, build_id: &str, debuglink: Option<&str>) -
 
 /// The file holding the DWARF of `file` (itself, or a separate debug file
 /// whose build id matches) and whether its addresses have single frames
-/// ([`no_inlined_frames`]).
+/// ([`single_frames`], with or without `inline_frames`).
 fn find_debug_file(
     path: &Path,
     file: &object::File<'_>,
     build_id: &str,
+    inline_frames: bool,
 ) -> Option<(PathBuf, bool)> {
     if has_dwarf(file) {
-        return Some((path.to_path_buf(), no_inlined_frames(file)));
+        return Some((path.to_path_buf(), single_frames(file, inline_frames)));
     }
     let link = file
         .gnu_debuglink()
@@ -474,7 +490,8 @@ fn find_debug_file(
             let bytes = map_object(&candidate).ok()?;
             let dbg = object::File::parse(&*bytes).ok()?;
             let matches = build_id.is_empty() || build_id_hex(&dbg) == build_id;
-            (matches && has_dwarf(&dbg)).then(|| (candidate.clone(), no_inlined_frames(&dbg)))
+            let single = single_frames(&dbg, inline_frames);
+            (matches && has_dwarf(&dbg)).then(|| (candidate.clone(), single))
         })
 }
 
@@ -544,21 +561,31 @@ impl Binary {
     /// most of the cost of a small conversion.
     ///
     /// For callers that look addresses up with [`Binary::sorted_lines`]
-    /// (gprof): when the DWARF has no inlined frames, addr2line's reader is
+    /// (gprof): when addresses have single frames, addr2line's reader is
     /// opened only when an address needs it ([`Binary::open_with`]).
-    pub fn open_cached(path: &Path, rules: SymbolRules) -> Result<std::rc::Rc<Binary>> {
+    pub fn open_cached(
+        path: &Path,
+        rules: SymbolRules,
+        inline_frames: bool,
+    ) -> Result<std::rc::Rc<Binary>> {
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         let (mtime, len) = (meta.modified().ok(), meta.len());
         let hit = OPENED.with(|c| {
             c.borrow()
                 .iter()
-                .find(|(p, t, l, b)| p == path && *t == mtime && *l == len && b.rules == rules)
+                .find(|(p, t, l, b)| {
+                    p == path
+                        && *t == mtime
+                        && *l == len
+                        && b.rules == rules
+                        && b.inline_frames == inline_frames
+                })
                 .map(|e| e.3.clone())
         });
         if let Some(b) = hit {
             return Ok(b);
         }
-        let binary = std::rc::Rc::new(Binary::open_with(path, true, rules)?);
+        let binary = std::rc::Rc::new(Binary::open_with(path, true, rules, inline_frames)?);
         OPENED.with(|c| {
             let mut c = c.borrow_mut();
             if c.len() >= CACHED_BINARIES {
@@ -571,32 +598,49 @@ impl Binary {
 
     /// Opens an executable, its symbol table, and its DWARF (in the file or a
     /// separate debug file).
+    /// Addresses get their inlined frames, innermost first.
     pub fn open(path: &Path) -> Result<Binary> {
-        Binary::open_with(path, false, SymbolRules::Linker)
+        Binary::open_with(path, false, SymbolRules::Linker, true)
     }
 
     /// [`Binary::open`]; with `lazy_single`, addr2line's reader of DWARF
-    /// without inlined frames is left unopened until
+    /// whose addresses have single frames is left unopened until
     /// [`Binary::dwarf_reader`] needs it (the file and line of such frames
-    /// come from [`Binary::sorted_lines`], which does not use it).
-    pub fn open_with(path: &Path, lazy_single: bool, rules: SymbolRules) -> Result<Binary> {
+    /// come from [`Binary::sorted_lines`], which does not use it). Without
+    /// `inline_frames`, an address's one frame is the function that holds
+    /// it (the symbol's, as gprof credits it), with the line table's file
+    /// and line (as `gprof -l` shows them), wherever its code was inlined
+    /// from.
+    pub fn open_with(
+        path: &Path,
+        lazy_single: bool,
+        rules: SymbolRules,
+        inline_frames: bool,
+    ) -> Result<Binary> {
         let data = map_object(path)?;
-        let mut binary = Binary::parse(path, &data, lazy_single, rules)?;
+        let mut binary = Binary::parse(path, &data, lazy_single, rules, inline_frames)?;
         binary.image = Some(data);
         Ok(binary)
     }
 
     /// [`Binary::open_with`] of the executable's bytes (`image` left for
     /// the caller to set).
-    fn parse(path: &Path, data: &[u8], lazy_single: bool, rules: SymbolRules) -> Result<Binary> {
+    fn parse(
+        path: &Path,
+        data: &[u8],
+        lazy_single: bool,
+        rules: SymbolRules,
+        inline_frames: bool,
+    ) -> Result<Binary> {
         let file = object::File::parse(data).map_err(|e| {
             Error::unsupported(path, format!("not an executable profconv can read: {e}"))
         })?;
         let build_id = build_id_hex(&file);
-        let (debug_file, single_frames) = match find_debug_file(path, &file, &build_id) {
-            Some((f, single)) => (Some(f), single),
-            None => (None, false),
-        };
+        let (debug_file, single_frames) =
+            match find_debug_file(path, &file, &build_id, inline_frames) {
+                Some((f, single)) => (Some(f), single),
+                None => (None, false),
+            };
         // addr2line's loader parses the DWARF and builds its own symbol map:
         // on another thread, while this one reads the symbol table.
         let eager = !(lazy_single && single_frames);
@@ -641,6 +685,7 @@ impl Binary {
             },
             dwarf,
             single_frames,
+            inline_frames,
             image: None,
         })
     }
@@ -693,10 +738,14 @@ impl Binary {
     /// of a lookup and needs no address, so a caller can have them read
     /// while it opens the binary and works out which addresses to look up.
     /// `None` where `sorted_lines` would read none.
-    pub fn line_tables_of(path: &Path) -> Option<(PathBuf, lines::LineTables)> {
+    pub fn line_tables_of(
+        path: &Path,
+        inline_frames: bool,
+    ) -> Option<(PathBuf, lines::LineTables)> {
         let image = map_object(path).ok()?;
         let file = object::File::parse(&image[..]).ok()?;
-        let (debug_file, single_frames) = find_debug_file(path, &file, &build_id_hex(&file))?;
+        let (debug_file, single_frames) =
+            find_debug_file(path, &file, &build_id_hex(&file), inline_frames)?;
         if !single_frames {
             return None;
         }

@@ -137,6 +137,83 @@ fn every_function_of_every_real_file_agrees_with_gprof() {
     assert_no_differences(&table, functions);
 }
 
+/// The rows of `go tool pprof -top` (its default view: no `-noinlines`)
+/// that differ from gprof's flat profile of `case`: self time to half a
+/// tick, calls exactly (for functions that do not call themselves: pprof's
+/// count of a function's calls also holds those, gprof's call graph shows
+/// them apart), the name character for character.
+fn top_differences(case: &CorpusCase, pprof: &Path) -> Option<Vec<String>> {
+    let path = pprof.to_str().unwrap();
+    let top = pprof_top(&[
+        "-top",
+        "-nodecount=1000000",
+        "-nodefraction=0",
+        "-unit=ms",
+        path,
+    ])?;
+    let calls = pprof_top(&[
+        "-top",
+        "-nodecount=1000000",
+        "-nodefraction=0",
+        "-sample_index=calls",
+        path,
+    ])?;
+    let flat = parse_flat(&report(case, "flat"));
+    let called = parse_called(&report(case, "graph"));
+    let mut out = Vec::new();
+    let mut diff = |function: &str, what: &str, ours: String, gprof: String| {
+        let name = &case.name;
+        out.push(format!(
+            "{name:<16} {function:<40} {what:<6} {ours:>14} {gprof:>14}"
+        ))
+    };
+    for (name, row) in &flat {
+        let ms = top.get(name).copied().unwrap_or(0.0);
+        if (ms / 1000.0 - row.self_seconds).abs() > 0.005 + 1e-9 {
+            diff(
+                name,
+                "self",
+                format!("{ms}ms"),
+                format!("{:.2}", row.self_seconds),
+            );
+        }
+        let recursive = called.get(name).is_some_and(|&(_, own)| own > 0);
+        let ours = calls.get(name).map(|&c| c as u64).filter(|&c| c > 0);
+        if row.calls.is_some() && !recursive && ours != row.calls {
+            diff(
+                name,
+                "calls",
+                format!("{ours:?}"),
+                format!("{:?}", row.calls),
+            );
+        }
+    }
+    for (name, ms) in &top {
+        if !flat.contains_key(name) && !name.starts_with('[') && *ms >= 5.0 {
+            diff(name, "self", format!("{ms}ms"), "(absent)".into());
+        }
+    }
+    Some(out)
+}
+
+#[test]
+fn go_tool_pprof_top_shows_gprofs_flat_profile_by_default() {
+    let dir = tempdir();
+    let mut table = Vec::new();
+    let mut functions = 0;
+    for case in cases() {
+        convert(&case, dir.path());
+        let pprof = dir.path().join(format!("{}.pb.gz", case.name));
+        let Some(diffs) = top_differences(&case, &pprof) else {
+            return; // go is not installed: go_pprof said so
+        };
+        functions += parse_flat(&report(&case, "flat")).len();
+        table.extend(diffs);
+    }
+    assert_no_differences(&table, functions);
+    println!("{functions} functions: go tool pprof -top rows equal gprof's flat rows");
+}
+
 /// Fails with a table of the differences, if any.
 fn assert_no_differences(table: &[String], functions: usize) {
     let mut shown = String::new();

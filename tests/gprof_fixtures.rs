@@ -217,32 +217,6 @@ fn expected_outputs_match_the_installed_gprof() {
     }
 }
 
-/// Rows of `go tool pprof -top`: name → flat value in the printed unit.
-fn pprof_top(args: &[&str]) -> Option<BTreeMap<String, f64>> {
-    let text = go_pprof(args)?;
-    let mut out = BTreeMap::new();
-    let mut in_table = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("flat") {
-            in_table = true;
-            continue;
-        }
-        if !in_table {
-            continue;
-        }
-        let tokens: Vec<&str> = line.split_whitespace().collect();
-        if tokens.len() < 6 {
-            continue;
-        }
-        let value: f64 = tokens[0]
-            .trim_end_matches(|c: char| c.is_alphabetic())
-            .parse()
-            .unwrap_or(0.0);
-        out.insert(tokens[5..].join(" "), value);
-    }
-    Some(out)
-}
-
 #[test]
 fn go_tool_pprof_accepts_the_output_and_shows_gprof_functions() {
     let dir = tempdir();
@@ -271,10 +245,8 @@ fn go_tool_pprof_accepts_the_output_and_shows_gprof_functions() {
         .unwrap();
         let calls = pprof_top(&["-top", "-nodecount=1000", "-sample_index=calls", path]).unwrap();
         let flat = expected_flat(case.expected);
-        let p = decode_pprof(&out);
-        let inlined = p.location.iter().any(|l| l.line.len() > 1);
         for (name, row) in &flat {
-            if row.self_seconds >= 0.01 && !inlined {
+            if row.self_seconds >= 0.01 {
                 let ms = top
                     .get(name)
                     .copied()
@@ -403,24 +375,38 @@ fn flat_stacks_option_gives_one_frame_per_sample() {
 }
 
 #[test]
-fn dwarf_gives_files_lines_and_inlined_frames() {
+fn dwarf_gives_files_and_lines_and_inlined_frames_on_request() {
     let dir = tempdir();
-    let p = decode_pprof(&convert_case(&CASES[4], dir.path(), "inl.pb.gz", &[]));
+    let inner_names = |p: &pb::Profile| -> BTreeSet<String> {
+        p.location
+            .iter()
+            .filter(|l| l.line.len() > 1)
+            .map(|l| {
+                let f = p
+                    .function
+                    .iter()
+                    .find(|f| f.id == l.line[0].function_id)
+                    .unwrap();
+                s(p, f.name).to_owned()
+            })
+            .collect()
+    };
+    // By default each address has one frame: the function gprof credits,
+    // with the line table's file and line.
+    let p = decode_pprof(&convert_case(&CASES[4], dir.path(), "one.pb.gz", &[]));
+    let m = &p.mapping[0];
+    assert!(m.has_functions && m.has_filenames && m.has_line_numbers && !m.has_inline_frames);
+    assert!(inner_names(&p).is_empty(), "no inlined frames by default");
+    assert_matches_gprof_flat(&p, &expected_flat(CASES[4].expected), "default frames");
+    let p = decode_pprof(&convert_case(
+        &CASES[4],
+        dir.path(),
+        "inl.pb.gz",
+        &["--inline-frames"],
+    ));
     let m = &p.mapping[0];
     assert!(m.has_functions && m.has_filenames && m.has_line_numbers && m.has_inline_frames);
-    let inlined: BTreeSet<String> = p
-        .location
-        .iter()
-        .filter(|l| l.line.len() > 1)
-        .map(|l| {
-            let f = p
-                .function
-                .iter()
-                .find(|f| f.id == l.line[0].function_id)
-                .unwrap();
-            s(&p, f.name).to_owned()
-        })
-        .collect();
+    let inlined = inner_names(&p);
     assert!(
         inlined.iter().any(|n| n.ends_with("_step")),
         "inlined helpers appear as inner frames: {inlined:?}"

@@ -313,6 +313,12 @@ pub struct ReadArgs {
     /// build, another program); by default such a pair is refused.
     #[arg(long)]
     pub skip_binary_check: bool,
+    /// gprof: give each address the frames of the functions inlined there.
+    /// By default a tick goes to the function gprof credits (the one whose
+    /// code holds it), so `go tool pprof -top` shows gprof's flat profile;
+    /// with this, pprof credits the inlined function, as it does for C++.
+    #[arg(long)]
+    pub inline_frames: bool,
     /// mpatrol: split samples by allocation size class.
     #[arg(long)]
     pub mpatrol_size_classes: bool,
@@ -359,6 +365,7 @@ impl ReadArgs {
                 rate: self.gmon_rate,
                 stacks: self.gprof_stacks,
                 skip_binary_check: self.skip_binary_check,
+                inline_frames: self.inline_frames,
             },
             mpatrol: MpatrolOptions {
                 size_classes: self.mpatrol_size_classes,

@@ -64,6 +64,12 @@ pub struct GprofOptions {
     /// Convert even when `--binary` does not fit the profile (by default
     /// such a pair is refused, docs/formats/gprof.md §3.4).
     pub skip_binary_check: bool,
+    /// Give each address the frames of the functions inlined there,
+    /// innermost first, as DWARF describes them. Off by default: a tick
+    /// goes to the function whose code holds it, the one gprof credits
+    /// (with the line table's file and line, as `gprof -l` shows), so that
+    /// pprof's default views show gprof's numbers.
+    pub inline_frames: bool,
 }
 
 /// Options of the mpatrol reader.

@@ -327,10 +327,10 @@ fn line_tables_read_ahead_answer_as_the_opened_binary_does() {
     files.extend(elf_files("gprof-corpus"));
     let (mut read_ahead, mut none, mut separate) = (0, 0, 0);
     for path in &files {
-        let binary = Binary::open_with(path, true, SymbolRules::Gprof).unwrap();
+        let binary = Binary::open_with(path, true, SymbolRules::Gprof, true).unwrap();
         let addresses = text_addresses(path);
         let sorted = binary.sorted_lines(&addresses);
-        let Some((file, tables)) = four.install(|| Binary::line_tables_of(path)) else {
+        let Some((file, tables)) = four.install(|| Binary::line_tables_of(path, true)) else {
             assert!(
                 sorted.is_none(),
                 "{}: read ahead, no tables",

@@ -94,11 +94,12 @@ pub fn parse_called(text: &str) -> BTreeMap<String, (u64, u64)> {
     out
 }
 
-/// The function a location belongs to as the symbol table says: the
-/// outermost of its (possibly inlined) lines.
+/// The function pprof's default views credit a location to: the first
+/// (innermost) of its lines, as `go tool pprof -top` takes it without
+/// `-noinlines`.
 pub fn symbol_function(p: &pb::Profile, loc_id: u64) -> String {
     let loc = p.location.iter().find(|l| l.id == loc_id).unwrap();
-    match loc.line.last() {
+    match loc.line.first() {
         Some(line) => {
             let f = p
                 .function
@@ -152,4 +153,31 @@ pub fn inclusive_from_pprof(p: &pb::Profile) -> BTreeMap<String, f64> {
         }
     }
     out
+}
+
+/// Rows of `go tool pprof ARGS` (a `-top` listing): name → flat value in
+/// the printed unit; `None` when go is not installed.
+pub fn pprof_top(args: &[&str]) -> Option<BTreeMap<String, f64>> {
+    let text = super::go_pprof(args)?;
+    let mut out = BTreeMap::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("flat") {
+            in_table = true;
+            continue;
+        }
+        if !in_table {
+            continue;
+        }
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        if tokens.len() < 6 {
+            continue;
+        }
+        let value: f64 = tokens[0]
+            .trim_end_matches(|c: char| c.is_alphabetic())
+            .parse()
+            .unwrap_or(0.0);
+        out.insert(tokens[5..].join(" "), value);
+    }
+    Some(out)
 }

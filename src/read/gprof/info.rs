@@ -17,7 +17,7 @@ pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
     let binary = options
         .binary
         .as_deref()
-        .map(|b| Binary::open_with(b, true, SymbolRules::Gprof))
+        .map(|b| Binary::open_with(b, true, SymbolRules::Gprof, options.gprof.inline_frames))
         .transpose()?;
     let mut summary = Summary::default();
     for input in inputs {

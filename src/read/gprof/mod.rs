@@ -109,14 +109,17 @@ fn open_and_load(
     // A small input parses faster than a thread starts.
     let small = inputs.iter().map(Input::len).sum::<u64>() < PARALLEL_INPUT_BYTES;
     let (loaded, binary) = if small || !crate::cores_beyond(2) {
-        (None, Binary::open_cached(path, SymbolRules::Gprof))
+        (
+            None,
+            Binary::open_cached(path, SymbolRules::Gprof, options.gprof.inline_frames),
+        )
     } else {
         // `Binary::open_cached` keeps the binary for this thread (an `Rc`):
         // it is opened here, the inputs parsed on a scoped thread.
         std::thread::scope(|scope| {
             let loaded = scope
                 .spawn(|| elf_pointer_size(path).map(|size| load(inputs, options, Some(size))));
-            let binary = Binary::open_cached(path, SymbolRules::Gprof);
+            let binary = Binary::open_cached(path, SymbolRules::Gprof, options.gprof.inline_frames);
             let loaded = loaded
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -184,10 +187,10 @@ fn elf_pointer_size(path: &Path) -> Option<usize> {
 /// once the profile is built.
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     std::thread::scope(|scope| {
-        let tables = options
-            .binary
-            .as_deref()
-            .map(|path| scope.spawn(move || Binary::line_tables_of(path)));
+        let tables = options.binary.as_deref().map(|path| {
+            let inline_frames = options.gprof.inline_frames;
+            scope.spawn(move || Binary::line_tables_of(path, inline_frames))
+        });
         let (binary, data) = open_and_load(inputs, options)?;
         let check = !options.gprof.skip_binary_check;
         let mut fits = None;

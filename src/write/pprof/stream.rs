@@ -8,28 +8,25 @@
 //! are encoded at once as `Profile` fields 4 and 2 with global ids
 //! (locations numbered in arrival order, strings, mappings and functions
 //! re-interned into one global table; a lean part, [`AddressPart`], is
-//! encoded straight from its columns), the bytes compressed by a pool of
-//! threads, one per core ([`Pool`]), as gzip members of 1 MiB or more and
-//! written out in order; the tables
-//! (sample types, mappings, functions, strings, comments...) follow at the
-//! end as one more encoded `Profile`. Protobuf merges concatenated messages
+//! encoded straight from its columns), by prost's code, one reused message
+//! at a time, and the bytes go through one gzip stream (flate2) as they
+//! come, a megabyte at a time; the tables (sample types, mappings,
+//! functions, strings, comments...) follow at the end as one more encoded
+//! `Profile`. Protobuf merges concatenated messages
 //! (repeated fields append), so the whole decodes to the profile the parts
 //! merge into; `go tool pprof` resolves ids after decoding, and reads
 //! concatenated gzip members as one stream.
 //!
 //! Memory: the global tables (O(strings + mappings + functions)), the
 //! parts held before streaming (at most [`SPILL_VALUES`] values; lean ones
-//! as copies of their columns), one part, and the members in the pool (two
-//! per core and one more, at most 16 MiB beyond one per core and one more)
+//! as copies of their columns), one part, and a megabyte of encoded bytes
 //! — never O(locations).
 
 use std::io::Write;
 
 use prost::Message;
 
-use super::pool::Pool;
-use super::wire::{self, Encoder, Label, Line};
-use super::{to_proto, worth_a_thread, write as write_whole};
+use super::{encode, pb, pb_label, to_proto, Scratch};
 use crate::error::{Error, Result};
 use crate::profile::{AddressPart, LabelValue, PartSink, Profile, TableMap};
 
@@ -38,13 +35,12 @@ use crate::profile::{AddressPart, LabelValue, PartSink, Profile, TableMap};
 /// held whole.
 pub const SPILL_VALUES: usize = 1 << 18;
 
-/// Encoded bytes per gzip member (and per write of raw output).
-const MEMBER_BYTES: usize = 1 << 20;
+/// Encoded bytes gathered before they are written out (compressed or not).
+const WRITE_BYTES: usize = 1 << 20;
 
 /// A pprof output fed part by part; [`Stream::finish`] completes it.
 pub struct Stream<W: Write> {
-    out: W,
-    gzip: bool,
+    out: Out<W>,
     spill_at: usize,
     state: State,
     /// The sample type to make the default (`--sample-type`), set at the end.
@@ -89,6 +85,40 @@ impl Held {
     }
 }
 
+/// Where the encoded bytes go: the output itself, or a gzip stream into it.
+enum Out<W: Write> {
+    Raw(W),
+    Gzip(Box<flate2::write::GzEncoder<W>>),
+}
+
+impl<W: Write> Out<W> {
+    fn new(out: W, gzip: bool) -> Self {
+        match gzip {
+            true => Out::Gzip(Box::new(flate2::write::GzEncoder::new(
+                out,
+                flate2::Compression::fast(),
+            ))),
+            false => Out::Raw(out),
+        }
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        match self {
+            Out::Raw(w) => w.write_all(bytes),
+            Out::Gzip(w) => w.write_all(bytes),
+        }
+        .map_err(io_error)
+    }
+
+    /// Ends the gzip stream, if any, and gives the output back.
+    fn finish(self) -> Result<W> {
+        match self {
+            Out::Raw(w) => Ok(w),
+            Out::Gzip(w) => w.finish().map_err(io_error),
+        }
+    }
+}
+
 /// The state once streaming: the global tables and what is being written.
 struct Streaming {
     /// Sample types, header, strings, mappings and functions; no locations
@@ -96,20 +126,13 @@ struct Streaming {
     global: Profile,
     /// Locations written so far (the next one's id is this + 1).
     locations: u64,
-    /// Encoded bytes not yet handed to compression.
+    /// Encoded bytes not yet written out.
     pending: Vec<u8>,
-    /// The threads compressing members, once the first one is handed in
-    /// (gzip only). Buffers come back from it for the next members: a fresh
-    /// buffer of megabytes costs a page fault per page.
-    pool: Option<Pool>,
-    encoder: Encoder,
-    /// Scratch for one sample's location ids, values and labels.
-    ids: Vec<u64>,
+    scratch: Scratch,
+    /// One sample's values, in the global sample types' order.
     values: Vec<i64>,
-    labels: Vec<Label>,
-    lines: Vec<Line>,
-    /// A lean part's labels, encoded once for all its samples.
-    label_bytes: Vec<u8>,
+    /// One sample's labels, their strings in the global table.
+    labels: Vec<pb::Label>,
 }
 
 impl<W: Write> Stream<W> {
@@ -122,8 +145,7 @@ impl<W: Write> Stream<W> {
     /// would be held (0: from the second part on; tests use it).
     pub fn with_spill(out: W, gzip: bool, spill_at: usize) -> Self {
         Stream {
-            out,
-            gzip,
+            out: Out::new(out, gzip),
             spill_at,
             state: State::Holding(Vec::new(), 0),
             sample_type: None,
@@ -148,20 +170,16 @@ impl<W: Write> Stream<W> {
                     whole.merge(&part.into_profile())?;
                 }
                 crate::write::prefer_sample_type(&mut whole, preferred.as_deref())?;
-                write_whole(&whole, self.gzip, &mut self.out)?;
-                drop_aside(whole);
+                self.out.write_all(&encode(&whole))?;
             }
             State::Streaming(mut s) => {
                 crate::write::prefer_sample_type(&mut s.global, preferred.as_deref())?;
                 let tables = to_proto(&s.global).encode_to_vec();
                 s.pending.extend_from_slice(&tables);
-                s.ship(self.gzip, &mut self.out, 0)?;
-                if let Some(pool) = s.pool.take() {
-                    pool.finish(&mut self.out).map_err(io_error)?;
-                }
+                s.ship(&mut self.out, 0)?;
             }
         }
-        Ok(self.out)
+        self.out.finish()
     }
 
     /// Starts streaming with the parts held so far.
@@ -181,14 +199,10 @@ impl<W: Write> Stream<W> {
         let mut s = Box::new(Streaming {
             global: tables,
             locations: 0,
-            pending: Vec::with_capacity(2 * MEMBER_BYTES),
-            pool: None,
-            encoder: Encoder::default(),
-            ids: Vec::new(),
+            pending: Vec::with_capacity(2 * WRITE_BYTES),
+            scratch: Scratch::default(),
             values: Vec::new(),
             labels: Vec::new(),
-            lines: Vec::new(),
-            label_bytes: Vec::new(),
         });
         s.encode(&rows, &identity);
         for part in parts {
@@ -196,20 +210,10 @@ impl<W: Write> Stream<W> {
                 Held::Whole(part) => s.add(&part)?,
                 Held::Lean(part) => s.add_columns(&part)?,
             }
-            s.ship(self.gzip, &mut self.out, MEMBER_BYTES)?;
+            s.ship(&mut self.out, WRITE_BYTES)?;
         }
         self.state = State::Streaming(s);
         Ok(())
-    }
-}
-
-/// Frees a profile written whole: a large one (hundreds of thousands of
-/// small allocations) on another thread, so that the output is complete
-/// without waiting for it.
-fn drop_aside(profile: Profile) {
-    if worth_a_thread(&profile) {
-        // If no thread can be made, the profile is freed here.
-        let _ = std::thread::Builder::new().spawn(move || drop(profile));
     }
 }
 
@@ -232,7 +236,7 @@ impl<W: Write> PartSink for Stream<W> {
             State::Holding(..) => self.hold(Held::Lean(part.clone())),
             State::Streaming(s) => {
                 s.add_columns(part)?;
-                s.ship(self.gzip, &mut self.out, MEMBER_BYTES)
+                s.ship(&mut self.out, WRITE_BYTES)
             }
         }
     }
@@ -242,7 +246,7 @@ impl<W: Write> PartSink for Stream<W> {
             State::Holding(..) => self.hold(Held::Whole(part)),
             State::Streaming(s) => {
                 s.add(&part)?;
-                s.ship(self.gzip, &mut self.out, MEMBER_BYTES)
+                s.ship(&mut self.out, WRITE_BYTES)
             }
         }
     }
@@ -303,71 +307,52 @@ impl Streaming {
             .mappings
             .get(part.mapping.index())
             .map_or(0, |m| m.index() as u64 + 1);
-        self.encoder
-            .bare_locations(&mut self.pending, base + 1, mapping, &part.addresses);
+        for (i, &address) in part.addresses.iter().enumerate() {
+            let location = crate::profile::Location {
+                mapping: None,
+                address,
+                is_return_address: false,
+                lines: Default::default(),
+            };
+            let id = base + i as u64 + 1;
+            self.scratch
+                .location(&mut self.pending, id, &location, |_| 0, mapping);
+        }
         self.locations += part.addresses.len() as u64;
-        if part.addresses.is_empty() {
-            return Ok(());
-        }
-        let mut labels = std::mem::take(&mut self.labels);
-        self.wire_labels(&part.tables, &part.labels, &mut labels);
-        self.label_bytes.clear();
-        wire::encode_labels(&mut self.label_bytes, &labels);
-        self.labels = labels;
+        self.global_labels(&part.tables, &part.labels);
         let width = self.global.sample_types().len();
-        let same = part.width() == width && map.types.iter().enumerate().all(|(i, &t)| i == t);
-        if same {
-            // Only the values of rows there are addresses for.
-            let rows = part.addresses.len().saturating_mul(width);
-            let values = part.values.get(..rows).unwrap_or(&part.values);
-            self.encoder.one_frame_samples(
-                &mut self.pending,
-                base + 1,
-                values,
-                width,
-                &self.label_bytes,
-            );
-            return Ok(());
-        }
         for (i, (_, values)) in part.rows().enumerate() {
             if values.iter().all(|v| *v == 0) {
                 continue;
             }
-            let id = base + i as u64 + 1;
             self.values.clear();
             self.values.resize(width, 0);
             for (t, v) in values.iter().enumerate() {
                 self.values[map.types[t]] = *v;
             }
-            wire::one_frame_sample(&mut self.pending, id, &self.values, &self.label_bytes);
+            let id = base + i as u64 + 1;
+            let labels = self.labels.iter().copied();
+            self.scratch
+                .sample(&mut self.pending, std::iter::once(id), &self.values, labels);
         }
         Ok(())
     }
 
-    /// The labels of a sample of `part` with their strings interned in the
-    /// global table, into `out`.
-    fn wire_labels(
-        &mut self,
-        part: &Profile,
-        labels: &[crate::profile::Label],
-        out: &mut Vec<Label>,
-    ) {
-        out.clear();
+    /// `labels` of `part` with their strings interned in the global table,
+    /// into `self.labels`.
+    fn global_labels(&mut self, part: &Profile, labels: &[crate::profile::Label]) {
+        self.labels.clear();
         for l in labels {
-            let key = self.global.intern(part.str(l.key)).index() as i64;
-            out.push(match l.value {
-                LabelValue::Str(v) => Label {
-                    key,
-                    str: self.global.intern(part.str(v)).index() as i64,
-                    ..Label::default()
-                },
-                LabelValue::Num { num, unit } => Label {
-                    key,
+            let key = self.global.intern(part.str(l.key));
+            let value = match l.value {
+                LabelValue::Str(v) => LabelValue::Str(self.global.intern(part.str(v))),
+                LabelValue::Num { num, unit } => LabelValue::Num {
                     num,
-                    num_unit: self.global.intern(part.str(unit)).index() as i64,
-                    ..Label::default()
+                    unit: self.global.intern(part.str(unit)),
                 },
-            });
+            };
+            let label = crate::profile::Label { key, value };
+            self.labels.push(pb_label(&label));
         }
     }
 
@@ -376,26 +361,21 @@ impl Streaming {
     fn encode(&mut self, part: &Profile, map: &TableMap) {
         let base = self.locations;
         for (i, l) in part.locations().iter().enumerate() {
-            self.lines.clear();
-            self.lines.extend(l.lines.iter().map(|line| Line {
-                function_id: map.functions[line.function.index()].index() as u64 + 1,
-                line: line.line,
-            }));
             let mapping = l
                 .mapping
                 .map_or(0, |m| map.mappings[m.index()].index() as u64 + 1);
             let id = base + i as u64 + 1;
-            self.encoder
-                .location(&mut self.pending, id, mapping, l.address, &self.lines);
+            let function_id =
+                |f: crate::profile::FunctionId| map.functions[f.index()].index() as u64 + 1;
+            self.scratch
+                .location(&mut self.pending, id, l, function_id, mapping);
         }
         self.locations += part.locations().len() as u64;
         let width = self.global.sample_types().len();
         for s in part.samples() {
             // Label strings are interned for every sample, in order, as
             // merging would: the string table comes out the same.
-            let mut labels = std::mem::take(&mut self.labels);
-            self.wire_labels(part, &s.labels, &mut labels);
-            self.labels = labels;
+            self.global_labels(part, &s.labels);
             if s.values.iter().all(|v| *v == 0) {
                 continue;
             }
@@ -404,37 +384,21 @@ impl Streaming {
             for (i, v) in s.values.iter().enumerate() {
                 self.values[map.types[i]] = *v;
             }
-            self.ids.clear();
-            self.ids
-                .extend(s.stack.iter().map(|l| base + l.index() as u64 + 1));
-            self.encoder
-                .sample(&mut self.pending, &self.ids, &self.values, &self.labels);
+            let ids = s.stack.iter().map(|l| base + l.index() as u64 + 1);
+            let labels = self.labels.iter().copied();
+            self.scratch
+                .sample(&mut self.pending, ids, &self.values, labels);
         }
     }
 
-    /// Hands the pending bytes on once there are at least `min` of them:
-    /// to the compression threads (started with the first member, one per
-    /// core), or straight out when raw.
-    fn ship(&mut self, gzip: bool, out: &mut dyn Write, min: usize) -> Result<()> {
+    /// Writes the pending bytes out once there are at least `min` of them.
+    fn ship<W: Write>(&mut self, out: &mut Out<W>, min: usize) -> Result<()> {
         if self.pending.len() < min.max(1) {
             return Ok(());
         }
-        if !gzip {
-            out.write_all(&self.pending).map_err(io_error)?;
-            self.pending.clear();
-            return Ok(());
-        }
-        let pool = match &mut self.pool {
-            Some(pool) => pool,
-            None => {
-                let cores = crate::cores();
-                let pool = Pool::new(cores, |len| len / 4).map_err(io_error)?;
-                self.pool.insert(pool)
-            }
-        };
-        let next = pool.buffer(2 * MEMBER_BYTES);
-        let bytes = std::mem::replace(&mut self.pending, next);
-        pool.compress(bytes, out).map_err(io_error)
+        out.write_all(&self.pending)?;
+        self.pending.clear();
+        Ok(())
     }
 }
 

@@ -483,4 +483,25 @@ mod tests {
         want.sort();
         assert_eq!(left, want);
     }
+
+    /// A folder of the output tree swapped for a symbolic link while the
+    /// output is being written: the rename is refused, nothing lands where
+    /// the link points.
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_swapped_for_a_link_before_the_rename_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, outside) = (dir.path().join("out"), dir.path().join("elsewhere"));
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        let path = root.join("sub/out.svg");
+        let mut t = Temporary::create(&path, Some(&root)).unwrap();
+        t.write_all(b"<svg/>").unwrap();
+        std::fs::rename(root.join("sub"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("sub")).unwrap();
+        let e = t.commit().unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        assert!(Temporary::create(&path, Some(&root)).is_err());
+    }
 }

@@ -861,9 +861,11 @@ fn check_out_dir(archive: &Path, out_dir: &Path) -> Result<()> {
 }
 
 /// Checks a `--report` file before the run converts anything: its folder
-/// exists, and it is no file the run reads — not in the archive (unless in
-/// the output folder there), not a file of [`ArchiveOptions::files_read`],
-/// not one of `also_read` (the binary map, the known failures).
+/// exists, and it is no file the run reads — not an existing file of the
+/// archive unless it is an earlier report (a re-run replaces it; one in the
+/// output folder there is an output), not a file of
+/// [`ArchiveOptions::files_read`], not one of `also_read` (the binary map,
+/// the known failures).
 pub fn check_report_path(
     report: &Path,
     archive: &Path,
@@ -887,7 +889,7 @@ pub fn check_report_path(
         .ok()
         .zip(options.out_dir.canonicalize().ok())
         .is_some_and(|(f, out)| f.starts_with(out));
-    if !in_out_dir {
+    if !in_out_dir && report.exists() && Report::load(report).is_err() {
         read.push(archive);
     }
     write::refuse_input_as_output(report, &read)

@@ -56,8 +56,9 @@ impl Output {
 /// `outputs`. Returns the warnings about the inputs ([`crate::Profile::warn`]),
 /// which the outputs also carry among their comments.
 ///
-/// Before anything is read, an output that is a file the conversion reads
-/// is refused ([`crate::write::refuse_input_as_output`]): an input, a file
+/// Once the inputs are opened and their format detected, before anything is
+/// converted or written, an output that is a file the conversion reads is
+/// refused ([`crate::write::refuse_input_as_output`]): an input, a file
 /// inside an input folder, standard input's file, `binary`, APS `pid_info`,
 /// a file under DCPI `image_dir` or APS `image_root`. When every output is
 /// pprof, the outputs are written as the inputs are read; otherwise the
@@ -76,18 +77,21 @@ pub fn convert<P: AsRef<Path>>(
     options: &Options,
 ) -> Result<Vec<String>> {
     let paths: Vec<PathBuf> = inputs.iter().map(|p| p.as_ref().to_path_buf()).collect();
+    let opened = read::open_all(&paths, &options.read)?;
+    // Detected first, so that a folder that is no profile is pointed to
+    // `profconv convert` rather than refused as an output's folder.
+    let format = read::format_of(&opened, &options.read)?;
     let mut read_paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     read_paths.extend(read_besides(&options.read));
     for output in outputs {
         write::refuse_input_as_output(&output.path, &read_paths)?;
     }
-    let opened = read::open_all(&paths, &options.read)?;
-    if !options.write.title.is_empty() {
-        return convert_inputs(&opened, outputs, options, None);
+    let mut options = options.clone();
+    options.read.format = Some(format);
+    if options.write.title.is_empty() {
+        options.write.title = title_of(&paths);
     }
-    let mut titled = options.clone();
-    titled.write.title = title_of(&paths);
-    convert_inputs(&opened, outputs, &titled, None)
+    convert_inputs(&opened, outputs, &options, None)
 }
 
 /// What a conversion reads besides its inputs: the binary, APS `pid_info`,

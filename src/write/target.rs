@@ -5,7 +5,7 @@
 //! path), that lies inside an input folder (a DCPI database, an APS capture,
 //! an image folder), that is standard input's file, or a standard output
 //! redirected to an input (`>> gmon.out`) is refused before anything is
-//! read. Special files (devices, FIFOs, sockets) are written through as they
+//! converted. Special files (devices, FIFOs, sockets) are written through as they
 //! are, and a symbolic link's target is replaced, never the link itself, so
 //! `-o /dev/null`, `-o /dev/stdout` or `-o link.svg` do what they say.
 //!

@@ -84,11 +84,17 @@ fn an_output_inside_the_image_dir_is_refused() {
     assert_eq!(std::fs::read(&image).unwrap(), b"an image");
 }
 
-#[test]
-fn standard_input_whose_file_is_the_output_is_refused() {
+/// A copy of the example gmon.out, `in.gmon` in a folder of its own.
+fn gmon_copy() -> (tempfile::TempDir, PathBuf) {
     let dir = tempdir();
     let input = dir.path().join("in.gmon");
     std::fs::copy(gmon(), &input).unwrap();
+    (dir, input)
+}
+
+#[test]
+fn standard_input_whose_file_is_the_output_is_refused() {
+    let (_dir, input) = gmon_copy();
     let before = std::fs::read(&input).unwrap();
     let run = Command::new(profconv_bin())
         .args([
@@ -109,9 +115,7 @@ fn standard_input_whose_file_is_the_output_is_refused() {
 
 #[test]
 fn standard_output_appending_to_an_input_is_refused() {
-    let dir = tempdir();
-    let input = dir.path().join("in.gmon");
-    std::fs::copy(gmon(), &input).unwrap();
+    let (_dir, input) = gmon_copy();
     let before = std::fs::read(&input).unwrap();
     let append = std::fs::OpenOptions::new()
         .append(true)

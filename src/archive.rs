@@ -68,6 +68,15 @@ impl ArchiveOptions {
             progress: None,
         }
     }
+
+    /// The files the run reads besides the archive, which no output may be
+    /// ([`write::refuse_input_as_output`]): `--binary`, the binaries of the
+    /// binary map, APS `pid_info`, and the image folders (all below them).
+    pub fn files_read(&self) -> Vec<&Path> {
+        let mut read: Vec<&Path> = crate::convert::read_besides(&self.read).collect();
+        read.extend(self.binary_map.iter().map(|(_, b)| b.as_path()));
+        read
+    }
 }
 
 /// One input of the archive: a file, or a directory that is one profile.
@@ -422,47 +431,6 @@ pub(crate) fn output_path(out_dir: &Path, unit: &Unit, format: OutputFormat) -> 
     out_dir.join(name)
 }
 
-/// Makes the folders of an output below `out_dir` and checks that writing
-/// it stays inside `out_dir`: a symbolic link (to a folder or as the output
-/// itself) or a special file in the output tree is not followed.
-fn prepare_output(out_dir: &Path, out: &Path) -> Result<()> {
-    let outside = |at: &Path, why: &str| {
-        Error::io(
-            at,
-            std::io::Error::other(format!(
-                "{why}: not followed, so no output is written outside the output directory"
-            )),
-        )
-    };
-    let rel = out.strip_prefix(out_dir).unwrap_or(out);
-    let parts: Vec<_> = rel.components().collect();
-    let mut at = out_dir.to_path_buf();
-    for (i, part) in parts.iter().enumerate() {
-        at.push(part);
-        let last = i + 1 == parts.len();
-        match std::fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(outside(&at, "a symbolic link in the output directory"))
-            }
-            Ok(m) if !last && !m.is_dir() => return Err(outside(&at, "not a folder")),
-            Ok(m) if last && !m.is_file() => return Err(outside(&at, "not a regular file")),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if !last {
-                    match std::fs::create_dir(&at) {
-                        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-                            return Err(Error::io(&at, e))
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            Err(e) => return Err(Error::io(&at, e)),
-        }
-    }
-    Ok(())
-}
-
 /// A `--binary-map` glob: `*` and `?` stay within one path component, `**`
 /// crosses components. Matching is linear in the path (globset compiles to
 /// a regular expression automaton), whatever the pattern.
@@ -757,14 +725,26 @@ fn convert(
             format: *format,
         })
         .collect();
+    let mut read_besides = options.files_read();
+    read_besides.extend(read_options.binary.as_deref());
     for output in &outputs {
-        prepare_output(&options.out_dir, &output.path)?;
+        write::target::within(&options.out_dir, &output.path, true)?;
+        write::refuse_input_as_output(&output.path, &read_besides)?;
+        // This unit is the only writer of its outputs (the plan gives each
+        // output one unit, and a unit one shard): the marked temporaries of
+        // these outputs are a stopped run's, never a live one's.
+        write::remove_stale(&output.path);
     }
     let convert_options = Options {
         read: read_options,
         write: write_options,
     };
-    let converted = convert_inputs(std::slice::from_ref(&input), &outputs, &convert_options);
+    let converted = convert_inputs(
+        std::slice::from_ref(&input),
+        &outputs,
+        &convert_options,
+        Some(&options.out_dir),
+    );
     record.warnings = progress.warnings();
     converted.map(|_| Status::Converted)
 }
@@ -783,42 +763,28 @@ fn outputs_to_write<'a>(
             if options.force {
                 return true;
             }
-            match modified(out) {
-                None => true,
-                Some(t) => options.resume && input_time.is_some_and(|i| i > t),
+            // Only a regular file is an output: a folder or a link at its
+            // place is no output, and the unit then fails saying so.
+            match std::fs::symlink_metadata(out) {
+                Ok(m) if m.is_file() => {
+                    let t = m.modified().ok();
+                    options.resume && input_time.is_some_and(|i| t.is_some_and(|t| i > t))
+                }
+                _ => true,
             }
         })
         .collect()
 }
 
-/// Removes temporary files a killed earlier run left in the output tree
-/// (`.NAME.XXXXXX.tmp`, as `write::write_atomically` names them).
-pub(crate) fn remove_stale_temporaries(dir: &Path) -> usize {
-    fn go(dir: &Path, depth: usize) -> usize {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return 0;
-        };
-        let mut removed = 0;
-        for e in entries.flatten() {
-            let path = e.path();
-            match e.file_type() {
-                Ok(t) if t.is_dir() && depth < MAX_DEPTH => removed += go(&path, depth + 1),
-                Ok(t) if t.is_file() => {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    if write::is_temporary_name(&name) && std::fs::remove_file(&path).is_ok() {
-                        removed += 1;
-                    }
-                }
-                _ => {}
-            }
-        }
-        removed
-    }
-    go(dir, 0)
-}
-
 /// Runs the whole migration. `progress` is called once per unit as it
 /// finishes (from worker threads), with the unit's record.
+///
+/// Every output name is decided before anything is converted: units whose
+/// outputs collide (an output that is also a folder of another unit's
+/// output, or two units with one output) all fail, saying with which, the
+/// same in every run and every shard. The output folder is made once the
+/// plan is known; a run that made it and converted nothing removes the
+/// empty folders it leaves there.
 pub fn run(
     archive: &Path,
     options: &ArchiveOptions,
@@ -826,29 +792,19 @@ pub fn run(
     on_plan: &dyn Fn(&[Unit]),
 ) -> Result<Report> {
     let started = Instant::now();
-    std::fs::create_dir_all(&options.out_dir).map_err(|e| Error::io(&options.out_dir, e))?;
-    let (out, arch) = (options.out_dir.canonicalize(), archive.canonicalize());
-    if let (Ok(out), Ok(arch)) = (out, arch) {
-        // An output directory inside the archive is left out of the walk;
-        // one that holds the archive would put outputs among the inputs.
-        if arch.starts_with(&out) {
-            return Err(Error::Usage(format!(
-                "the output directory {} holds the archive {}: outputs could overwrite inputs; choose a folder outside the archive",
-                options.out_dir.display(),
-                archive.display()
-            )));
-        }
-    }
-    remove_stale_temporaries(&options.out_dir);
+    check_out_dir(archive, &options.out_dir)?;
     let mut units = plan(archive, Some(&options.out_dir))?;
+    fail_colliding_outputs(&mut units, &options.formats);
     if let Some(shard) = options.shard {
         units.retain(|u| shard.takes(&u.rel));
     }
-    on_plan(&units);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs)
         .build()
         .map_err(|e| Error::Usage(format!("cannot start {} worker threads: {e}", options.jobs)))?;
+    let made = !options.out_dir.exists();
+    std::fs::create_dir_all(&options.out_dir).map_err(|e| Error::io(&options.out_dir, e))?;
+    on_plan(&units);
     let neighbours = Neighbours::default();
     let inputs: Vec<Record> = pool.install(|| {
         units
@@ -871,7 +827,145 @@ pub fn run(
         inputs,
     );
     report.shard = options.shard.map(|s| s.to_string());
+    if made && report.converted == 0 {
+        remove_empty_folders(&options.out_dir, 0);
+    }
     Ok(report)
+}
+
+/// Refuses an output folder that is a file, or that holds the archive
+/// (outputs would land among the inputs); one inside the archive is left
+/// out of the walk.
+fn check_out_dir(archive: &Path, out_dir: &Path) -> Result<()> {
+    match std::fs::metadata(out_dir) {
+        Ok(m) if !m.is_dir() => {
+            return Err(Error::Usage(format!(
+                "the output folder {} is a file: `profconv convert` writes a folder of outputs; name a folder (it is made if missing)",
+                out_dir.display()
+            )))
+        }
+        Ok(_) => {}
+        // A folder yet to be made holds nothing.
+        Err(_) => return Ok(()),
+    }
+    if let (Ok(out), Ok(arch)) = (out_dir.canonicalize(), archive.canonicalize()) {
+        if arch.starts_with(&out) {
+            return Err(Error::Usage(format!(
+                "the output directory {} holds the archive {}: outputs could overwrite inputs; choose a folder outside the archive",
+                out_dir.display(),
+                archive.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a `--report` file before the run converts anything: its folder
+/// exists, and it is no file the run reads — not an existing file of the
+/// archive unless it is an earlier report (a re-run replaces it; one in the
+/// output folder there is an output), not a file of
+/// [`ArchiveOptions::files_read`], not one of `also_read` (the binary map,
+/// the known failures).
+pub fn check_report_path(
+    report: &Path,
+    archive: &Path,
+    options: &ArchiveOptions,
+    also_read: &[&Path],
+) -> Result<()> {
+    let folder = match report.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(Error::Usage(format!(
+            "the folder of the report {} does not exist: make it first, or name another place",
+            report.display()
+        )));
+    }
+    let mut read = options.files_read();
+    read.extend_from_slice(also_read);
+    let in_out_dir = folder
+        .canonicalize()
+        .ok()
+        .zip(options.out_dir.canonicalize().ok())
+        .is_some_and(|(f, out)| f.starts_with(out));
+    if !in_out_dir && report.exists() && Report::load(report).is_err() {
+        read.push(archive);
+    }
+    write::refuse_input_as_output(report, &read)
+}
+
+/// Fails every unit whose outputs collide with another unit's: an output
+/// file that is also a folder on the way to another output (`x` →
+/// `x.folded` beside a folder `x.folded/`), or one output of two units. The
+/// names alone decide, so every run and every shard agrees.
+fn fail_colliding_outputs(units: &mut [Unit], formats: &[OutputFormat]) {
+    use std::collections::HashMap;
+    let outputs_of = |unit: &Unit| -> Vec<PathBuf> {
+        formats
+            .iter()
+            .map(|&f| output_path(Path::new(""), unit, f))
+            .collect()
+    };
+    let mut files: HashMap<PathBuf, usize> = HashMap::new();
+    let mut folders: HashMap<PathBuf, usize> = HashMap::new();
+    for (i, unit) in units
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u.problem.is_none())
+    {
+        for out in outputs_of(unit) {
+            for folder in out
+                .ancestors()
+                .skip(1)
+                .filter(|a| !a.as_os_str().is_empty())
+            {
+                folders.entry(folder.to_path_buf()).or_insert(i);
+            }
+            files.entry(out).or_insert(i);
+        }
+    }
+    let mut clashes: Vec<(usize, String)> = Vec::new();
+    for (i, unit) in units
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u.problem.is_none())
+    {
+        for out in outputs_of(unit) {
+            let (other, what) = match (files.get(&out), folders.get(&out)) {
+                (Some(&j), _) if j != i => (j, "an output"),
+                (_, Some(&j)) => (j, "a folder of the outputs"),
+                _ => continue,
+            };
+            let why = format!(
+                "outputs collide: {}, an output of {}, is also {what} of {}; neither is converted: rename one of them",
+                out.display(),
+                unit.rel,
+                units[other].rel
+            );
+            clashes.push((i, why.clone()));
+            clashes.push((other, why));
+        }
+    }
+    for (i, why) in clashes {
+        if units[i].problem.is_none() {
+            units[i].problem = Some((Status::Failed, why));
+        }
+    }
+}
+
+/// Removes the empty folders below and including `dir`, deepest first: what
+/// a run that made the output folder and converted nothing leaves there.
+fn remove_empty_folders(dir: &Path, depth: usize) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if depth < MAX_DEPTH && e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_empty_folders(&e.path(), depth + 1);
+            }
+        }
+    }
+    // Fails, leaving it, when something is inside.
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// A deterministic part of an archive run: shard `index` of `count` (from 0,

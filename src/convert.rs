@@ -56,8 +56,11 @@ impl Output {
 /// `outputs`. Returns the warnings about the inputs ([`crate::Profile::warn`]),
 /// which the outputs also carry among their comments.
 ///
-/// Before anything is read, an output that is a file the conversion reads
-/// (an input, `binary`, APS `pid_info`) is refused. When every output is
+/// Once the inputs are opened and their format detected, before anything is
+/// converted or written, an output that is a file the conversion reads is
+/// refused ([`crate::write::refuse_input_as_output`]): an input, a file
+/// inside an input folder, standard input's file, `binary`, APS `pid_info`,
+/// a file under DCPI `image_dir` or APS `image_root`. When every output is
 /// pprof, the outputs are written as the inputs are read; otherwise the
 /// whole profile is read first, then the outputs are written in order.
 /// Either way the outputs that are files appear whole or not at all, and
@@ -74,28 +77,45 @@ pub fn convert<P: AsRef<Path>>(
     options: &Options,
 ) -> Result<Vec<String>> {
     let paths: Vec<PathBuf> = inputs.iter().map(|p| p.as_ref().to_path_buf()).collect();
-    let mut read_paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-    read_paths.extend(options.read.binary.as_deref());
-    read_paths.extend(options.read.aps.pid_info.as_deref());
-    for output in outputs {
-        write::target::refuse_input_as_output(&output.path, &read_paths)?;
-    }
     let opened = read::open_all(&paths, &options.read)?;
-    if !options.write.title.is_empty() {
-        return convert_inputs(&opened, outputs, options);
+    // Detected first, so that a folder that is no profile is pointed to
+    // `profconv convert` rather than refused as an output's folder.
+    let format = read::format_of(&opened, &options.read)?;
+    let mut read_paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    read_paths.extend(read_besides(&options.read));
+    for output in outputs {
+        write::refuse_input_as_output(&output.path, &read_paths)?;
     }
-    let mut titled = options.clone();
-    titled.write.title = title_of(&paths);
-    convert_inputs(&opened, outputs, &titled)
+    let mut options = options.clone();
+    options.read.format = Some(format);
+    if options.write.title.is_empty() {
+        options.write.title = title_of(&paths);
+    }
+    convert_inputs(&opened, outputs, &options, None)
+}
+
+/// What a conversion reads besides its inputs: the binary, APS `pid_info`,
+/// and the folders images are found in (everything below them).
+pub(crate) fn read_besides(options: &ReadOptions) -> impl Iterator<Item = &Path> {
+    [
+        options.binary.as_deref(),
+        options.aps.pid_info.as_deref(),
+        options.dcpi.image_dir.as_deref(),
+        options.aps.image_root.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// [`convert`] of inputs opened already (an archive migration opens each
 /// input once, to detect its format), with no check of the outputs against
-/// the inputs and the title as it is.
+/// the inputs and the title as it is. With `within`, the outputs are files
+/// inside that folder, never written through a link.
 pub(crate) fn convert_inputs(
     inputs: &[Input],
     outputs: &[Output],
     options: &Options,
+    within: Option<&Path>,
 ) -> Result<Vec<String>> {
     let progress = options.read.progress.as_deref();
     if outputs.iter().all(|o| write::streams_format(o.format)) {
@@ -104,7 +124,7 @@ pub(crate) fn convert_inputs(
             .map(|o| (o.path.as_path(), o.format))
             .collect();
         let sample_type = options.write.sample_type.as_deref();
-        let mut streamed = write::StreamedOutputs::create(&targets, sample_type)?;
+        let mut streamed = write::StreamedOutputs::create(&targets, sample_type, within)?;
         read::read_parts(inputs, &options.read, &mut streamed)?;
         if let Some(p) = progress {
             p.start_writing();
@@ -126,7 +146,7 @@ pub(crate) fn convert_inputs(
         .iter()
         .map(|o| (o.path.as_path(), o.format))
         .collect();
-    write::write_files(&profile, &targets, &options.write)?;
+    write::write_files(&profile, &targets, &options.write, within)?;
     Ok(warnings)
 }
 

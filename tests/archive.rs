@@ -357,14 +357,18 @@ fn make_big_archive(root: &Path, n: usize) {
 }
 
 /// The name of a temporary file a conversion writes before renaming it into
-/// place: `.NAME.XXXXXX.tmp`.
+/// place: `.NAME.profconv-XXXXXX.tmp`.
 fn is_temporary_name(name: &str) -> bool {
     let Some(inner) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
         return false;
     };
-    inner.rsplit_once('.').is_some_and(|(stem, random)| {
-        !stem.is_empty() && random.len() == 6 && random.chars().all(|c| c.is_ascii_alphanumeric())
-    })
+    inner
+        .rsplit_once(".profconv-")
+        .is_some_and(|(stem, random)| {
+            !stem.is_empty()
+                && random.len() == 6
+                && random.chars().all(|c| c.is_ascii_alphanumeric())
+        })
 }
 
 fn outputs_all_decode(out: &Path) -> usize {

@@ -102,6 +102,8 @@ pub enum ReportCommand {
 
 /// Joins shard reports (`profconv report merge`).
 fn merge_reports(reports: &[PathBuf], output: &Path) -> Result<()> {
+    let read: Vec<&Path> = reports.iter().map(PathBuf::as_path).collect();
+    profconv::write::refuse_input_as_output(output, &read)?;
     let loaded = reports
         .iter()
         .map(|p| profconv::archive::Report::load(p))
@@ -585,6 +587,13 @@ fn print_info(summary: &read::Summary, json: bool) -> std::io::Result<()> {
 /// Runs an archive migration; `Ok(false)` when some input failed.
 pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     let mut options = archive_options(args)?;
+    if let Some(report) = &args.report {
+        let also_read: Vec<&Path> = [args.binary_map.as_deref(), args.known_failures.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        profconv::archive::check_report_path(report, &args.archive, &options, &also_read)?;
+    }
     let shown = ArchiveProgress::new(args.quiet);
     options.progress = Some(shown.read.clone());
     let so_far = signals::SoFar::start(args, shown.bar.clone());

@@ -69,7 +69,8 @@ static RUN: Mutex<Option<Arc<SoFar>>> = Mutex::new(None);
 
 /// Starts the signal thread. Without it (the handlers cannot be installed)
 /// the signals keep their default action: the process ends, and the next
-/// `profconv convert` removes what temporaries it left.
+/// `profconv convert` writing the same outputs removes what temporaries it
+/// left.
 pub fn watch() {
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;

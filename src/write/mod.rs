@@ -23,7 +23,9 @@ use crate::profile::Profile;
 pub(crate) use options::{chosen_sample_type, effective_group_by, prefer_sample_type};
 pub use options::{FlamegraphOptions, OutputFormat, WriteOptions};
 pub use output::write_file;
-pub(crate) use output::{is_temporary_name, write_atomically, write_files, StreamedOutputs};
+pub(crate) use output::{write_atomically, write_files, StreamedOutputs};
+pub use target::refuse_input_as_output;
+pub(crate) use temporary::remove_stale;
 pub use temporary::remove_temporaries;
 
 /// Writes `profile` in `format` to `out`.

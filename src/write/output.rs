@@ -21,23 +21,25 @@ pub fn write_file(
     options: &WriteOptions,
     path: &Path,
 ) -> Result<()> {
-    write_files(profile, &[(path, format)], options)
+    write_files(profile, &[(path, format)], options, None)
 }
 
 /// Writes `profile` to each of `outputs`, all or none: regular files go to
 /// temporary files that are renamed into place together once every one is
 /// complete ([`temporary::commit_all`]), so a failure (a full disk) leaves
 /// none of them. Standard output and special files are written in place, in
-/// order, as they come.
+/// order, as they come. With `within`, every output is a file inside that
+/// folder, written there and never through a link ([`target::within`]).
 pub(crate) fn write_files(
     profile: &Profile,
     outputs: &[(&Path, OutputFormat)],
     options: &WriteOptions,
+    within: Option<&Path>,
 ) -> Result<()> {
     let mut pending = Vec::new();
     for &(path, format) in outputs {
         let named = |e: Error| e.naming_output(path);
-        match target::resolve(path)? {
+        match resolve(path, within)? {
             target::Target::Stdout => {
                 let stdout = std::io::stdout();
                 let mut lock = stdout.lock();
@@ -54,7 +56,8 @@ pub(crate) fn write_files(
                 out.flush().map_err(|e| Error::io(path, e))?;
             }
             target::Target::Regular(file) => {
-                let mut tmp = temporary::Temporary::create(&file).map_err(|e| e.with_file(path))?;
+                let mut tmp =
+                    temporary::Temporary::create(&file, within).map_err(|e| e.with_file(path))?;
                 write(profile, format, options, &mut tmp).map_err(named)?;
                 pending.push(tmp);
             }
@@ -63,19 +66,13 @@ pub(crate) fn write_files(
     temporary::commit_all(pending)
 }
 
-/// True for the name of a temporary file [`write_atomically`] makes:
-/// `.NAME.XXXXXX.tmp`. A killed run can leave one; archive runs remove them.
-pub fn is_temporary_name(name: &str) -> bool {
-    let Some(inner) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
-        return false;
-    };
-    match inner.rsplit_once('.') {
-        Some((stem, random)) => {
-            !stem.is_empty()
-                && random.len() == temporary::TEMP_RANDOM_LEN
-                && random.chars().all(|c| c.is_ascii_alphanumeric())
-        }
-        None => false,
+/// Where `path` is to be written: [`target::resolve`], or, for an output
+/// confined to the folder `within`, the path itself (links in it are
+/// refused, not followed).
+fn resolve(path: &Path, within: Option<&Path>) -> Result<target::Target> {
+    match within {
+        Some(_) => Ok(target::Target::Regular(path.to_path_buf())),
+        None => target::resolve(path),
     }
 }
 
@@ -88,7 +85,7 @@ pub fn write_atomically(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> Result<()>,
 ) -> Result<()> {
-    let mut tmp = temporary::Temporary::create(path)?;
+    let mut tmp = temporary::Temporary::create(path, None)?;
     fill(&mut tmp).map_err(|e| e.naming_output(path))?;
     tmp.commit()
 }
@@ -110,9 +107,10 @@ enum OutputSink {
 }
 
 impl OutputFile {
-    /// Opens the output `path` (`-` = standard output).
-    pub fn create(path: &Path) -> Result<OutputFile> {
-        let sink = match target::resolve(path)? {
+    /// Opens the output `path` (`-` = standard output), inside the folder
+    /// `within` if given (as [`write_files`]).
+    pub fn create(path: &Path, within: Option<&Path>) -> Result<OutputFile> {
+        let sink = match resolve(path, within)? {
             target::Target::Stdout => OutputSink::Stdout(std::io::stdout()),
             target::Target::Special(node) => {
                 let file = std::fs::OpenOptions::new()
@@ -122,7 +120,7 @@ impl OutputFile {
                 OutputSink::Special(std::io::BufWriter::new(file))
             }
             target::Target::Regular(file) => OutputSink::Temporary(
-                temporary::Temporary::create(&file).map_err(|e| e.with_file(path))?,
+                temporary::Temporary::create(&file, within).map_err(|e| e.with_file(path))?,
             ),
         };
         Ok(OutputFile {
@@ -173,10 +171,12 @@ pub struct StreamedOutputs {
 }
 
 impl StreamedOutputs {
-    /// Opens the outputs, each of a format that [`streams_format`] allows.
+    /// Opens the outputs, each of a format that [`streams_format`] allows,
+    /// inside the folder `within` if given (as [`write_files`]).
     pub fn create(
         outputs: &[(&Path, OutputFormat)],
         sample_type: Option<&str>,
+        within: Option<&Path>,
     ) -> Result<StreamedOutputs> {
         let mut streams = Vec::with_capacity(outputs.len());
         let mut paths = Vec::with_capacity(outputs.len());
@@ -188,7 +188,7 @@ impl StreamedOutputs {
                 )));
             }
             let gzip = format == OutputFormat::Pprof;
-            let mut stream = pprof::Stream::new(OutputFile::create(path)?, gzip);
+            let mut stream = pprof::Stream::new(OutputFile::create(path, within)?, gzip);
             stream.prefer_sample_type(sample_type.map(str::to_owned));
             streams.push(stream);
             paths.push(path.to_path_buf());

@@ -1,7 +1,15 @@
-//! An output written to a temporary file beside it, `.NAME.XXXXXX.tmp`,
-//! and renamed into place once complete ([`Temporary`]): whole outputs and
-//! streamed ones alike. Several outputs of one conversion are renamed
-//! together ([`commit_all`]) once all are complete.
+//! An output written to a temporary file beside it,
+//! `.NAME.profconv-XXXXXX.tmp`, and renamed into place once complete
+//! ([`Temporary`]): whole outputs and streamed ones alike. Several outputs
+//! of one conversion are renamed together ([`commit_all`]) once all are
+//! complete: all are placed or none (a replaced file is kept as a hard link
+//! until every rename succeeded, and put back when one fails). A replaced
+//! output keeps its permissions.
+//!
+//! The `profconv-` marker and the output's own name make a temporary
+//! provably ours and provably that output's: [`remove_stale`] removes only
+//! the marked temporaries of one output, so a user's `.plan.backup.tmp` or
+//! another process's live temporaries of other outputs are never touched.
 //!
 //! Every temporary file alive in the process is listed in one registry, so
 //! that a program stopped by a signal can remove them
@@ -88,13 +96,21 @@ pub struct Temporary {
     out: BufWriter<std::fs::File>,
     temp: tempfile::TempPath,
     path: PathBuf,
+    /// The folder `path` must stay inside, checked again before the rename.
+    within: Option<PathBuf>,
     registered: Registered,
 }
 
 impl Temporary {
     /// A temporary file next to `path`, for `path`'s new contents, listed
     /// in the registry of [`remove_temporaries`] until renamed or dropped.
-    pub fn create(path: &Path) -> Result<Temporary> {
+    /// With `within`, the folders from `within` down to `path` must be real
+    /// folders, not symbolic links ([`super::target::check_within`]), both
+    /// now and when the file is renamed into place.
+    pub fn create(path: &Path, within: Option<&Path>) -> Result<Temporary> {
+        if let Some(root) = within {
+            super::target::check_within(root, path)?;
+        }
         let mut live = live();
         if live.closed {
             return Err(interrupted(path));
@@ -107,6 +123,7 @@ impl Temporary {
             out: BufWriter::new(file),
             temp,
             path: path.to_path_buf(),
+            within: within.map(Path::to_path_buf),
             registered: Registered(id),
         })
     }
@@ -120,7 +137,10 @@ impl Temporary {
 /// Writes out what each temporary buffers, then renames them all into
 /// place under the registry's lock, so that [`remove_temporaries`] sees
 /// either none of them renamed or all. If writing any out fails (a full
-/// disk), none is renamed and all are removed.
+/// disk), none is renamed and all are removed; if a rename fails (an
+/// immutable file, a folder put in the output's place), the outputs already
+/// renamed are put back as they were. A replaced file's permissions carry
+/// over to its new contents.
 pub fn commit_all(temporaries: Vec<Temporary>) -> Result<()> {
     let mut flushed = Vec::with_capacity(temporaries.len());
     for t in temporaries {
@@ -128,8 +148,9 @@ pub fn commit_all(temporaries: Vec<Temporary>) -> Result<()> {
             .out
             .into_inner()
             .map_err(|e| Error::output_io(&t.path, e.into_error()))?;
+        keep_permissions(&file, &t.path)?;
         drop(file);
-        flushed.push((t.temp, t.path, t.registered));
+        flushed.push((t.temp, t.path, t.within, t.registered));
     }
     let live = live();
     if live.closed {
@@ -138,20 +159,73 @@ pub fn commit_all(temporaries: Vec<Temporary>) -> Result<()> {
         return Err(interrupted(&path));
     }
     let mut done = Ok(());
+    let mut placed = Vec::with_capacity(flushed.len());
     let mut entries = Vec::with_capacity(flushed.len());
-    for (file, path, registered) in flushed {
+    for (file, path, within, registered) in flushed {
         entries.push(registered);
         if done.is_ok() {
-            done = file
-                .persist(&path)
-                .map(drop)
-                .map_err(|e| Error::io(&path, e.error));
+            done = place(file, &path, within.as_deref()).map(|backup| placed.push((path, backup)));
         }
     }
-    // The entries leave the registry (their Drop locks it) after the lock.
+    if done.is_err() {
+        for (path, backup) in placed.into_iter().rev() {
+            put_back(&path, backup);
+        }
+    }
+    // The entries leave the registry (their Drop locks it) after the lock;
+    // the backups of a set placed whole are removed as they drop.
     drop(live);
     drop(entries);
     done
+}
+
+/// Renames `file` to `path` (checked again to lie within `within`); what
+/// `path` was before, as a hard link (or a copy) beside it, to put back if
+/// a later output of the set fails; `None` when `path` did not exist.
+fn place(
+    file: tempfile::TempPath,
+    path: &Path,
+    within: Option<&Path>,
+) -> Result<Option<tempfile::TempPath>> {
+    // Between this check and the rename a folder could still be swapped for
+    // a link (only renameat(2) on folders opened one by one with O_NOFOLLOW
+    // would close that window); the check narrows it from a whole
+    // conversion to two system calls.
+    if let Some(root) = within {
+        super::target::check_within(root, path)?;
+    }
+    let backup = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => Some(
+            marked_beside(path, |at| {
+                std::fs::hard_link(path, at).or_else(|_| std::fs::copy(path, at).map(drop))
+            })?
+            .into_temp_path(),
+        ),
+        _ => None,
+    };
+    file.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(backup)
+}
+
+/// Undoes [`place`]: the old file back at `path`, or none if there was none.
+/// Best effort: the error that made the set fail is the one reported.
+fn put_back(path: &Path, backup: Option<tempfile::TempPath>) {
+    let _ = match backup {
+        Some(old) => old.persist(path).map_err(|e| e.error),
+        None => std::fs::remove_file(path),
+    };
+}
+
+/// Gives the new contents of `path` the permissions of the file they
+/// replace (a private output stays private); a new output keeps the
+/// umask's default.
+fn keep_permissions(file: &std::fs::File, path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(old) if old.is_file() => file
+            .set_permissions(old.permissions())
+            .map_err(|e| Error::io(path, e)),
+        _ => Ok(()),
+    }
 }
 
 impl Write for Temporary {
@@ -171,49 +245,99 @@ impl Write for Temporary {
 /// The longest file name most file systems take (`NAME_MAX`, in bytes).
 const NAME_MAX: usize = 255;
 
-/// `name` cut (at a character boundary) so that `.NAME.XXXXXX.tmp` fits in
-/// [`NAME_MAX`] bytes: an output named with up to 255 bytes still gets a
-/// temporary beside it.
-fn within_name_max(name: &str) -> &str {
-    let room = NAME_MAX - ".".len() - ".".len() - TEMP_RANDOM_LEN - ".tmp".len();
-    if name.len() <= room {
-        return name;
+/// What marks a temporary file as profconv's: `.NAME.profconv-XXXXXX.tmp`.
+const MARKER: &str = "profconv-";
+
+/// The start of the temporary files' names of the output `name`:
+/// `.NAME.profconv-`. A name that is not UTF-8, or too long for a temporary
+/// to fit in [`NAME_MAX`] bytes, is cut (at a character boundary) and given
+/// a hash of its bytes (`.CUT~HASH.profconv-`), so that two outputs never
+/// share a prefix.
+fn prefix_of(name: &std::ffi::OsStr) -> String {
+    let room = NAME_MAX - ".".len() - ".".len() - MARKER.len() - TEMP_RANDOM_LEN - ".tmp".len();
+    if let Some(text) = name.to_str().filter(|t| t.len() <= room) {
+        return format!(".{text}.{MARKER}");
     }
-    let mut end = room;
-    while !name.is_char_boundary(end) {
+    let lossy = name.to_string_lossy();
+    let mut end = lossy.len().min(room - "~".len() - 16);
+    while !lossy.is_char_boundary(end) {
         end -= 1;
     }
-    &name[..end]
+    let hash = name
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!(".{}~{hash:016x}.{MARKER}", &lossy[..end])
 }
 
-/// A temporary file `.NAME.XXXXXX.tmp` next to `path`, removed when dropped
-/// (NAME cut to fit [`NAME_MAX`]). Opened by our own closure, so that an
-/// error is the system's, naming no temporary: the caller names `path`.
-fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
-    let dir = match path.parent() {
+/// The folder a file `path` lies in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let prefix = format!(".{}.", within_name_max(&name));
+    }
+}
+
+/// A new file named `.NAME.profconv-XXXXXX.tmp` next to `path`, made by
+/// `make` (given its name; it must fail if the name exists), removed when
+/// dropped. Errors are the system's, naming no temporary: the caller names
+/// `path`.
+fn marked_beside<R>(
+    path: &Path,
+    make: impl FnMut(&Path) -> io::Result<R>,
+) -> Result<tempfile::NamedTempFile<R>> {
+    let prefix = prefix_of(path.file_name().unwrap_or_default());
     tempfile::Builder::new()
         .prefix(&prefix)
         .suffix(".tmp")
         .rand_bytes(TEMP_RANDOM_LEN)
-        .make_in(dir, |temp| {
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            // A temporary file is private (0600) by default; the output is
-            // an ordinary file, so ask for 0666 and let the umask decide,
-            // as any program creating a file does.
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o666);
-            options.open(temp)
-        })
+        .make_in(folder_of(path), make)
         .map_err(|e| Error::io(path, e))
+}
+
+/// A temporary file for `path`'s new contents (see [`marked_beside`]).
+fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
+    marked_beside(path, |temp| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        // A temporary file is private (0600) by default; the output is
+        // an ordinary file, so ask for 0666 and let the umask decide,
+        // as any program creating a file does.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o666);
+        options.open(temp)
+    })
+}
+
+/// True when `name` is one of the temporary files of the output `output`
+/// (a file name, not a path): `.NAME.profconv-XXXXXX.tmp`.
+fn is_temporary_of(name: &std::ffi::OsStr, output: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    name.strip_prefix(&prefix_of(output))
+        .and_then(|rest| rest.strip_suffix(".tmp"))
+        .is_some_and(|random| {
+            random.len() == TEMP_RANDOM_LEN && random.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+}
+
+/// Removes the temporary files a stopped run left for the output `path`
+/// (its own marked names only: [`is_temporary_of`]); how many it removed.
+/// Meant for a run about to write `path` itself, which is then the only
+/// writer of `path`.
+pub fn remove_stale(path: &Path) -> usize {
+    let (Some(output), Ok(entries)) = (path.file_name(), std::fs::read_dir(folder_of(path))) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| is_temporary_of(&e.file_name(), output))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
 }
 
 #[cfg(test)]
@@ -228,7 +352,7 @@ mod tests {
         let path = dir.path().join("out.bin");
         let bytes: Vec<u8> = (0..3_000_000u64).map(|i| (i * 31 % 251) as u8).collect();
         for round in 0..2 {
-            let mut out = Temporary::create(&path).unwrap();
+            let mut out = Temporary::create(&path, None).unwrap();
             for piece in bytes.chunks(1_000_003) {
                 out.write_all(piece).unwrap();
             }
@@ -249,7 +373,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.bin");
         std::fs::write(&path, b"old").unwrap();
-        let mut out = Temporary::create(&path).unwrap();
+        let mut out = Temporary::create(&path, None).unwrap();
         out.write_all(&vec![7; 100_000]).unwrap();
         drop(out);
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
@@ -261,7 +385,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for name in ["o".repeat(255), format!("{}.folded", "é".repeat(120))] {
             let path = dir.path().join(&name);
-            let mut t = Temporary::create(&path).unwrap();
+            let mut t = Temporary::create(&path, None).unwrap();
             t.write_all(b"x").unwrap();
             t.commit().unwrap();
             assert_eq!(std::fs::read(&path).unwrap(), b"x");
@@ -271,9 +395,113 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names.len(), 2, "no temporary left: {names:?}");
-        assert!(super::super::is_temporary_name(&format!(
-            ".{}.abcdef.tmp",
-            within_name_max(&"o".repeat(255))
-        )));
+        let long = std::ffi::OsString::from("o".repeat(255));
+        let temp = format!("{}abcdef.tmp", prefix_of(&long));
+        assert!(temp.len() <= NAME_MAX, "{temp}");
+        assert!(is_temporary_of(temp.as_ref(), &long));
+        let other = std::ffi::OsString::from(format!("{}p", "o".repeat(254)));
+        assert!(!is_temporary_of(temp.as_ref(), &other));
+    }
+
+    /// A set whose second rename fails (a non-empty folder took the second
+    /// output's place after its temporary was made) puts the first output
+    /// back as it was: the old file where there was one, none where there
+    /// was none.
+    #[test]
+    fn a_failed_rename_puts_back_the_outputs_already_placed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (old, new, blocked) = (
+            dir.path().join("old.folded"),
+            dir.path().join("new.svg"),
+            dir.path().join("blocked.pb.gz"),
+        );
+        std::fs::write(&old, b"old").unwrap();
+        let mut set = Vec::new();
+        for path in [&old, &new, &blocked] {
+            let mut t = Temporary::create(path, None).unwrap();
+            t.write_all(b"new contents").unwrap();
+            set.push(t);
+        }
+        std::fs::create_dir(&blocked).unwrap();
+        std::fs::write(blocked.join("inside"), b"x").unwrap();
+        let e = commit_all(set).unwrap_err();
+        assert!(e.to_string().contains("blocked.pb.gz"), "{e}");
+        assert_eq!(std::fs::read(&old).unwrap(), b"old");
+        assert!(!new.exists());
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["blocked.pb.gz", "old.folded"],
+            "no temporary, no backup left"
+        );
+    }
+
+    /// A private output rewritten stays private; a new one gets the umask's
+    /// default, as before.
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_output_keeps_its_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("private.svg");
+        std::fs::write(&path, b"old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let mut t = Temporary::create(&path, None).unwrap();
+        t.write_all(b"new").unwrap();
+        t.commit().unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+    }
+
+    /// Only the marked temporaries of the one output are stale: a user's
+    /// `.plan.backup.tmp` and the temporaries of other outputs stay.
+    #[test]
+    fn only_an_outputs_own_marked_temporaries_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("gmon.out.pb.gz");
+        let keep = [
+            ".plan.backup.tmp",
+            ".gmon.out.pb.gz.abcdef.tmp",
+            ".gmon.out.svg.profconv-abcdef.tmp",
+            ".gmon.out.pb.gz.profconv-abcdefg.tmp",
+        ];
+        for name in keep.iter().chain([&".gmon.out.pb.gz.profconv-a1B2c3.tmp"]) {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        assert_eq!(remove_stale(&out), 1);
+        let mut left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let mut want = keep.map(String::from).to_vec();
+        want.sort();
+        assert_eq!(left, want);
+    }
+
+    /// A folder of the output tree swapped for a symbolic link while the
+    /// output is being written: the rename is refused, nothing lands where
+    /// the link points.
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_swapped_for_a_link_before_the_rename_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, outside) = (dir.path().join("out"), dir.path().join("elsewhere"));
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        let path = root.join("sub/out.svg");
+        let mut t = Temporary::create(&path, Some(&root)).unwrap();
+        t.write_all(b"<svg/>").unwrap();
+        std::fs::rename(root.join("sub"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("sub")).unwrap();
+        let e = t.commit().unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        assert!(Temporary::create(&path, Some(&root)).is_err());
     }
 }

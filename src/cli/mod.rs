@@ -1,7 +1,10 @@
 //! Command-line definitions (clap) and the run functions behind them: flags
 //! become library options, errors become exit codes, archive runs get a
-//! progress bar. No format logic lives here.
+//! progress bar. No format logic lives here. Every message goes through
+//! [`message::line`] (the lints below keep it so).
+#![deny(clippy::print_stderr, clippy::print_stdout)]
 
+mod message;
 mod signals;
 
 use std::io::Write;
@@ -15,8 +18,10 @@ use profconv::read::{
     self, ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
     ReadOptions,
 };
-use profconv::write::{OutputFormat, WriteOptions};
+use profconv::write::{terminal_text, OutputFormat, WriteOptions};
 use profconv::Output;
+
+use message::say;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -425,12 +430,12 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
     // warnings come after it, so that they stay on the screen.
     drop(bar);
     for warning in progress.warnings() {
-        eprintln!("profconv: warning: {warning}");
+        say!("profconv: warning: {warning}");
     }
     done?;
     if !args.quiet {
         for output in outputs.iter().filter(|o| o.path != Path::new("-")) {
-            eprintln!("{}", wrote_line(output));
+            say!("{}", wrote_line(output));
         }
     }
     Ok(())
@@ -570,7 +575,7 @@ fn print_info(summary: &read::Summary, json: bool) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(summary).unwrap_or_default();
         writeln!(out, "{text}")?;
     } else {
-        write!(out, "{summary}")?;
+        write!(out, "{}", terminal_text(&summary.to_string()))?;
     }
     out.flush()
 }
@@ -592,7 +597,10 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     );
     shown.stop();
     let report = report?;
-    eprint!("{}", profconv::archive::summary(&report, args.quiet));
+    say!(
+        "{}",
+        profconv::archive::summary(&report, args.quiet).trim_end_matches('\n')
+    );
     if let Some(path) = &args.report {
         report.save(path)?;
     }
@@ -766,15 +774,17 @@ impl ArchiveProgress {
         if self.terminal {
             self.bar.set_position(self.read.read());
             self.bar.set_prefix(format!("{n}/{of}"));
-            self.bar.set_message(unit.rel.clone());
+            self.bar.set_message(terminal_text(&unit.rel).into_owned());
             if record.status == profconv::archive::Status::Failed {
                 let error = record.error.as_deref().unwrap_or("");
                 self.bar
-                    .println(format!("failed: {}: {error}", record.path));
+                    .println(terminal_text(&format!("failed: {}: {error}", record.path)));
             }
             for warning in &record.warnings {
-                self.bar
-                    .println(format!("warning: {}: {warning}", record.path));
+                self.bar.println(terminal_text(&format!(
+                    "warning: {}: {warning}",
+                    record.path
+                )));
             }
         } else if !self.quiet {
             log_line(n, of, record);
@@ -801,9 +811,9 @@ fn log_line(n: usize, of: usize, record: &profconv::archive::Record) {
         .as_deref()
         .map(|why| format!(" (unsymbolized: {why})"))
         .unwrap_or_default();
-    eprintln!("[{n}/{of}] {status} {}{detail}{unsymbolized}", record.path);
+    say!("[{n}/{of}] {status} {}{detail}{unsymbolized}", record.path);
     for warning in &record.warnings {
-        eprintln!("    warning: {warning}");
+        say!("    warning: {warning}");
     }
 }
 
@@ -842,7 +852,7 @@ pub fn main() -> u8 {
         // a quiet end, as ripgrep and most tools that ignore SIGPIPE do.
         Err(e) if e.is_broken_pipe_on_stdout() => 0,
         Err(e) => {
-            eprintln!("profconv: {e}");
+            say!("profconv: {e}");
             if e.is_usage() {
                 2
             } else {

@@ -14,6 +14,8 @@ use std::time::Instant;
 use profconv::archive::{self, Record, Report};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
+use super::message::say;
+
 /// What an archive run has done so far, shared between its workers (which
 /// add records) and the signal thread (which reports them).
 pub struct SoFar {
@@ -96,15 +98,18 @@ fn stop(signal: i32) -> ! {
     if let Some(run) = run {
         run.bar.finish_and_clear();
         let report = run.report();
-        eprint!("{}", archive::summary(&report, false));
+        say!(
+            "{}",
+            archive::summary(&report, false).trim_end_matches('\n')
+        );
         if let Some(path) = &run.report {
             if let Err(e) = save(&report, path) {
-                eprintln!("profconv: {}: {e}", path.display());
+                say!("profconv: {}: {e}", path.display());
             }
         }
-        eprintln!("profconv convert: interrupted by {name}; `--resume` continues the run");
+        say!("profconv convert: interrupted by {name}; `--resume` continues the run");
     } else {
-        eprintln!("profconv: interrupted by {name}; no output was left unfinished");
+        say!("profconv: interrupted by {name}; no output was left unfinished");
     }
     std::process::exit(128 + signal)
 }

@@ -31,7 +31,7 @@ pub struct ArchiveOptions {
     pub binary_map: Vec<(Glob, PathBuf)>,
     /// What the writers are told (the title is set per unit).
     pub write: WriteOptions,
-    /// Parallel conversions (0 = all cores).
+    /// Parallel conversions (0 = all cores), no more than there are units.
     pub jobs: usize,
     /// Overwrite existing outputs.
     pub force: bool,
@@ -845,10 +845,12 @@ pub fn run(
         units.retain(|u| shard.takes(&u.rel));
     }
     on_plan(&units);
+    // No thread without a unit to convert (0 stays rayon's "all cores").
+    let threads = options.jobs.min(units.len().max(1));
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.jobs)
+        .num_threads(threads)
         .build()
-        .map_err(|e| Error::Usage(format!("cannot start {} worker threads: {e}", options.jobs)))?;
+        .map_err(|e| Error::Usage(format!("cannot start {threads} worker threads: {e}")))?;
     let neighbours = Neighbours::default();
     let inputs: Vec<Record> = pool.install(|| {
         units

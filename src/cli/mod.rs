@@ -162,7 +162,8 @@ pub struct ArchiveArgs {
     /// Output formats (repeat for several).
     #[arg(long, value_enum, required = true)]
     pub to: Vec<OutputFormat>,
-    /// Parallel conversions (default: all cores).
+    /// Parallel conversions (default: all cores; at most 4 per core, and no
+    /// more than there are inputs).
     #[arg(short, long)]
     pub jobs: Option<usize>,
     /// A file of `GLOB BINARY` lines: the binary for inputs whose relative
@@ -609,12 +610,12 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
 
 /// The archive run's options from the command line, checked.
 fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptions> {
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let jobs = args.jobs.unwrap_or(cores);
     if jobs == 0 {
         return Err(Error::Usage("-j takes 1 or more".into()));
     }
+    let jobs = capped_jobs(jobs, cores);
     if args.force && args.resume {
         return Err(Error::Usage(
             "--force and --resume exclude each other".into(),
@@ -644,6 +645,21 @@ fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptio
         shard,
         progress: None,
     })
+}
+
+/// The most conversions per core `-j` runs: enough to overlap reading from
+/// a slow disk or network with computing; more only add threads to start.
+const JOBS_PER_CORE: usize = 4;
+
+/// `-j N`, capped at [`JOBS_PER_CORE`] per core with a message: thousands
+/// of threads take longer to start than the conversions they would run.
+fn capped_jobs(jobs: usize, cores: usize) -> usize {
+    let most = cores.saturating_mul(JOBS_PER_CORE).max(1);
+    if jobs <= most {
+        return jobs;
+    }
+    say!("profconv convert: -j {jobs} capped to {most} ({JOBS_PER_CORE} per core, {cores} cores)");
+    most
 }
 
 /// `--known-failures`: relative paths, one a line; blank lines and `#`

@@ -586,7 +586,7 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     let mut options = archive_options(args)?;
     let shown = ArchiveProgress::new(args.quiet);
     options.progress = Some(shown.read.clone());
-    let so_far = signals::SoFar::start(args, shown.bar.clone());
+    let so_far = signals::SoFar::start(args, &options, shown.bar.clone());
     let report = profconv::archive::run(
         &args.archive,
         &options,

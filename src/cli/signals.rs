@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use profconv::archive::{self, Record, Report};
+use profconv::archive::{self, ArchiveOptions, Record, Report};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use super::message::say;
@@ -20,7 +20,8 @@ use super::message::say;
 /// add records) and the signal thread (which reports them).
 pub struct SoFar {
     archive: PathBuf,
-    out_dir: PathBuf,
+    /// The run's options: what its report says besides the records.
+    options: ArchiveOptions,
     report: Option<PathBuf>,
     started: Instant,
     records: Mutex<Vec<Record>>,
@@ -29,10 +30,14 @@ pub struct SoFar {
 
 impl SoFar {
     /// Registers an archive run with the signal thread.
-    pub fn start(args: &super::ArchiveArgs, bar: indicatif::ProgressBar) -> Arc<SoFar> {
+    pub fn start(
+        args: &super::ArchiveArgs,
+        options: &ArchiveOptions,
+        bar: indicatif::ProgressBar,
+    ) -> Arc<SoFar> {
         let so_far = Arc::new(SoFar {
             archive: args.archive.clone(),
-            out_dir: args.output.clone(),
+            options: options.clone(),
             report: args.report.clone(),
             started: Instant::now(),
             records: Mutex::new(Vec::new()),
@@ -57,9 +62,9 @@ impl SoFar {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        Report::of(
-            self.archive.display().to_string(),
-            self.out_dir.display().to_string(),
+        Report::of_run(
+            &self.archive,
+            &self.options,
             self.started.elapsed().as_secs_f64(),
             inputs,
         )

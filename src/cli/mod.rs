@@ -467,26 +467,45 @@ fn human_size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// Every output with its format, settled before anything is read.
+/// The output extensions profconv knows, for messages.
+const EXTENSIONS: &str = ".pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*";
+
+/// Every output with its format, settled before anything is read. Only
+/// `--to` names standard output's format, and `--to` is for a single
+/// output: each message says what works in the case at hand.
 fn outputs(args: &ConvertArgs) -> Result<Vec<Output>> {
     if args.output.is_empty() {
         return Err(Error::Usage("an output is required: -o FILE".into()));
     }
-    if args.to.is_some() && args.output.len() > 1 {
-        return Err(Error::Usage(
-            "--to names the format of a single output; with several -o, let each output's extension name its format (.pb.gz .pb .folded .svg .speedscope.json .callgrind)".into(),
-        ));
+    let several = args.output.len() > 1;
+    if several && args.output.iter().any(|o| o == Path::new("-")) {
+        return Err(Error::Usage(format!(
+            "-o - (standard output) has no extension to name its format, and --to names the format of a single output: write standard output in a run of its own (-o - --to FORMAT), or a file with an extension ({EXTENSIONS}) instead of -"
+        )));
+    }
+    if args.to.is_some() && several {
+        return Err(Error::Usage(format!(
+            "--to names the format of a single output; with several -o, let each output's extension name its format ({EXTENSIONS})"
+        )));
     }
     let mut outputs = Vec::with_capacity(args.output.len());
     for output in &args.output {
         let format = match args.to.or_else(|| OutputFormat::from_path(output)) {
             Some(f) => f,
             None if output == Path::new("-") => {
-                return Err(Error::Usage("writing to standard output needs --to FORMAT".into()))
+                return Err(Error::Usage(
+                    "writing to standard output needs --to FORMAT (-o - --to folded)".into(),
+                ))
+            }
+            None if several => {
+                return Err(Error::Usage(format!(
+                    "cannot tell the output format from {}: with several -o, each output's extension names its format ({EXTENSIONS})",
+                    output.display()
+                )))
             }
             None => {
                 return Err(Error::Usage(format!(
-                    "cannot tell the output format from {}: use an extension (.pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*) or --to",
+                    "cannot tell the output format from {}: use an extension ({EXTENSIONS}) or --to",
                     output.display()
                 )))
             }

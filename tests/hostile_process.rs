@@ -213,7 +213,7 @@ fn an_archive_run_logs_escaped_names_and_reports_them_exact() {
     let name = "\x1b]0;owned\x07run.gmon";
     std::fs::copy(gmon(), archive.join(name)).unwrap();
     std::fs::write(archive.join("\x1b[31mnotes.txt"), "not a profile").unwrap();
-    std::fs::write(archive.join("\x1b[2Jbad.gmon"), &truncated_gmon()).unwrap();
+    std::fs::write(archive.join("\x1b[2Jbad.gmon"), truncated_gmon()).unwrap();
     let (out, rep) = (dir.path().join("out"), dir.path().join("report.json"));
     let run = profconv(&[
         "convert",
@@ -325,7 +325,7 @@ fn a_report_written_after_sigterm_has_every_field_a_finished_one_has() {
     std::fs::create_dir(&archive).unwrap();
     // Sorted first: failed (a known failure) and converted before the
     // signal, with a warning and no binary; the slow ones after.
-    std::fs::write(archive.join("a-bad.gmon"), &truncated_gmon()).unwrap();
+    std::fs::write(archive.join("a-bad.gmon"), truncated_gmon()).unwrap();
     std::fs::copy(gmon(), archive.join("b-unsymbolized.gmon")).unwrap();
     let slow = slow_aps();
     for i in 0..5 {

@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -18,16 +18,23 @@ use std::time::{Duration, Instant};
 use common::gen::aps;
 use common::*;
 
-fn gmon() -> PathBuf {
-    fixture("gprof/callgraph-nopie.gmon")
-}
+/// The gprof fixture most cases copy (its executable is the name less
+/// `.gmon`).
+const GMON: &str = "gprof/callgraph-nopie.gmon";
 
-fn binary() -> PathBuf {
-    fixture("gprof/callgraph-nopie")
+fn gmon() -> PathBuf {
+    fixture(GMON)
 }
 
 fn st(p: &Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// `profconv convert ARCHIVE -o OUT --to folded` and `extra`.
+fn to_folded<'a>(archive: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["convert", st(archive), "-o", st(out), "--to", "folded"];
+    args.extend(extra);
+    args
 }
 
 fn stderr_of(out: &std::process::Output) -> String {
@@ -41,7 +48,8 @@ fn gprof_archive(root: &Path, n: usize) {
     for i in 0..n {
         std::fs::copy(gmon(), root.join(format!("run{i:02}.gmon"))).unwrap();
     }
-    std::fs::copy(binary(), root.join("a.out")).unwrap();
+    let binary = fixture(GMON.trim_end_matches(".gmon"));
+    std::fs::copy(binary, root.join("a.out")).unwrap();
 }
 
 fn report(path: &Path) -> serde_json::Value {
@@ -72,18 +80,11 @@ fn an_archive_run_whose_standard_error_closes_finishes_and_writes_its_report() {
     let archive = dir.path().join("archive");
     gprof_archive(&archive, 40);
     let (out, rep) = (dir.path().join("out"), dir.path().join("report.json"));
-    let (status, first) = with_stderr_closed_after_one_line(&[
-        "convert",
-        st(&archive),
-        "-o",
-        st(&out),
-        "--to",
-        "folded",
-        "-j",
-        "1",
-        "--report",
-        st(&rep),
-    ]);
+    let (status, first) = with_stderr_closed_after_one_line(&to_folded(
+        &archive,
+        &out,
+        &["-j", "1", "--report", st(&rep)],
+    ));
     assert!(first.starts_with("[1/41] "), "{first}");
     assert_eq!(status.code(), Some(0), "{status:?}");
     let doc = report(&rep);
@@ -125,13 +126,20 @@ const HOSTILE_IMAGES: [&str; 3] = [
     "/lib/\u{9b}31mlibm.so",
 ];
 
+/// A capture of [`aps_with_missing_images`] named `name` in `dir`, and an
+/// empty folder to give as `--image-root`.
+fn hostile_capture(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let input = dir.join(name);
+    std::fs::write(&input, aps_with_missing_images(&HOSTILE_IMAGES)).unwrap();
+    let root = dir.join("root");
+    std::fs::create_dir(&root).unwrap();
+    (input, root)
+}
+
 #[test]
 fn a_single_conversion_with_warnings_and_a_closed_standard_error_writes_its_output() {
     let dir = tempdir();
-    let input = dir.path().join("capture.aps");
-    std::fs::write(&input, aps_with_missing_images(&HOSTILE_IMAGES)).unwrap();
-    let root = dir.path().join("root");
-    std::fs::create_dir(&root).unwrap();
+    let (input, root) = hostile_capture(dir.path(), "capture.aps");
     let output = dir.path().join("o.folded");
     // The warnings and the `wrote` line: four lines for a reader that
     // takes one.
@@ -162,10 +170,7 @@ fn has_raw_control(text: &[u8]) -> bool {
 #[test]
 fn names_with_escape_sequences_reach_standard_error_escaped() {
     let dir = tempdir();
-    let input = dir.path().join("\x1b[31mred\x1b[0m.aps");
-    std::fs::write(&input, aps_with_missing_images(&HOSTILE_IMAGES)).unwrap();
-    let root = dir.path().join("root");
-    std::fs::create_dir(&root).unwrap();
+    let (input, root) = hostile_capture(dir.path(), "\x1b[31mred\x1b[0m.aps");
     // Warnings naming the images, and the `wrote` line naming the output.
     let output = dir.path().join("\x1b]0;title\x07.folded");
     let out = profconv_ok(&[st(&input), "--image-root", st(&root), "-o", st(&output)]);
@@ -188,8 +193,7 @@ fn names_with_escape_sequences_reach_standard_error_escaped() {
 #[test]
 fn info_prints_module_and_file_names_escaped_and_json_keeps_them_exact() {
     let dir = tempdir();
-    let input = dir.path().join("\x1b[31mcapture.aps");
-    std::fs::write(&input, aps_with_missing_images(&HOSTILE_IMAGES)).unwrap();
+    let (input, _) = hostile_capture(dir.path(), "\x1b[31mcapture.aps");
     let out = profconv_ok(&["info", st(&input)]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!has_raw_control(&out.stdout), "{text:?}");
@@ -215,16 +219,7 @@ fn an_archive_run_logs_escaped_names_and_reports_them_exact() {
     std::fs::write(archive.join("\x1b[31mnotes.txt"), "not a profile").unwrap();
     std::fs::write(archive.join("\x1b[2Jbad.gmon"), truncated_gmon()).unwrap();
     let (out, rep) = (dir.path().join("out"), dir.path().join("report.json"));
-    let run = profconv(&[
-        "convert",
-        st(&archive),
-        "-o",
-        st(&out),
-        "--to",
-        "folded",
-        "--report",
-        st(&rep),
-    ]);
+    let run = profconv(&to_folded(&archive, &out, &["--report", st(&rep)]));
     let err = stderr_of(&run);
     assert_eq!(run.status.code(), Some(1), "{err}");
     assert!(!has_raw_control(&run.stderr), "{err:?}");
@@ -251,16 +246,7 @@ fn j_5000_is_capped_with_a_message_and_the_run_converts_everything() {
     gprof_archive(&archive, 3);
     let out = dir.path().join("out");
     let started = Instant::now();
-    let run = profconv_ok(&[
-        "convert",
-        st(&archive),
-        "-o",
-        st(&out),
-        "--to",
-        "folded",
-        "-j",
-        "5000",
-    ]);
+    let run = profconv_ok(&to_folded(&archive, &out, &["-j", "5000"]));
     let err = stderr_of(&run);
     assert!(
         started.elapsed() < Duration::from_secs(10),
@@ -272,16 +258,8 @@ fn j_5000_is_capped_with_a_message_and_the_run_converts_everything() {
     assert!(cap[0].contains("capped to"), "{err}");
     assert!(err.contains("3 converted"), "{err}");
     // A -j within the cap says nothing.
-    let again = profconv_ok(&[
-        "convert",
-        st(&archive),
-        "-o",
-        st(&dir.path().join("out2")),
-        "--to",
-        "folded",
-        "-j",
-        "2",
-    ]);
+    let out2 = dir.path().join("out2");
+    let again = profconv_ok(&to_folded(&archive, &out2, &["-j", "2"]));
     assert!(
         !stderr_of(&again).contains("capped"),
         "{}",
@@ -296,28 +274,6 @@ fn key_sets(doc: &serde_json::Value) -> (BTreeSet<String>, BTreeSet<BTreeSet<Str
     (keys(doc), records)
 }
 
-/// An APS file whose conversion takes a while.
-fn slow_aps() -> Vec<u8> {
-    let records = (0..15_000u32)
-        .map(|i| {
-            let cs = [
-                0x8000 + (i * 7 % 50_000) * 4,
-                0x8000 + (i * 13 % 40_000) * 4,
-            ];
-            aps::user(100, 100, 17, 0x8000 + i * 4, &cs)
-        })
-        .collect();
-    aps::Aps {
-        records,
-        modules: vec![(0xc000_8000, 0xc03f_ffff, "vmlinux".into())],
-        vmas: vec![aps::vma(100, 0x8000, 0x7_ffff, "/usr/bin/app")],
-        begin: (1_437_051_740, 0),
-        end: (1_437_051_752, 0),
-        ..aps::Aps::default()
-    }
-    .bytes()
-}
-
 #[test]
 fn a_report_written_after_sigterm_has_every_field_a_finished_one_has() {
     let dir = tempdir();
@@ -327,7 +283,7 @@ fn a_report_written_after_sigterm_has_every_field_a_finished_one_has() {
     // signal, with a warning and no binary; the slow ones after.
     std::fs::write(archive.join("a-bad.gmon"), truncated_gmon()).unwrap();
     std::fs::copy(gmon(), archive.join("b-unsymbolized.gmon")).unwrap();
-    let slow = slow_aps();
+    let slow = big_aps(15_000);
     for i in 0..5 {
         std::fs::write(archive.join(format!("c-run{i}.aps")), &slow).unwrap();
     }
@@ -352,23 +308,8 @@ fn a_report_written_after_sigterm_has_every_field_a_finished_one_has() {
         "--report",
         st(&rep),
     ];
-    let mut child = Command::new(profconv_bin())
-        .args(args)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut err = String::new();
-    while !err.contains("converted c-run0.aps") {
-        let read = stderr.read_line(&mut err).unwrap();
-        assert!(read > 0, "the run ended before converting a file: {err}");
-    }
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    stderr.read_to_string(&mut err).unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(143), "{err}");
+    let (status, err) = signal_after_line(&args, "converted c-run0.aps", "TERM");
+    assert_eq!(status.code(), Some(143), "{err}");
     let stopped = report(&rep);
     assert!(stopped["inputs"].as_array().unwrap().len() < 7, "{stopped}");
     assert_eq!(stopped["shard"], "0/1", "{stopped}");
@@ -433,19 +374,9 @@ fn names_that_are_not_utf8_round_trip_through_reports_and_merge() {
     let mut reports = Vec::new();
     for k in 0..3 {
         let rep = dir.path().join(format!("shard-{k}.json"));
-        profconv_ok(&[
-            "convert",
-            st(&archive),
-            "-o",
-            st(&out),
-            "--to",
-            "folded",
-            "-q",
-            "--shard",
-            &format!("{k}/3"),
-            "--report",
-            st(&rep),
-        ]);
+        let shard = format!("{k}/3");
+        let extra = ["-q", "--shard", &shard, "--report", st(&rep)];
+        profconv_ok(&to_folded(&archive, &out, &extra));
         reports.push(rep);
     }
     let merged = dir.path().join("merged.json");

@@ -31,7 +31,7 @@ pub struct ArchiveOptions {
     pub binary_map: Vec<(Glob, PathBuf)>,
     /// What the writers are told (the title is set per unit).
     pub write: WriteOptions,
-    /// Parallel conversions (0 = all cores).
+    /// Parallel conversions (0 = all cores), no more than there are units.
     pub jobs: usize,
     /// Overwrite existing outputs.
     pub force: bool,
@@ -87,6 +87,10 @@ pub struct Unit {
     /// Path relative to the archive root, with `/` separators (lossy for
     /// names that are not UTF-8: for display and globs only).
     pub rel: String,
+    /// The exact relative path when `rel` is lossy (a name that is not
+    /// UTF-8), escaped as [`Record::path_bytes`] says; `None` when `rel` is
+    /// exact.
+    pub rel_bytes: Option<String>,
     /// The outputs' path relative to the output directory, less the format's
     /// extension: the input's own relative path (not lossy), less a `.gz`
     /// unless another input already has that name.
@@ -105,6 +109,7 @@ impl Unit {
         let rel_path = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
         Unit {
             rel: relative(root, &path),
+            rel_bytes: escaped_if_not_utf8(&rel_path),
             out_stem: rel_path,
             path,
             is_dir,
@@ -139,8 +144,15 @@ pub enum Status {
 /// One record of the report.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
-    /// The unit's path relative to the archive.
+    /// The unit's path relative to the archive (for a name that is not
+    /// UTF-8, lossy: each bad byte a U+FFFD).
     pub path: String,
+    /// The exact relative path when `path` is lossy: its UTF-8 runs as
+    /// they are (a backslash doubled), each other byte as `\xHH`
+    /// (`run\xff.gmon`). `None` (JSON `null`) when `path` is exact. A
+    /// record is named by the two together.
+    #[serde(default)]
+    pub path_bytes: Option<String>,
     /// The detected format's name, when known.
     pub format: Option<String>,
     /// What became of the unit.
@@ -155,19 +167,22 @@ pub struct Record {
     pub binary: Option<String>,
     /// Why a converted profile has no function names (a gmon.out with no
     /// binary found for it); `None` when it is symbolized or needs no binary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub unsymbolized: Option<String>,
     /// A failure listed in `--known-failures`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     pub known_failure: bool,
     /// Why the unit failed or was skipped.
     pub error: Option<String>,
     /// What the reader warned about ([`crate::Profile::warn`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub warnings: Vec<String>,
 }
 
 /// The report of a run: a summary and one record per unit, in plan order.
+/// Every report and every record has every field (`null`, `false` or `[]`
+/// when there is nothing to say), whether the run finished, was stopped by
+/// a signal or is a merge.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     /// The archive folder, as given.
@@ -176,7 +191,7 @@ pub struct Report {
     pub out_dir: String,
     /// The shard this run converted (`K/N`); `None` for a whole run or a
     /// merged report.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub shard: Option<String>,
     /// Units converted in this run.
     pub converted: usize,
@@ -201,10 +216,13 @@ pub struct Report {
 
 impl Report {
     /// A report of `inputs` with the counts made from them, the records in
-    /// plan order (by path, component by component): for a run stopped
-    /// early, what it finished.
+    /// plan order (by path, component by component; names that are not
+    /// UTF-8 by their exact form next): for a run stopped early, what it
+    /// finished.
     pub fn of(archive: String, out_dir: String, seconds: f64, mut inputs: Vec<Record>) -> Report {
-        inputs.sort_by(|a, b| Path::new(&a.path).cmp(Path::new(&b.path)));
+        inputs.sort_by(|a, b| {
+            (Path::new(&a.path), &a.path_bytes).cmp(&(Path::new(&b.path), &b.path_bytes))
+        });
         let count = |s: Status| inputs.iter().filter(|r| r.status == s).count();
         Report {
             archive,
@@ -223,6 +241,26 @@ impl Report {
             seconds,
             inputs,
         }
+    }
+
+    /// The report of a run of `options` over `archive` that took `seconds`:
+    /// [`Report::of`] `inputs`, with the shard. A run stopped early reports
+    /// what it finished through this too, so that its report has what a
+    /// finished one has.
+    pub fn of_run(
+        archive: &Path,
+        options: &ArchiveOptions,
+        seconds: f64,
+        inputs: Vec<Record>,
+    ) -> Report {
+        let mut report = Report::of(
+            archive.display().to_string(),
+            options.out_dir.display().to_string(),
+            seconds,
+            inputs,
+        );
+        report.shard = options.shard.map(|s| s.to_string());
+        report
     }
 
     /// Reads a report that [`Report::save`] wrote.
@@ -244,10 +282,10 @@ impl Report {
         let mut inputs = Vec::new();
         for report in reports {
             for record in &report.inputs {
-                if !seen.insert(record.path.clone()) {
+                if !seen.insert((&record.path, &record.path_bytes)) {
                     return Err(Error::Usage(format!(
                         "{} is in two of the reports: merge each shard's last report once",
-                        record.path
+                        record.path_bytes.as_ref().unwrap_or(&record.path)
                     )));
                 }
                 inputs.push(record.clone());
@@ -295,6 +333,28 @@ pub(crate) fn plan(root: &Path, exclude: Option<&Path>) -> Result<Vec<Unit>> {
     units.sort_by(|a, b| a.path.cmp(&b.path));
     keep_gz_where_names_collide(&mut units);
     Ok(units)
+}
+
+/// `path` written losslessly when it is not UTF-8: its UTF-8 runs as they
+/// are (a backslash doubled), every other byte as `\xHH`. `None` for a UTF-8
+/// path, which its plain text already names exactly.
+fn escaped_if_not_utf8(path: &Path) -> Option<String> {
+    use std::fmt::Write as _;
+    #[cfg(unix)]
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
+    #[cfg(not(unix))]
+    let bytes = path.as_os_str().as_encoded_bytes();
+    if std::str::from_utf8(bytes).is_ok() {
+        return None;
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(&chunk.valid().replace('\\', "\\\\"));
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    Some(out)
 }
 
 fn relative(root: &Path, path: &Path) -> String {
@@ -623,6 +683,7 @@ fn convert_unit_counted(
     let started = Instant::now();
     let mut record = Record {
         path: unit.rel.clone(),
+        path_bytes: unit.rel_bytes.clone(),
         format: None,
         status: Status::Failed,
         outputs: Vec::new(),
@@ -798,10 +859,12 @@ pub fn run(
     if let Some(shard) = options.shard {
         units.retain(|u| shard.takes(&u.rel));
     }
+    // No thread without a unit to convert (0 stays rayon's "all cores").
+    let threads = options.jobs.min(units.len().max(1));
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.jobs)
+        .num_threads(threads)
         .build()
-        .map_err(|e| Error::Usage(format!("cannot start {} worker threads: {e}", options.jobs)))?;
+        .map_err(|e| Error::Usage(format!("cannot start {threads} worker threads: {e}")))?;
     let made = !options.out_dir.exists();
     std::fs::create_dir_all(&options.out_dir).map_err(|e| Error::io(&options.out_dir, e))?;
     on_plan(&units);
@@ -810,23 +873,19 @@ pub fn run(
         units
             .par_iter()
             .map(|unit| {
-                let record = convert_unit_with(unit, options, &neighbours);
+                let mut record = convert_unit_with(unit, options, &neighbours);
+                // Before `progress` sees it: a report of a stopped run is
+                // made of the records given to `progress`.
+                record.known_failure = record.status == Status::Failed
+                    && (options.known_failures.contains(&record.path)
+                        || (record.path_bytes.as_ref())
+                            .is_some_and(|p| options.known_failures.contains(p)));
                 progress(unit, &record);
                 record
             })
             .collect()
     });
-    let mut inputs = inputs;
-    for r in inputs.iter_mut().filter(|r| r.status == Status::Failed) {
-        r.known_failure = options.known_failures.contains(&r.path);
-    }
-    let mut report = Report::of(
-        archive.display().to_string(),
-        options.out_dir.display().to_string(),
-        started.elapsed().as_secs_f64(),
-        inputs,
-    );
-    report.shard = options.shard.map(|s| s.to_string());
+    let report = Report::of_run(archive, options, started.elapsed().as_secs_f64(), inputs);
     if made && report.converted == 0 {
         remove_empty_folders(&options.out_dir, 0);
     }

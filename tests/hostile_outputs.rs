@@ -208,29 +208,6 @@ fn endless_devices_are_read_up_to_the_limit_and_refused() {
     );
 }
 
-/// An APS file whose conversion takes a while: `n` samples over many
-/// distinct stacks.
-fn big_aps(n: u32) -> Vec<u8> {
-    let mut records = Vec::with_capacity(n as usize);
-    for i in 0..n {
-        let pc = 0x8000 + (i % 60_000) * 4;
-        let cs = [
-            0x8000 + (i * 7 % 50_000) * 4,
-            0x8000 + (i * 13 % 40_000) * 4,
-        ];
-        records.push(aps::user(100, 100 + (i % 8) as i32, 17, pc, &cs));
-    }
-    aps::Aps {
-        records,
-        modules: vec![(0xc000_8000, 0xc03f_ffff, "vmlinux".into())],
-        vmas: vec![aps::vma(100, 0x8000, 0x7_ffff, "/usr/bin/app")],
-        begin: (1_437_051_740, 0),
-        end: (1_437_051_752, 0),
-        ..aps::Aps::default()
-    }
-    .bytes()
-}
-
 /// Every output of a run, if present, is whole: it parses.
 fn check_whole(outputs: &[PathBuf]) {
     for o in outputs {
@@ -341,23 +318,10 @@ fn an_interrupted_archive_run_reports_so_far_and_resumes() {
         "--report",
         st(&report),
     ];
-    let mut child = Command::new(profconv_bin())
-        .args(args)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // Interrupted once the first file is converted (a line per file when
     // standard error is not a terminal): five are left, whatever the
     // machine's speed.
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut err = String::new();
-    while !err.contains("[1/6] converted") {
-        let read = std::io::BufRead::read_line(&mut stderr, &mut err).unwrap();
-        assert!(read > 0, "the run ended before converting a file: {err}");
-    }
-    signal(&child, 2);
-    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
-    let status = child.wait().unwrap();
+    let (status, err) = signal_after_line(&args, "[1/6] converted", "INT");
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(
         err.contains("profconv convert:") && err.contains("SIGINT"),

@@ -1,7 +1,10 @@
 //! Command-line definitions (clap) and the run functions behind them: flags
 //! become library options, errors become exit codes, archive runs get a
-//! progress bar. No format logic lives here.
+//! progress bar. No format logic lives here. Every message goes through
+//! [`message::line`] (the lints below keep it so).
+#![deny(clippy::print_stderr, clippy::print_stdout)]
 
+mod message;
 mod signals;
 
 use std::io::Write;
@@ -15,8 +18,10 @@ use profconv::read::{
     self, ApsOptions, DcpiOptions, EpochSelect, Format, GprofOptions, GprofStacks, MpatrolOptions,
     ReadOptions,
 };
-use profconv::write::{OutputFormat, WriteOptions};
+use profconv::write::{terminal_text, OutputFormat, WriteOptions};
 use profconv::Output;
+
+use message::say;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -159,7 +164,8 @@ pub struct ArchiveArgs {
     /// Output formats (repeat for several).
     #[arg(long, value_enum, required = true)]
     pub to: Vec<OutputFormat>,
-    /// Parallel conversions (default: all cores).
+    /// Parallel conversions (default: all cores; at most 4 per core, and no
+    /// more than there are inputs).
     #[arg(short, long)]
     pub jobs: Option<usize>,
     /// A file of `GLOB BINARY` lines: the binary for inputs whose relative
@@ -434,12 +440,12 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
     // warnings come after it, so that they stay on the screen.
     drop(bar);
     for warning in progress.warnings() {
-        eprintln!("profconv: warning: {warning}");
+        say!("profconv: warning: {warning}");
     }
     done?;
     if !args.quiet {
         for output in outputs.iter().filter(|o| o.path != Path::new("-")) {
-            eprintln!("{}", wrote_line(output));
+            say!("{}", wrote_line(output));
         }
     }
     Ok(())
@@ -470,26 +476,45 @@ fn human_size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// Every output with its format, settled before anything is read.
+/// The output extensions profconv knows, for messages.
+const EXTENSIONS: &str = ".pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*";
+
+/// Every output with its format, settled before anything is read. Only
+/// `--to` names standard output's format, and `--to` is for a single
+/// output: each message says what works in the case at hand.
 fn outputs(args: &ConvertArgs) -> Result<Vec<Output>> {
     if args.output.is_empty() {
         return Err(Error::Usage("an output is required: -o FILE".into()));
     }
-    if args.to.is_some() && args.output.len() > 1 {
-        return Err(Error::Usage(
-            "--to names the format of a single output; with several -o, let each output's extension name its format (.pb.gz .pb .folded .svg .speedscope.json .callgrind)".into(),
-        ));
+    let several = args.output.len() > 1;
+    if several && args.output.iter().any(|o| o == Path::new("-")) {
+        return Err(Error::Usage(format!(
+            "-o - (standard output) has no extension to name its format, and --to names the format of a single output: write standard output in a run of its own (-o - --to FORMAT), or a file with an extension ({EXTENSIONS}) instead of -"
+        )));
+    }
+    if args.to.is_some() && several {
+        return Err(Error::Usage(format!(
+            "--to names the format of a single output; with several -o, let each output's extension name its format ({EXTENSIONS})"
+        )));
     }
     let mut outputs = Vec::with_capacity(args.output.len());
     for output in &args.output {
         let format = match args.to.or_else(|| OutputFormat::from_path(output)) {
             Some(f) => f,
             None if output == Path::new("-") => {
-                return Err(Error::Usage("writing to standard output needs --to FORMAT".into()))
+                return Err(Error::Usage(
+                    "writing to standard output needs --to FORMAT (-o - --to folded)".into(),
+                ))
+            }
+            None if several => {
+                return Err(Error::Usage(format!(
+                    "cannot tell the output format from {}: with several -o, each output's extension names its format ({EXTENSIONS})",
+                    output.display()
+                )))
             }
             None => {
                 return Err(Error::Usage(format!(
-                    "cannot tell the output format from {}: use an extension (.pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*) or --to",
+                    "cannot tell the output format from {}: use an extension ({EXTENSIONS}) or --to",
                     output.display()
                 )))
             }
@@ -579,7 +604,7 @@ fn print_info(summary: &read::Summary, json: bool) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(summary).unwrap_or_default();
         writeln!(out, "{text}")?;
     } else {
-        write!(out, "{summary}")?;
+        write!(out, "{}", terminal_text(&summary.to_string()))?;
     }
     out.flush()
 }
@@ -596,7 +621,7 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     }
     let shown = ArchiveProgress::new(args.quiet);
     options.progress = Some(shown.read.clone());
-    let so_far = signals::SoFar::start(args, shown.bar.clone());
+    let so_far = signals::SoFar::start(args, &options, shown.bar.clone());
     let report = profconv::archive::run(
         &args.archive,
         &options,
@@ -608,7 +633,10 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     );
     shown.stop();
     let report = report?;
-    eprint!("{}", profconv::archive::summary(&report, args.quiet));
+    say!(
+        "{}",
+        profconv::archive::summary(&report, args.quiet).trim_end_matches('\n')
+    );
     if let Some(path) = &args.report {
         report.save(path)?;
     }
@@ -617,12 +645,12 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
 
 /// The archive run's options from the command line, checked.
 fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptions> {
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let jobs = args.jobs.unwrap_or(cores);
     if jobs == 0 {
         return Err(Error::Usage("-j takes 1 or more".into()));
     }
+    let jobs = capped_jobs(jobs, cores);
     if args.force && args.resume {
         return Err(Error::Usage(
             "--force and --resume exclude each other".into(),
@@ -652,6 +680,21 @@ fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptio
         shard,
         progress: None,
     })
+}
+
+/// The most conversions per core `-j` runs: enough to overlap reading from
+/// a slow disk or network with computing; more only add threads to start.
+const JOBS_PER_CORE: usize = 4;
+
+/// `-j N`, capped at [`JOBS_PER_CORE`] per core with a message: thousands
+/// of threads take longer to start than the conversions they would run.
+fn capped_jobs(jobs: usize, cores: usize) -> usize {
+    let most = cores.saturating_mul(JOBS_PER_CORE).max(1);
+    if jobs <= most {
+        return jobs;
+    }
+    say!("profconv convert: -j {jobs} capped to {most} ({JOBS_PER_CORE} per core, {cores} cores)");
+    most
 }
 
 /// `--known-failures`: relative paths, one a line; blank lines and `#`
@@ -782,15 +825,17 @@ impl ArchiveProgress {
         if self.terminal {
             self.bar.set_position(self.read.read());
             self.bar.set_prefix(format!("{n}/{of}"));
-            self.bar.set_message(unit.rel.clone());
+            self.bar.set_message(terminal_text(&unit.rel).into_owned());
             if record.status == profconv::archive::Status::Failed {
                 let error = record.error.as_deref().unwrap_or("");
                 self.bar
-                    .println(format!("failed: {}: {error}", record.path));
+                    .println(terminal_text(&format!("failed: {}: {error}", record.path)));
             }
             for warning in &record.warnings {
-                self.bar
-                    .println(format!("warning: {}: {warning}", record.path));
+                self.bar.println(terminal_text(&format!(
+                    "warning: {}: {warning}",
+                    record.path
+                )));
             }
         } else if !self.quiet {
             log_line(n, of, record);
@@ -817,9 +862,9 @@ fn log_line(n: usize, of: usize, record: &profconv::archive::Record) {
         .as_deref()
         .map(|why| format!(" (unsymbolized: {why})"))
         .unwrap_or_default();
-    eprintln!("[{n}/{of}] {status} {}{detail}{unsymbolized}", record.path);
+    say!("[{n}/{of}] {status} {}{detail}{unsymbolized}", record.path);
     for warning in &record.warnings {
-        eprintln!("    warning: {warning}");
+        say!("    warning: {warning}");
     }
 }
 
@@ -858,7 +903,7 @@ pub fn main() -> u8 {
         // a quiet end, as ripgrep and most tools that ignore SIGPIPE do.
         Err(e) if e.is_broken_pipe_on_stdout() => 0,
         Err(e) => {
-            eprintln!("profconv: {e}");
+            say!("profconv: {e}");
             if e.is_usage() {
                 2
             } else {

@@ -11,14 +11,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use profconv::archive::{self, Record, Report};
+use profconv::archive::{self, ArchiveOptions, Record, Report};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+use super::message::say;
 
 /// What an archive run has done so far, shared between its workers (which
 /// add records) and the signal thread (which reports them).
 pub struct SoFar {
     archive: PathBuf,
-    out_dir: PathBuf,
+    /// The run's options: what its report says besides the records.
+    options: ArchiveOptions,
     report: Option<PathBuf>,
     started: Instant,
     records: Mutex<Vec<Record>>,
@@ -27,10 +30,14 @@ pub struct SoFar {
 
 impl SoFar {
     /// Registers an archive run with the signal thread.
-    pub fn start(args: &super::ArchiveArgs, bar: indicatif::ProgressBar) -> Arc<SoFar> {
+    pub fn start(
+        args: &super::ArchiveArgs,
+        options: &ArchiveOptions,
+        bar: indicatif::ProgressBar,
+    ) -> Arc<SoFar> {
         let so_far = Arc::new(SoFar {
             archive: args.archive.clone(),
-            out_dir: args.output.clone(),
+            options: options.clone(),
             report: args.report.clone(),
             started: Instant::now(),
             records: Mutex::new(Vec::new()),
@@ -55,9 +62,9 @@ impl SoFar {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        Report::of(
-            self.archive.display().to_string(),
-            self.out_dir.display().to_string(),
+        Report::of_run(
+            &self.archive,
+            &self.options,
             self.started.elapsed().as_secs_f64(),
             inputs,
         )
@@ -97,15 +104,18 @@ fn stop(signal: i32) -> ! {
     if let Some(run) = run {
         run.bar.finish_and_clear();
         let report = run.report();
-        eprint!("{}", archive::summary(&report, false));
+        say!(
+            "{}",
+            archive::summary(&report, false).trim_end_matches('\n')
+        );
         if let Some(path) = &run.report {
             if let Err(e) = save(&report, path) {
-                eprintln!("profconv: {}: {e}", path.display());
+                say!("profconv: {}: {e}", path.display());
             }
         }
-        eprintln!("profconv convert: interrupted by {name}; `--resume` continues the run");
+        say!("profconv convert: interrupted by {name}; `--resume` continues the run");
     } else {
-        eprintln!("profconv: interrupted by {name}; no output was left unfinished");
+        say!("profconv: interrupted by {name}; no output was left unfinished");
     }
     std::process::exit(128 + signal)
 }

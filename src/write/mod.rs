@@ -20,6 +20,7 @@ use std::io::Write;
 use crate::error::Result;
 use crate::profile::Profile;
 
+pub use names::terminal_text;
 pub(crate) use options::{chosen_sample_type, effective_group_by, prefer_sample_type};
 pub use options::{FlamegraphOptions, OutputFormat, WriteOptions};
 pub use output::write_file;

@@ -4,7 +4,8 @@
 //! most control characters and the folded and callgrind formats are
 //! line-based. Each writer passes every name through the step of its
 //! syntax; a character that cannot stand is written as a visible escape
-//! (`\x1b`, `\u{fffe}`), so the name stays readable and distinct.
+//! (`\x1b`, `\u{fffe}`), so the name stays readable and distinct. Text
+//! for a terminal (messages, `profconv info`) takes the same escapes.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -39,6 +40,14 @@ pub(crate) fn folded_frame(name: &str) -> Cow<'_, str> {
 /// control characters escaped (the format is line-based).
 pub(crate) fn callgrind_name(name: &str) -> Cow<'_, str> {
     escape(name, |c| c.is_control())
+}
+
+/// `text` as shown on a terminal: every control character (C0, DEL, C1)
+/// but the line break written as a visible escape (`\x1b`, `\u{9b}`), so
+/// that a file or module name cannot move the cursor, recolour or retitle
+/// the terminal. Line breaks stay: they are the lines of a message.
+pub fn terminal_text(text: &str) -> Cow<'_, str> {
+    escape(text, |c| c.is_control() && c != '\n')
 }
 
 /// `name` with every character `bad` picks written as `\xNN` (below
@@ -103,6 +112,16 @@ mod tests {
         let out = callgrind_name(&name);
         assert!(!out.chars().any(char::is_control), "{out:?}");
         assert!(out.contains("a;b"), "callgrind keeps the semicolon");
+    }
+
+    #[test]
+    fn terminal_text_keeps_line_breaks_and_escapes_every_other_control() {
+        let name = format!("{}\u{9b}31m", hostile());
+        let out = terminal_text(&name);
+        assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+        assert!(out.contains("\\x1b") && out.contains("\\x7f") && out.contains("\\u{9b}31m"));
+        assert_eq!(out.matches('\n').count(), 1);
+        assert!(matches!(terminal_text("plain\nlines"), Cow::Borrowed(_)));
     }
 
     #[test]

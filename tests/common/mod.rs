@@ -474,6 +474,58 @@ pub fn aps_file(hot: usize) -> Vec<u8> {
     .bytes()
 }
 
+/// An APS file whose conversion takes a while: `n` samples over many
+/// distinct stacks.
+pub fn big_aps(n: u32) -> Vec<u8> {
+    let mut records = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let pc = 0x8000 + (i % 60_000) * 4;
+        let cs = [
+            0x8000 + (i * 7 % 50_000) * 4,
+            0x8000 + (i * 13 % 40_000) * 4,
+        ];
+        records.push(gen::aps::user(100, 100 + (i % 8) as i32, 17, pc, &cs));
+    }
+    gen::aps::Aps {
+        records,
+        modules: vec![(0xc000_8000, 0xc03f_ffff, "vmlinux".into())],
+        vmas: vec![gen::aps::vma(100, 0x8000, 0x7_ffff, "/usr/bin/app")],
+        begin: (1_437_051_740, 0),
+        end: (1_437_051_752, 0),
+        ..gen::aps::Aps::default()
+    }
+    .bytes()
+}
+
+/// Starts profconv with `args`, reads its standard error until it holds
+/// `line` (a unit's line of an archive run's log), sends it `signal` (a
+/// `kill` name: `INT`, `TERM`), and returns how it ended and all it printed.
+pub fn signal_after_line(
+    args: &[&str],
+    line: &str,
+    signal: &str,
+) -> (std::process::ExitStatus, String) {
+    use std::io::{BufRead, Read};
+    let mut child = Command::new(profconv_bin())
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut err = String::new();
+    while !err.contains(line) {
+        let read = stderr.read_line(&mut err).unwrap();
+        assert!(read > 0, "the run ended before {line:?}: {err}");
+    }
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    stderr.read_to_string(&mut err).unwrap();
+    (child.wait().unwrap(), err)
+}
+
 /// The gzip members of a `.pb.gz`, each as its header's XFL byte (4 for
 /// zlib-rs's fastest level) and its decoded bytes.
 pub fn gzip_members(bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {

@@ -79,27 +79,3 @@ pub use error::{Error, Result};
 pub use profile::Profile;
 pub use read::{read, Format, ReadOptions};
 pub use write::{write, OutputFormat, WriteOptions};
-
-/// Whether rayon's pool has threads beyond the `busy` ones the caller's
-/// conversion keeps working itself: handing work to rayon only pays on
-/// those. (A gprof conversion keeps two threads busy; on two cores more
-/// threads only take turns, and each takes its turn with cold caches.)
-/// Outside a pool, the cores' count ([`cores`]) stands for the global
-/// pool's size (its default), so that the pool is not started just to be
-/// asked.
-pub(crate) fn cores_beyond(busy: usize) -> bool {
-    let threads = match rayon::current_thread_index() {
-        Some(_) => rayon::current_num_threads(),
-        None => cores(),
-    };
-    threads > busy
-}
-
-/// How many threads can run at once here (`available_parallelism`, 1 when
-/// unknown), found once: each look reads the cgroup's CPU quota and the
-/// affinity mask (60 to 100 µs, which an archive of small files would pay
-/// per file).
-pub(crate) fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}

@@ -641,30 +641,20 @@ impl Binary {
                 Some((f, single)) => (Some(f), single),
                 None => (None, false),
             };
-        // addr2line's loader parses the DWARF and builds its own symbol map:
-        // on another thread, while this one reads the symbol table.
-        let eager = !(lazy_single && single_frames);
-        let (symbols, dwarf) = std::thread::scope(|scope| {
-            let loader = debug_file
-                .as_deref()
-                .filter(|_| eager)
-                .map(|f| scope.spawn(move || DwarfReader::open(f)));
-            let mut symbols = rules.symbols(&file);
-            if symbols.is_empty() {
-                symbols = debug_file_symbols(path, debug_file.as_deref(), rules);
-            }
-            if symbols.is_empty() && rules == SymbolRules::Gprof {
-                // No symbol table (gprof gives up): the dynamic symbols.
-                symbols = text_symbols(&file);
-            }
-            let dwarf = std::cell::OnceCell::new();
-            match loader {
-                Some(h) => drop(dwarf.set(h.join().ok().flatten())),
-                None if !eager => {} // opened when needed
-                None => drop(dwarf.set(None)),
-            }
-            (symbols, dwarf)
-        });
+        let mut symbols = rules.symbols(&file);
+        if symbols.is_empty() {
+            symbols = debug_file_symbols(path, debug_file.as_deref(), rules);
+        }
+        if symbols.is_empty() && rules == SymbolRules::Gprof {
+            // No symbol table (gprof gives up): the dynamic symbols.
+            symbols = text_symbols(&file);
+        }
+        // addr2line's reader parses the DWARF and builds its own symbol map:
+        // opened now unless `lazy_single` leaves it for when it is needed.
+        let dwarf = std::cell::OnceCell::new();
+        if !(lazy_single && single_frames) {
+            let _ = dwarf.set(debug_file.as_deref().and_then(DwarfReader::open));
+        }
         Ok(Binary {
             path: path.to_path_buf(),
             build_id,
@@ -730,27 +720,6 @@ impl Binary {
     /// none and answers nothing).
     pub fn line_tables_file(&self) -> Option<&Path> {
         self.debug_file.as_deref().filter(|_| self.single_frames)
-    }
-
-    /// The line tables [`Binary::sorted_lines`] would read for the binary
-    /// at `path`, and the file they are in ([`Binary::line_tables_file`]),
-    /// read before the binary is opened: reading them is most of the work
-    /// of a lookup and needs no address, so a caller can have them read
-    /// while it opens the binary and works out which addresses to look up.
-    /// `None` where `sorted_lines` would read none.
-    pub fn line_tables_of(
-        path: &Path,
-        inline_frames: bool,
-    ) -> Option<(PathBuf, lines::LineTables)> {
-        let image = map_object(path).ok()?;
-        let file = object::File::parse(&image[..]).ok()?;
-        let (debug_file, single_frames) =
-            find_debug_file(path, &file, &build_id_hex(&file), inline_frames)?;
-        if !single_frames {
-            return None;
-        }
-        let tables = tables_of(path, Some(&image), &debug_file)?;
-        Some((debug_file, tables))
     }
 
     /// The reader of the binary's DWARF, when it loads (opened here if

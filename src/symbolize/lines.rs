@@ -135,15 +135,9 @@ pub struct LineTables {
 }
 
 impl LineTables {
-    /// The units' line programs, run side by side where cores are to spare
-    /// (rayon: running them is most of the work, and they are
-    /// independent). A gprof conversion reads them on a thread of their own
-    /// beside two busy ones (the binary's symbols and the gmon.out's parse,
-    /// then the call graph and the locations): one after the other there,
-    /// unless rayon has threads beyond those two. `None` when one does not
-    /// parse.
+    /// The units' line programs, run one after the other. `None` when one
+    /// does not parse.
     fn read(dwarf: &gimli::Dwarf<Reader<'_>>) -> Option<LineTables> {
-        use rayon::prelude::*;
         let aranges = Aranges::read(dwarf)?;
         let units = compile_units(dwarf, &aranges)?;
         let read_unit = |(unit, _): &(gimli::Unit<Reader<'_>>, Declared)| {
@@ -152,11 +146,7 @@ impl LineTables {
             lines.read(gimli::UnitRef::new(dwarf, unit), program)?;
             Some(lines)
         };
-        let read: Option<Vec<UnitLines>> = if crate::cores_beyond(2) {
-            units.par_iter().map(read_unit).collect()
-        } else {
-            units.iter().map(read_unit).collect()
-        };
+        let read: Option<Vec<UnitLines>> = units.iter().map(read_unit).collect();
         let declared = units.into_iter().map(|(_, declared)| declared);
         Some(LineTables {
             units: declared.zip(read?).collect(),

@@ -194,17 +194,6 @@ fn sorted_lookup_matches_addr2line_on_a_program_of_20000_functions() {
     };
     let (answered, total) = compare(&exe);
     assert_eq!(answered, total, "some addresses asked of addr2line");
-    // Its units (a source file each) read side by side, as where cores are
-    // to spare, answer as read one after the other (as on two cores).
-    let four = rayon::ThreadPoolBuilder::new()
-        .num_threads(4)
-        .build()
-        .unwrap();
-    let text = text_addresses(&exe);
-    let side_by_side = four.install(|| sorted_lines(&exe, &text)).unwrap();
-    let by_default = sorted_lines(&exe, &text).unwrap();
-    assert_eq!(side_by_side.files, by_default.files);
-    assert!(side_by_side.found == by_default.found);
     let data = std::fs::read(&exe).unwrap();
     let file = object::File::parse(&*data).unwrap();
     let mut entries: Vec<(u64, String)> = file
@@ -306,50 +295,4 @@ fn sorted_lookup_matches_addr2line_on_programs_built_here() {
         );
         eprintln!("no gcc: nothing built");
     }
-}
-
-/// The line tables read before a binary is opened
-/// ([`super::Binary::line_tables_of`], as the gprof reader reads them) are
-/// those of the file the opened binary's [`super::Binary::sorted_lines`]
-/// reads, and answer every text address as it does: on every ELF fixture,
-/// stripped ones with separate debug files and optimized ones with inlined
-/// frames (which read none) included. They are read ahead in a pool of four
-/// threads, units side by side, and by the opened binary in the default
-/// pool (units one after the other on two cores).
-#[test]
-fn line_tables_read_ahead_answer_as_the_opened_binary_does() {
-    use super::{Binary, SymbolRules};
-    let four = rayon::ThreadPoolBuilder::new()
-        .num_threads(4)
-        .build()
-        .unwrap();
-    let mut files = elf_files("gprof");
-    files.extend(elf_files("gprof-corpus"));
-    let (mut read_ahead, mut none, mut separate) = (0, 0, 0);
-    for path in &files {
-        let binary = Binary::open_with(path, true, SymbolRules::Gprof, true).unwrap();
-        let addresses = text_addresses(path);
-        let sorted = binary.sorted_lines(&addresses);
-        let Some((file, tables)) = four.install(|| Binary::line_tables_of(path, true)) else {
-            assert!(
-                sorted.is_none(),
-                "{}: read ahead, no tables",
-                path.display()
-            );
-            none += 1;
-            continue;
-        };
-        assert_eq!(binary.line_tables_file(), Some(file.as_path()));
-        separate += usize::from(file != *path);
-        let sorted = sorted.expect("the opened binary reads the same tables");
-        let ahead = tables.claim(&addresses);
-        assert_eq!(ahead.files, sorted.files, "{}", path.display());
-        assert!(ahead.found == sorted.found, "{}", path.display());
-        read_ahead += 1;
-    }
-    eprintln!("{read_ahead} binaries read ahead ({separate} from a separate debug file), {none} with nothing to read");
-    assert!(
-        read_ahead >= 5 && separate >= 1 && none >= 1,
-        "{read_ahead} read ahead ({separate} separate), {none} none"
-    );
 }

@@ -9,7 +9,6 @@
 //! distinct address, and the file names of the units they fall in.
 
 use std::borrow::Cow;
-use std::sync::mpsc;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -279,11 +278,8 @@ impl<'a> Resolved<'a> {
 }
 
 /// Adds every location `numbering` names to `profile`, in its order (of
-/// `addresses` in `mapping`, their frames `resolved`): built on this thread
-/// for a few, or where no core is to spare (the ticks' samples are made
-/// beside this thread: [`crate::cores_beyond`]), their functions interned
-/// as they are met; else by [`add_locations`] on two threads. Returns what
-/// they carry.
+/// `addresses` in `mapping`, their frames `resolved`), their functions
+/// interned as they are met. Returns what they carry.
 pub(super) fn add_all_locations(
     profile: &mut Profile,
     inputs: (&[u64], &Resolved<'_>, MappingId),
@@ -291,17 +287,12 @@ pub(super) fn add_all_locations(
 ) -> SymbolFlags {
     let order = &numbering.order[..];
     let mut locations = Vec::with_capacity(order.len());
-    let found = if order.len() < PARALLEL_LOCATIONS || !crate::cores_beyond(2) {
-        add_here(profile, inputs, order, &mut locations)
-    } else {
-        add_locations(profile, inputs, order, &mut locations)
-    };
+    let found = add_here(profile, inputs, order, &mut locations);
     profile.add_distinct_locations(locations);
     found
 }
 
-/// The locations of `order` built on this thread, as [`add_locations`]
-/// builds them, each new function interned when met.
+/// The locations of `order`, each new function interned when met.
 fn add_here(
     profile: &mut Profile,
     inputs: (&[u64], &Resolved<'_>, MappingId),
@@ -408,81 +399,6 @@ fn at(s: &str) -> [usize; 2] {
     [s.as_ptr() as usize, s.len()]
 }
 
-/// Locations fewer than this are built on one thread.
-const PARALLEL_LOCATIONS: usize = 1 << 12;
-
-/// How many new functions [`build_locations`] hands over at a time.
-const BATCH: usize = 256;
-
-/// Pushes to `out` the locations of the addresses `order` indexes, in that
-/// order, from their [`Resolved`] frames, their functions added to
-/// `profile`; returns what they carry. Two threads
-/// share the work: one builds the locations, numbering their functions in
-/// order of first use (slots), while this one interns each new function's
-/// strings as it is handed over; the slots are the function ids unless some
-/// function turned out equal to another.
-fn add_locations(
-    profile: &mut Profile,
-    (addresses, resolved, mapping): (&[u64], &Resolved<'_>, MappingId),
-    order: &[u32],
-    out: &mut Vec<Location>,
-) -> SymbolFlags {
-    let base = profile.functions().len();
-    let start = out.len();
-    let (tx, rx) = mpsc::channel();
-    let build = || build_locations((addresses, resolved, mapping), order, base, tx, out);
-    // `build` runs first on this thread: it never waits for
-    // `add_functions` (the channel is unbounded), so the two may run one
-    // after the other where rayon has no idle thread.
-    let (mut found, (ids, filenames)) = rayon::join(build, || add_functions(profile, resolved, rx));
-    found.filenames = filenames;
-    let numbered = |(slot, id): (usize, &FunctionId)| id.index() == base + slot;
-    if !ids.iter().enumerate().all(numbered) {
-        for line in out[start..].iter_mut().flat_map(|l| l.lines.iter_mut()) {
-            line.function = ids[line.function.index() - base];
-        }
-    }
-    found
-}
-
-/// The locations of the addresses `order` indexes, in that order, each
-/// function `base` + its slot, pushed to `locations`; the first frame of
-/// each new slot is sent to `slots` (in batches). Returns what they carry
-/// (but files).
-fn build_locations(
-    inputs: (&[u64], &Resolved<'_>, MappingId),
-    order: &[u32],
-    base: usize,
-    slots: mpsc::Sender<Vec<(u32, u32)>>,
-    locations: &mut Vec<Location>,
-) -> SymbolFlags {
-    // About one function per two locations here.
-    let mut keys = FunctionKeys::with_capacity(order.len() / 2);
-    let mut made = 0u32;
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut found = SymbolFlags::default();
-    push_locations(
-        inputs,
-        order,
-        &mut found,
-        locations,
-        |index, k, one, frame| {
-            let slot = keys.get_or(one, &frame, || {
-                batch.push((index, k as u32));
-                if batch.len() == BATCH {
-                    // A receiver gone has panicked: its panic is passed on.
-                    let _ = slots.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
-                }
-                made += 1;
-                made - 1
-            });
-            FunctionId::from_index(base + slot as usize)
-        },
-    );
-    let _ = slots.send(batch);
-    found
-}
-
 /// The functions met, each once: a single frame's by its symbol and file
 /// (a key of 8 bytes instead of 48: most frames are single), any other by
 /// where its strings are ([`function_key`]). A function met both ways gets
@@ -547,24 +463,6 @@ fn push_locations(
     }
 }
 
-/// Adds the function of each frame `slots` sends, in order, as
-/// [`Profile::add_function`] would (a string known by where it is interned
-/// only once); returns their ids and whether some has a file.
-fn add_functions(
-    profile: &mut Profile,
-    resolved: &Resolved<'_>,
-    slots: mpsc::Receiver<Vec<(u32, u32)>>,
-) -> (Vec<FunctionId>, bool) {
-    let mut files: HashMap<[usize; 2], StrId> = HashMap::default();
-    let mut ids = Vec::new();
-    let mut filenames = false;
-    for (index, k) in slots.into_iter().flatten() {
-        let frame = resolved.frame(index as usize, k as usize);
-        ids.push(intern_function(profile, &mut files, &mut filenames, frame));
-    }
-    (ids, filenames)
-}
-
 #[cfg(test)]
 mod tests {
     use std::borrow::Cow;
@@ -573,7 +471,7 @@ mod tests {
     use crate::profile::{MappingId, Profile};
     use crate::symbolize::FunctionSymbol;
 
-    /// Locations as add_locations makes them, for 2 × `n` addresses: the
+    /// Locations as add_all_locations makes them, for 2 × `n` addresses: the
     /// function `f{i % 7}` (inlined into `g` at odd addresses), its name
     /// borrowed at even addresses and an owned copy (elsewhere in memory,
     /// another key) at odd ones, for the addresses `named` names (in any
@@ -664,20 +562,10 @@ mod tests {
             named.extend((0..2 * n as u32).step_by(2).filter(|i| i % 3 != 1));
             let order: Vec<u32> = (0..2 * n as u32).filter(|i| i % 3 != 1).collect();
             let want = expected(&order);
-            // In the default pool, and in one of four threads (where
-            // 10 000 addresses are built on two: `add_locations`).
-            let four = rayon::ThreadPoolBuilder::new()
-                .num_threads(4)
-                .build()
-                .unwrap();
-            for got in [
-                locations_of(n, &named),
-                four.install(|| locations_of(n, &named)),
-            ] {
-                assert_eq!(got.locations(), want.locations(), "{n}");
-                assert_eq!(got.functions(), want.functions(), "{n}");
-                assert_eq!(got.strings().as_slice(), want.strings().as_slice());
-            }
+            let got = locations_of(n, &named);
+            assert_eq!(got.locations(), want.locations(), "{n}");
+            assert_eq!(got.functions(), want.functions(), "{n}");
+            assert_eq!(got.strings().as_slice(), want.strings().as_slice());
         }
     }
 

@@ -89,16 +89,8 @@ fn earlier_files(inputs: &[Input]) -> String {
     names.join(", ")
 }
 
-/// Inputs of fewer bytes are parsed after the binary is opened, on one thread.
-const PARALLEL_INPUT_BYTES: u64 = 1 << 16;
-
-/// The binary (when given) and the summed inputs. When the binary's header
-/// tells its pointer size (ELF) and a core is to spare beside this thread
-/// and the line tables' ([`crate::cores_beyond`]), the inputs are parsed on
-/// another thread while it is opened (that thread reads the header: ≈ 40 µs
-/// of opening and reading a file off this one); otherwise after it, with
-/// the pointer size it was opened with. Its error, if any, comes first
-/// either way.
+/// The binary (when given), then the summed inputs, read with the pointer
+/// size the binary says; the binary's error, if any, comes first.
 fn open_and_load(
     inputs: &[Input],
     options: &ReadOptions,
@@ -106,32 +98,8 @@ fn open_and_load(
     let Some(path) = options.binary.as_deref() else {
         return Ok((None, load(inputs, options, None)?));
     };
-    // A small input parses faster than a thread starts.
-    let small = inputs.iter().map(Input::len).sum::<u64>() < PARALLEL_INPUT_BYTES;
-    let (loaded, binary) = if small || !crate::cores_beyond(2) {
-        (
-            None,
-            Binary::open_cached(path, SymbolRules::Gprof, options.gprof.inline_frames),
-        )
-    } else {
-        // `Binary::open_cached` keeps the binary for this thread (an `Rc`):
-        // it is opened here, the inputs parsed on a scoped thread.
-        std::thread::scope(|scope| {
-            let loaded = scope
-                .spawn(|| elf_pointer_size(path).map(|size| load(inputs, options, Some(size))));
-            let binary = Binary::open_cached(path, SymbolRules::Gprof, options.gprof.inline_frames);
-            let loaded = loaded
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (loaded, binary)
-        })
-    };
-    let binary = binary?;
-    let loaded = match loaded {
-        Some(loaded) => loaded,
-        None => load(inputs, options, Some(binary.pointer_size)),
-    };
-    match loaded {
+    let binary = Binary::open_cached(path, SymbolRules::Gprof, options.gprof.inline_frames)?;
+    match load(inputs, options, Some(binary.pointer_size)) {
         Ok(loaded) => Ok((Some(binary), loaded)),
         Err(e) => Err(other_pointer_size(inputs, options, &binary).unwrap_or(e)),
     }
@@ -159,70 +127,26 @@ fn other_pointer_size(inputs: &[Input], options: &ReadOptions, binary: &Binary) 
     ))
 }
 
-/// The pointer size an ELF file's identification bytes declare (what
-/// [`Binary::open`] finds), or `None` for anything else.
-fn elf_pointer_size(path: &Path) -> Option<usize> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None; // refused by Binary::open
-    }
-    let mut ident = [0u8; 5];
-    file.read_exact(&mut ident).ok()?;
-    match ident {
-        [0x7f, b'E', b'L', b'F', 1] => Some(4),
-        [0x7f, b'E', b'L', b'F', 2] => Some(8),
-        _ => None,
-    }
-}
-
-/// Reads and sums gmon.out inputs into one profile.
-///
-/// With a binary, its line tables are read on another thread from the
-/// start ([`Binary::line_tables_of`]: most of the work of looking the
-/// addresses up, and independent of them), while the binary's symbols and
-/// the inputs are read and the addresses worked out. Whether the binary
-/// fits the inputs ([`fit::check`]) is worked out on this thread while
-/// another makes the ticks' samples: a binary that does not fit is refused
-/// once the profile is built.
+/// Reads and sums gmon.out inputs into one profile. With a binary, a binary
+/// that does not fit the inputs ([`fit::check`]) is refused before the
+/// profile is built.
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
-    std::thread::scope(|scope| {
-        let tables = options.binary.as_deref().map(|path| {
-            let inline_frames = options.gprof.inline_frames;
-            scope.spawn(move || Binary::line_tables_of(path, inline_frames))
-        });
-        let (binary, data) = open_and_load(inputs, options)?;
-        let check = !options.gprof.skip_binary_check;
-        let mut fits = None;
-        let lines = |binary: &Binary, addresses: &[u64]| {
-            if check {
-                fits = Some(fit::check(&data, binary, inputs));
-            }
-            // A panic there is a table that did not read: read again here.
-            match tables.and_then(|t| t.join().ok().flatten()) {
-                Some((file, tables)) if binary.line_tables_file() == Some(&file) => {
-                    Some(tables.claim(addresses))
-                }
-                _ => binary.sorted_lines(addresses),
-            }
-        };
-        let stacks = options.gprof.stacks;
-        let mut profile = profile::to_profile(&data, binary.as_deref(), stacks, lines);
-        match (fits, binary.as_deref()) {
-            (Some(fits), _) => fits?,
-            (None, Some(binary)) if check => fit::check(&data, binary, inputs)?,
-            _ => {}
+    let (binary, data) = open_and_load(inputs, options)?;
+    if let (false, Some(binary)) = (options.gprof.skip_binary_check, binary.as_deref()) {
+        fit::check(&data, binary, inputs)?;
+    }
+    let lines = |binary: &Binary, addresses: &[u64]| binary.sorted_lines(addresses);
+    let stacks = options.gprof.stacks;
+    let mut profile = profile::to_profile(&data, binary.as_deref(), stacks, lines);
+    if let Some(t) = inputs.first().and_then(Input::modified) {
+        if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
+            profile.time_nanos = d.as_nanos() as i64;
+            profile.add_comment(
+                "time: modification time of the gmon.out (written when the program exited)",
+            );
         }
-        if let Some(t) = inputs.first().and_then(Input::modified) {
-            if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
-                profile.time_nanos = d.as_nanos() as i64;
-                profile.add_comment(
-                    "time: modification time of the gmon.out (written when the program exited)",
-                );
-            }
-        }
-        Ok(profile)
-    })
+    }
+    Ok(profile)
 }
 
 #[cfg(test)]

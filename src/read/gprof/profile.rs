@@ -1,9 +1,6 @@
 //! Building the profile: locations per function and call site, the sample
 //! types `cpu` and `calls`, flat or synthesized stacks.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-
 use super::bsd::DEFAULT_RATE;
 use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
@@ -365,9 +362,6 @@ fn add_basic_blocks(
     }
 }
 
-/// Profiles naming fewer addresses are built on one thread.
-const PARALLEL_ADDRESSES: usize = 1 << 12;
-
 /// The address indexes the samples name: both ends of the arcs kept, the
 /// ticks' addresses and the basic blocks' (a synthesized stack's call
 /// sites are those of arcs kept).
@@ -383,148 +377,37 @@ fn named<'a>(
     ends.chain(ticks.chain(blocks).map(|a| index_of(addresses, a)))
 }
 
-/// The arcs' samples (`arcs`, asked for once the call graph is made),
-/// then the ticks' (on their synthesized stacks when `synthesized`, else
-/// one each) after them, with `width` values each: one per stack, in the
-/// order their stacks first come. The samples are handed over by `giver`
-/// when made, or earlier, as soon as the main thread is free to add the
-/// batches still to come ([`Giver::pass`]).
+/// The arcs' samples (`arcs`), then the ticks' (on their synthesized
+/// stacks when `synthesized`, else one each) after them, with `width`
+/// values each: one per stack, in the order their stacks first come.
 fn tick_samples(
     data: &GmonData,
-    (between, arcs): (Between, impl FnOnce() -> Vec<Sample>),
+    (between, arcs): (Between, Vec<Sample>),
     (funcs, ticks, addresses): (&[Func<'_>], &[Tick], &[u64]),
     numbering: &Numbering,
     (width, synthesized): (usize, bool),
-    mut giver: Giver<'_>,
-) {
+) -> SampleSet {
     // Room for a sample per piece: the pieces number at most the ticks and
     // the stacks, the stacks at most the arcs and the functions (a flow
     // decomposition, [`synthesize`]), then the basic blocks'. Room not
     // filled is not touched; the samples made are never copied to grow.
     let bound = ticks.len() + between.arcs.len() + funcs.len() + data.basic_blocks.len();
     let graph = synthesized.then(|| between.graph(funcs.len(), numbering));
-    let mut samples = SampleSet::after(width, arcs(), bound);
-    let samples = match graph {
-        Some(graph) => {
-            let mut samples = Some(samples);
-            synthesize(ticks, &graph, addresses, |batch| {
-                giver.pass(&mut samples, batch, numbering)
-            });
-            samples
-        }
-        None => {
-            add_flat(&mut samples, ticks, addresses, numbering);
-            Some(samples)
-        }
-    };
-    giver.finish(samples);
-}
-
-/// What the thread making the ticks' samples hands the main thread over a
-/// channel: the samples, then the batches it did not add itself, in order.
-enum Made {
-    Samples(SampleSet),
-    Batch(Synthesized),
-}
-
-/// The ticks' thread's end of the hand-over: its stacks are synthesized
-/// one function after another, and every batch of them must be added to
-/// the samples in order. It adds them itself while the main thread makes
-/// the locations; once that one is free ([`Taker::take`]), it hands it the
-/// samples and sends it the batches, so the two share the work whichever
-/// finishes first (the locations are the longer part for a profile with
-/// few stacks per function, the stacks for a call graph with cycles).
-struct Giver<'a> {
-    wanted: &'a AtomicBool,
-    made: mpsc::Sender<Made>,
-    /// Batches the main thread added, to be filled again.
-    spare: mpsc::Receiver<Synthesized>,
-}
-
-/// The main thread's end of the hand-over ([`Giver`]).
-struct Taker<'a> {
-    wanted: &'a AtomicBool,
-    made: mpsc::Receiver<Made>,
-    spare: mpsc::Sender<Synthesized>,
-}
-
-/// The two ends of a hand-over, through `wanted`.
-fn hand_over(wanted: &AtomicBool) -> (Giver<'_>, Taker<'_>) {
-    let (made, made_rx) = mpsc::channel();
-    let (spare_tx, spare) = mpsc::channel();
-    let giver = Giver {
-        wanted,
-        made,
-        spare,
-    };
-    let taker = Taker {
-        wanted,
-        made: made_rx,
-        spare: spare_tx,
-    };
-    (giver, taker)
-}
-
-impl Giver<'_> {
-    /// Adds `batch` to `samples` while they are here and the main thread
-    /// is busy, and gives the batch back, emptied; else sends the samples
-    /// (the first time) and the batch, and gives a batch to fill next.
-    fn pass(
-        &mut self,
-        samples: &mut Option<SampleSet>,
-        mut batch: Synthesized,
-        numbering: &Numbering,
-    ) -> Synthesized {
-        if let Some(set) = samples {
-            if !self.wanted.load(Ordering::Acquire) {
-                add_synthesized(set, &batch, numbering);
-                batch.clear();
-                return batch;
-            }
-        }
-        if let Some(set) = samples.take() {
-            let _ = self.made.send(Made::Samples(set));
-        }
-        let _ = self.made.send(Made::Batch(batch));
-        self.spare
-            .try_recv()
-            .unwrap_or_else(|_| Synthesized::with_room())
+    let mut samples = SampleSet::after(width, arcs, bound);
+    match graph {
+        Some(graph) => synthesize(ticks, &graph, addresses, |mut batch| {
+            add_synthesized(&mut samples, &batch, numbering);
+            batch.clear();
+            batch
+        }),
+        None => add_flat(&mut samples, ticks, addresses, numbering),
     }
-
-    /// Sends the samples, if not sent yet: the ticks' thread is done.
-    fn finish(self, samples: Option<SampleSet>) {
-        if let Some(set) = samples {
-            let _ = self.made.send(Made::Samples(set));
-        }
-    }
-}
-
-impl Taker<'_> {
-    /// Asks for the samples, then adds the batches that come after them
-    /// until the [`Giver`] is gone (done, or panicked: then there may be no
-    /// samples).
-    fn take(self, numbering: &Numbering) -> Option<SampleSet> {
-        self.wanted.store(true, Ordering::Release);
-        let mut samples = None;
-        for made in self.made {
-            match made {
-                Made::Samples(set) => samples = Some(set),
-                Made::Batch(mut batch) => {
-                    if let Some(set) = &mut samples {
-                        add_synthesized(set, &batch, numbering);
-                    }
-                    batch.clear();
-                    let _ = self.spare.send(batch);
-                }
-            }
-        }
-        samples
-    }
+    samples
 }
 
 /// The profile gprof's data stands for (§4). `lines` looks the sorted
 /// addresses up in the binary's line tables ([`Binary::sorted_lines`]),
-/// once, on this thread while another makes the ticks' samples.
+/// once.
 pub(super) fn to_profile(
     data: &GmonData,
     binary: Option<&Binary>,
@@ -545,52 +428,19 @@ pub(super) fn to_profile(
     } = kept_arcs(data, (&funcs, &callees), symbolized, &addresses);
     let numbering = Numbering::new(addresses.len(), named(&kept, data, &ticks, &addresses));
     let width = profile.sample_types().len();
-    // The arcs' samples are made on this thread and handed to the one that
-    // makes the ticks', which adds its samples after them and hands them
-    // back (the batches not added yet with them, [`Giver`]).
-    let (arcs_made, arcs) = mpsc::channel();
-    let wanted = AtomicBool::new(false);
-    let (giver, taker) = hand_over(&wanted);
-    let samples = || {
-        let inputs = (&funcs[..], &ticks[..], &addresses[..]);
-        let arcs = move || arcs.recv().unwrap_or_default();
-        let shape = (width, synthesized);
-        tick_samples(data, (between, arcs), inputs, &numbering, shape, giver)
-    };
+    let arcs = arc_samples(&kept, &numbering, width);
     profile.reserve_interned(0, funcs.len());
-    // The arcs' samples, then the addresses looked up and their locations.
     let mut files = Vec::new();
     let sorted = |addresses: &[u64]| binary.and_then(|b| lines(b, addresses));
-    let here = || {
-        // Moved in here, so that a panic before the send drops it and the
-        // other thread, waiting for the arcs, goes on without them (the
-        // panic is what surfaces).
-        let arcs_made = arcs_made;
-        let _ = arcs_made.send(arc_samples(&kept, &numbering, width));
-        let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
-        let inputs = (&addresses[..], &resolved, mapping);
-        add_all_locations(&mut profile, inputs, &numbering)
-    };
-    // The ticks' samples (the call graph and the synthesized stacks) are
-    // made on another thread meanwhile, and this one adds the batches still
-    // to come once its locations are made ([`Taker::take`]). For small
-    // profiles a thread would cost more than it saves.
-    let (found, samples) = if addresses.len() < PARALLEL_ADDRESSES {
-        let found = here();
-        samples();
-        (found, taker.take(&numbering))
-    } else {
-        std::thread::scope(|scope| {
-            let samples = scope.spawn(samples);
-            let found = here();
-            let taken = taker.take(&numbering);
-            if let Err(p) = samples.join() {
-                std::panic::resume_unwind(p)
-            }
-            (found, taken)
-        })
-    };
-    let mut samples = samples.expect("the ticks' thread hands its samples over");
+    let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
+    let found = add_all_locations(
+        &mut profile,
+        (&addresses[..], &resolved, mapping),
+        &numbering,
+    );
+    let inputs = (&funcs[..], &ticks[..], &addresses[..]);
+    let shape = (width, synthesized);
+    let mut samples = tick_samples(data, (between, arcs), inputs, &numbering, shape);
     if let Some(bt) = bb_type {
         add_basic_blocks(&mut samples, data, bt, &addresses, &numbering);
     }
@@ -762,53 +612,6 @@ mod tests {
         let sites: usize = new.iter().map(|b| b.1).sum();
         assert_eq!(sites, 400 * 200, "every leaf's stack climbs the chain");
         assert_eq!(again, new);
-    }
-
-    /// The samples `synthesize` makes of [`chain_with_leaves`], through a
-    /// hand-over whose main thread asks for them before batch `ask` (none:
-    /// never, the ticks' thread adds every batch), then takes them.
-    fn handed_over(ask: Option<usize>) -> Vec<Sample> {
-        let (graph, ticks, addresses) = chain_with_leaves(400);
-        let numbering = Numbering::new(addresses.len(), 0..addresses.len() as u32);
-        let wanted = AtomicBool::new(false);
-        let (mut giver, taker) = hand_over(&wanted);
-        let mut samples = Some(SampleSet::after(3, Vec::new(), 0));
-        let mut batches = 0;
-        synthesize(&ticks, &graph, &addresses, |batch| {
-            if ask == Some(batches) {
-                wanted.store(true, Ordering::Release);
-            }
-            batches += 1;
-            giver.pass(&mut samples, batch, &numbering)
-        });
-        assert!(batches >= 3, "{batches} batches: the test needs several");
-        giver.finish(samples);
-        let samples = taker.take(&numbering).expect("the samples come");
-        samples.into_samples()
-    }
-
-    #[test]
-    fn the_samples_are_the_same_whichever_thread_adds_the_batches() {
-        let alone = handed_over(None);
-        assert_eq!(alone.len(), 400, "one sample per leaf's stack");
-        for ask in [0, 1, 2] {
-            assert!(handed_over(Some(ask)) == alone, "asked before batch {ask}");
-        }
-        // The main thread asking while the batches are being made.
-        let (graph, ticks, addresses) = chain_with_leaves(400);
-        let numbering = Numbering::new(addresses.len(), 0..addresses.len() as u32);
-        let wanted = AtomicBool::new(false);
-        let (mut giver, taker) = hand_over(&wanted);
-        let taken = std::thread::scope(|scope| {
-            let taken = scope.spawn(|| taker.take(&numbering));
-            let mut samples = Some(SampleSet::after(3, Vec::new(), 0));
-            synthesize(&ticks, &graph, &addresses, |batch| {
-                giver.pass(&mut samples, batch, &numbering)
-            });
-            giver.finish(samples);
-            taken.join().unwrap()
-        });
-        assert!(taken.unwrap().into_samples() == alone);
     }
 
     /// The ticks' samples added after the arcs' are the samples

@@ -91,12 +91,12 @@ impl Survey {
         let mut parts: Vec<String> = kinds
             .iter()
             .map(|(format, paths)| {
-                let shown: Vec<String> = paths
-                    .iter()
-                    .take(SHOWN)
-                    .map(|p| p.display().to_string())
-                    .collect();
-                let more = if paths.len() > SHOWN { ", ..." } else { "" };
+                let shown = shown_paths(paths);
+                let more = if paths.len() > shown.len() {
+                    ", ..."
+                } else {
+                    ""
+                };
                 format!(
                     "{} {} file{} ({}{more})",
                     paths.len(),
@@ -119,6 +119,24 @@ impl Survey {
         };
         format!("{}{cut}", parts.join(", "))
     }
+}
+
+/// A few of `paths` to show, one from each top-level entry first (so that
+/// the places they lie in show), then the next ones.
+fn shown_paths(paths: &[&Path]) -> Vec<String> {
+    let top = |p: &Path| p.components().next().map(|c| c.as_os_str().to_owned());
+    let mut shown: Vec<&Path> = Vec::new();
+    for p in paths {
+        if shown.len() < SHOWN && !shown.iter().any(|s| top(s) == top(p)) {
+            shown.push(p);
+        }
+    }
+    for p in paths {
+        if shown.len() < SHOWN && !shown.contains(p) {
+            shown.push(p);
+        }
+    }
+    shown.iter().map(|p| p.display().to_string()).collect()
 }
 
 /// The format of a file from its first bytes, as [`super::detect_bytes`]

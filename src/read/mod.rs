@@ -191,6 +191,20 @@ pub(crate) fn is_whole_profile_dir(path: &Path) -> bool {
     READERS.iter().any(|r| r.unit_dir.is_some_and(|d| d(path)))
 }
 
+/// The format of a folder that archive migration took as one unit (a DCPI
+/// database, whose epochs are walked whole; an APS capture, whose sample
+/// files are read together while what else the folder holds is walked on).
+pub(crate) fn unit_dir_format(path: &Path) -> Option<Format> {
+    READERS
+        .iter()
+        .find(|r| {
+            r.unit_dir.is_some_and(|d| d(path))
+                || r.capture_dir
+                    .is_some_and(|(is_capture, _)| is_capture(path))
+        })
+        .map(|r| r.format)
+}
+
 /// For a capture directory (an APS capture), the test of which of its files
 /// belong to the capture, read together as one profile.
 pub(crate) fn capture_dir(path: &Path) -> Option<PathTest> {
@@ -213,10 +227,20 @@ pub(crate) fn open_all(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<I
             "standard input (-) can be given only once".into(),
         ));
     }
-    paths
+    let inputs: Vec<Input> = paths
         .iter()
         .map(|p| Input::open(p, options.max_input_size))
-        .collect()
+        .collect::<Result<_>>()?;
+    // A forced format reads a directory given only of its layout too.
+    if let Some(f) = options.format {
+        for dir in inputs.iter().filter(|i| i.is_dir()) {
+            let survey = Survey::of(dir.name());
+            if dir_format(dir.name(), &survey) != Some(f) {
+                return Err(directory::not_one_profile(dir.name(), &survey));
+            }
+        }
+    }
+    Ok(inputs)
 }
 
 /// Reads all `paths` into one profile: files (gzip-compressed ones are
@@ -281,13 +305,6 @@ fn unknown_format(input: &Input) -> Error {
 /// same for every input.
 pub(crate) fn format_of(inputs: &[Input], options: &ReadOptions) -> Result<Format> {
     if let Some(f) = options.format {
-        // A forced format reads a directory only of its layout.
-        for dir in inputs.iter().filter(|i| i.is_dir()) {
-            let survey = Survey::of(dir.name());
-            if dir_format(dir.name(), &survey) != Some(f) {
-                return Err(directory::not_one_profile(dir.name(), &survey));
-            }
-        }
         return Ok(f);
     }
     let Some(first) = inputs.first() else {

@@ -1,11 +1,13 @@
 //! Whether `--binary` is the program that wrote the gmon.out (§3.4): a
 //! gmon.out holds addresses only, so another build of the program, or
-//! another program, gives a profile that looks right and is not. Three
-//! facts of a real pair are checked: the byte order agrees, the histogram
-//! covers the executable's code, and a call instruction (the prologue's
-//! call of `mcount`) ends at each arc's callee address. A pair that fails is
-//! refused, saying what does not fit; `--skip-binary-check` converts it
-//! anyway.
+//! another program, gives a profile that looks right and is not. The facts
+//! of a real pair are checked: the byte order agrees, the executable has
+//! symbols, the histogram spans exactly the text its profiling runtime
+//! records (to `etext`), a call of `mcount` in a prologue ends at every
+//! arc's callee address and a call within every arc's call-site bucket. A
+//! pair that fails is refused, saying what does not fit;
+//! `--skip-binary-check` converts it anyway. Reads the executable's bytes
+//! at the arcs' addresses only; keeps the distinct arc addresses.
 
 use super::data::GmonData;
 use crate::error::{Error, Result};
@@ -161,10 +163,9 @@ fn callers_off_calls(data: &GmonData, binary: &Binary) -> Option<String> {
     let callers = distinct(data, |a| a.from_pc);
     let mut off = Vec::new();
     for &pc in &callers {
-        let mut ends = (pc..pc.saturating_add(bucket)).map(|r| call_ending_at(binary, r));
         let mut found = false;
-        for end in ends.by_ref() {
-            found |= end?.is_some();
+        for ret in pc..pc.saturating_add(bucket) {
+            found |= call_ending_at(binary, ret)?.is_some();
         }
         if !found {
             off.push(pc);

@@ -467,6 +467,10 @@ fn small_program(helpers: usize, calls: &[(usize, usize)], variant: usize) -> St
     c
 }
 
+/// A small program: its helpers, the calls of them `main` makes (helper,
+/// times), its variant (see [`small_program`]), and whether it is PIE.
+type SmallProgram = (usize, &'static [(usize, usize)], usize, bool);
+
 /// For generated pairs of similar programs (one compiler, one template,
 /// PIE and not; no arcs, one, a few), every profile with every other
 /// program's executable is refused or converts exactly as with its own
@@ -475,8 +479,7 @@ fn small_program(helpers: usize, calls: &[(usize, usize)], variant: usize) -> St
 /// executable is refused too.
 #[test]
 fn every_generated_profile_fits_its_own_executable_only() {
-    // (helpers, calls (helper, times), variant, PIE)
-    let programs: &[(usize, &[(usize, usize)], usize, bool)] = &[
+    let programs: &[SmallProgram] = &[
         (0, &[], 0, true),
         (0, &[], 1, true),
         (1, &[], 0, true),

@@ -264,7 +264,7 @@ fn a_directory_is_one_profile_only_by_a_database_or_capture_layout() {
     ] {
         let path = archive.join(one);
         profconv_ok(&[path.to_str().unwrap(), "-o", out_s]);
-        assert!(decode_pprof(&out).sample.len() > 0, "{one}");
+        assert!(!decode_pprof(&out).sample.is_empty(), "{one}");
         std::fs::remove_file(&out).unwrap();
     }
     // A database with another kind of profile beside its epochs: a mix.

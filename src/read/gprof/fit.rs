@@ -198,6 +198,9 @@ fn listed(off: &[u64], of: usize, what: &str, why: &str) -> Option<String> {
 /// where it goes when the instruction says (a direct call).
 type Call = (u64, Option<u64>);
 
+/// A test of an x86 `ff /2` call's ModRM byte (its addressing form).
+type ModRm = fn(u8) -> bool;
+
 /// The x86 call that ends at `pc`, if one does: `call rel32` (`e8`), or
 /// an indirect `call` (`ff /2`) through a register, `disp8(reg)`,
 /// `disp32(reg)` or `disp32(%rip)`, as `-pg` code calls `mcount` directly,
@@ -208,7 +211,7 @@ fn x86_call_ending_at(binary: &Binary, pc: u64) -> Option<Call> {
         let at = pc.checked_sub(n)?;
         Some((at, binary.bytes_at(at, n as usize)?))
     };
-    let indirect = |b: &[u8], modrm: fn(u8) -> bool| b[0] == 0xff && modrm(b[1]);
+    let indirect = |b: &[u8], modrm: ModRm| b[0] == 0xff && modrm(b[1]);
     if let Some((at, b)) = before(5).filter(|(_, b)| b[0] == 0xe8) {
         let rel = i32::from_le_bytes([b[1], b[2], b[3], b[4]]) as i64 as u64;
         let mut target = pc.wrapping_add(rel);
@@ -217,7 +220,7 @@ fn x86_call_ending_at(binary: &Binary, pc: u64) -> Option<Call> {
         }
         return Some((at, Some(target)));
     }
-    let forms: [(u64, fn(u8) -> bool); 3] = [
+    let forms: [(u64, ModRm); 3] = [
         (6, |m| m == 0x15 || m & 0xf8 == 0x90),
         (3, |m| m & 0xf8 == 0x50),
         (2, |m| m & 0xf8 == 0xd0),

@@ -353,13 +353,7 @@ fn a_binary_that_did_not_write_the_profile_is_refused_with_the_reason() {
         let (g, b) = (by_name[gmon_of], by_name[binary_of]);
         let gmon = d.join(&g.gmon);
         let binary = d.join(&b.binary);
-        let args = [
-            gmon.to_str().unwrap(),
-            "--binary",
-            binary.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ];
+        let args = pair_args(&gmon, &binary, &out);
         let err = refused(&args);
         assert!(
             err.contains("does not fit") && err.contains(&g.gmon),
@@ -389,13 +383,7 @@ fn a_binary_that_did_not_write_the_profile_is_refused_with_the_reason() {
     ] {
         let gmon = d.join(&by_name[gmon_of].gmon);
         let binary = d.join(&by_name[binary_of].binary);
-        let err = refused(&[
-            gmon.to_str().unwrap(),
-            "--binary",
-            binary.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ]);
+        let err = refused(&pair_args(&gmon, &binary, &out));
         assert!(err.contains(says), "{gmon_of} with {binary_of}: {err}");
     }
 }

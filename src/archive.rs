@@ -740,6 +740,7 @@ fn convert(
     let input = read::Input::open(&unit.path, options.read.max_input_size)?;
     let format = match options.read.format {
         Some(f) => Some(f),
+        None if input.is_dir() => read::unit_dir_format(&unit.path),
         None => read::detect_input(&input),
     };
     let Some(format) = format else {

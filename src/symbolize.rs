@@ -6,6 +6,7 @@
 //! `/usr/lib/debug`), as gdb does.
 
 mod demangle;
+pub(crate) mod gmon_text;
 mod gprof_rules;
 pub(crate) mod images;
 // Part of its API serves only its differential test (`lines_tests.rs`).
@@ -229,6 +230,9 @@ pub(crate) struct Binary {
     rules: SymbolRules,
     /// With [`SymbolRules::Gprof`], [`Binary::entries`].
     entries: Vec<u64>,
+    /// With [`SymbolRules::Gprof`], what its gmon.out must repeat
+    /// (from the separate debug file when the executable is stripped).
+    pub(crate) gmon_text: gmon_text::GmonText,
     /// addr2line's reader of `debug_file`, once opened ([`Binary::dwarf_reader`]):
     /// `None` inside when it does not open.
     dwarf: std::cell::OnceCell<Option<DwarfReader>>,
@@ -511,6 +515,22 @@ fn debug_file_symbols(
     object::File::parse(&*bytes).map_or_else(|_| Vec::new(), |dbg| rules.symbols(&dbg))
 }
 
+/// What `file`'s gmon.out must repeat ([`gmon_text::gmon_text`]): from its
+/// separate debug file when its own symbol table is stripped.
+fn gmon_text_of(
+    path: &Path,
+    file: &object::File<'_>,
+    debug_file: Option<&Path>,
+) -> gmon_text::GmonText {
+    let first_segment = load_segments(file).first().map(|s| s.vaddr);
+    let own = gmon_text::gmon_text(file, first_segment);
+    let debug = debug_file.filter(|&f| !own.has_symbols && f != path);
+    let Some(bytes) = debug.and_then(|f| map_object(f).ok()) else {
+        return own;
+    };
+    object::File::parse(&*bytes).map_or(own, |dbg| gmon_text::gmon_text(&dbg, first_segment))
+}
+
 /// The loadable segments: ELF program headers, or the object's segments for
 /// other formats (taken as executable).
 fn load_segments(file: &object::File<'_>) -> Vec<LoadSegment> {
@@ -655,6 +675,10 @@ impl Binary {
         if !(lazy_single && single_frames) {
             let _ = dwarf.set(debug_file.as_deref().and_then(DwarfReader::open));
         }
+        let gmon_text = match rules {
+            SymbolRules::Gprof => gmon_text_of(path, &file, debug_file.as_deref()),
+            SymbolRules::Linker => gmon_text::GmonText::default(),
+        };
         Ok(Binary {
             path: path.to_path_buf(),
             build_id,
@@ -673,6 +697,7 @@ impl Binary {
                 SymbolRules::Gprof => gprof_rules::code_entries(&file),
                 SymbolRules::Linker => Vec::new(),
             },
+            gmon_text,
             dwarf,
             single_frames,
             inline_frames,

@@ -433,14 +433,35 @@ fn separate_debug_file_is_found_through_debuglink() {
 }
 
 #[test]
-fn binary_without_symbols_leaves_addresses() {
+fn binary_without_symbols_is_refused_as_gprof_does_and_converts_on_request() {
     let dir = tempdir();
     let case = Case {
         binary: "callgraph-nopie.nosyms",
         gmons: &["callgraph-nopie.gmon"],
         expected: "",
     };
-    let p = decode_pprof(&convert_case(&case, dir.path(), "nosyms.pb.gz", &[]));
+    // gprof: "file `callgraph-nopie.nosyms' has no symbols".
+    let (gmon, binary) = (
+        fixture("gprof/callgraph-nopie.gmon"),
+        fixture("gprof/callgraph-nopie.nosyms"),
+    );
+    let refused_out = dir.path().join("refused.pb.gz");
+    let out = profconv(&[
+        gmon.to_str().unwrap(),
+        "--binary",
+        binary.to_str().unwrap(),
+        "-o",
+        refused_out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("callgraph-nopie.nosyms") && err.contains("has no symbols"),
+        "{err}"
+    );
+    assert!(!refused_out.exists());
+    let skip = ["--skip-binary-check"];
+    let p = decode_pprof(&convert_case(&case, dir.path(), "nosyms.pb.gz", &skip));
     check_pprof_invariants(&p);
     assert!(!p.mapping[0].has_functions);
     assert!(p.location.iter().all(|l| l.line.is_empty()));

@@ -178,3 +178,100 @@ fn the_library_reads_bytes_without_a_file() {
     let profile = profconv::read::read_inputs(&[input], &profconv::ReadOptions::default()).unwrap();
     assert!(!profile.samples().is_empty());
 }
+
+/// Runs profconv expecting exit 1; its standard error.
+fn refused(args: &[&str]) -> String {
+    let out = profconv(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{args:?} should be refused: {err}"
+    );
+    err
+}
+
+/// An archive of every kind: two DCPI databases, a DCPI file outside any
+/// database, a gmon.out, an mpatrol file and an APS capture.
+fn mixed_archive(root: &Path) {
+    use common::gen::{dcpi, gprof, mpatrol};
+    dcpi::make_db(&root.join("db1"));
+    dcpi::make_db(&root.join("db2"));
+    let f = &dcpi::db_files()[0];
+    let dump = dcpi::BinaryProfile::new(
+        dcpi::header(&f.image, f.epoch, f.event, f.period),
+        f.chunks.clone(),
+    );
+    dcpi::write(&root.join("dumps/app.prof"), &dump.bytes());
+    let hist = gprof::Hist {
+        low: 0x1000,
+        high: 0x1100,
+        rate: 100,
+        bins: vec![1; 64],
+    };
+    let layout = gprof::Layout {
+        big: false,
+        word: 8,
+    };
+    dcpi::write(
+        &root.join("runs/gmon.out"),
+        &gprof::gnu(layout, &[hist], &[(0x1010, 0x1040, 3)], &[]),
+    );
+    let program = mpatrol::example();
+    dcpi::write(
+        &root.join("mp/mpatrol.out"),
+        &mpatrol::encode(&program.raw(8), 8, false),
+    );
+    dcpi::write(
+        &root.join("capture/sample_cpu_0_20240101_000000"),
+        &small_aps_file(),
+    );
+}
+
+#[test]
+fn a_directory_is_one_profile_only_by_a_database_or_capture_layout() {
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    mixed_archive(&archive);
+    let out = dir.path().join("all.pb.gz");
+    let out_s = out.to_str().unwrap();
+    // The whole archive: refused, with what it holds and where to go.
+    let err = refused(&[archive.to_str().unwrap(), "-o", out_s]);
+    for found in [
+        "11 dcpi files",
+        "db1/199805191724/walnut/",
+        "dumps/app.prof",
+        "1 gprof file (runs/gmon.out)",
+        "1 mpatrol file (mp/mpatrol.out)",
+        "1 aps file (capture/sample_cpu_0_20240101_000000)",
+        "profconv convert",
+    ] {
+        assert!(err.contains(found), "{found}: {err}");
+    }
+    assert!(!out.exists());
+    // Forcing the format does not make it one database.
+    let err = refused(&[archive.to_str().unwrap(), "--from", "dcpi", "-o", out_s]);
+    assert!(err.contains("not one profile"), "{err}");
+    // DCPI files outside a database's layout are no database either.
+    let err = refused(&[archive.join("dumps").to_str().unwrap(), "-o", out_s]);
+    assert!(err.contains("1 dcpi file (app.prof)"), "{err}");
+    // A database, one of its epochs, one of its hosts, a capture: each one.
+    for one in [
+        "db1",
+        "db1/199805191724",
+        "db1/199805191724/walnut",
+        "capture",
+    ] {
+        let path = archive.join(one);
+        profconv_ok(&[path.to_str().unwrap(), "-o", out_s]);
+        assert!(!decode_pprof(&out).sample.is_empty(), "{one}");
+        std::fs::remove_file(&out).unwrap();
+    }
+    // A database with another kind of profile beside its epochs: a mix.
+    std::fs::copy(archive.join("runs/gmon.out"), archive.join("db1/gmon.out")).unwrap();
+    let err = refused(&[archive.join("db1").to_str().unwrap(), "-o", out_s]);
+    assert!(
+        err.contains("1 gprof file (gmon.out)") && err.contains("5 dcpi files"),
+        "{err}"
+    );
+}

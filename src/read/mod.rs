@@ -10,7 +10,8 @@
 //! the crate's table of readers (`READERS`):
 //! - `detect(head, len) -> Detection`: does an input (its first bytes, at most
 //!   `DETECT_BYTES`, and its full length) look like this format?
-//! - `detect_dir(path) -> bool` for readers that take directories;
+//! - `detect_dir(path, survey) -> bool` for readers that take directories:
+//!   is the directory, by what it holds, one profile of this format?
 //! - `read(inputs, options) -> Result<Profile>`: read one or more inputs into one profile;
 //! - `info(inputs, options) -> Result<Summary>`: describe what the inputs hold;
 //! - optionally `read_parts(inputs, options, sink)`: hand the profile over in
@@ -21,6 +22,7 @@
 pub(crate) mod aps;
 pub(crate) mod cursor;
 pub(crate) mod dcpi;
+mod directory;
 pub(crate) mod gprof;
 mod info;
 pub(crate) mod input;
@@ -28,6 +30,8 @@ pub(crate) mod mpatrol;
 mod options;
 
 use std::path::{Path, PathBuf};
+
+use directory::Survey;
 
 use crate::error::{Error, Result};
 use crate::profile::{PartSink, Profile};
@@ -72,8 +76,9 @@ pub(crate) struct ReaderSpec {
     pub format: Format,
     /// Recognises a file from its first bytes and its length.
     pub detect: fn(head: &[u8], len: u64) -> Detection,
-    /// Recognises a directory input, for readers that take directories.
-    pub detect_dir: Option<fn(&Path) -> bool>,
+    /// Recognises a directory input by its layout (what the survey found
+    /// in it), for readers that take directories.
+    pub detect_dir: Option<fn(&Path, &Survey) -> bool>,
     /// Recognises a directory that is one profile as a whole, converted as
     /// one unit in an archive migration (a DCPI database).
     pub unit_dir: Option<fn(&Path) -> bool>,
@@ -128,7 +133,7 @@ pub(crate) const READERS: &[ReaderSpec] = &[
         detect: aps::detect_input,
         detect_dir: Some(aps::detect_dir),
         unit_dir: None,
-        capture_dir: Some((aps::detect_dir, aps::is_sample_file_name)),
+        capture_dir: Some((aps::is_capture, aps::is_sample_file_name)),
         read: aps::read,
         read_parts: None,
         info: aps::info,
@@ -160,12 +165,17 @@ pub(crate) fn detect_bytes(head: &[u8], len: u64) -> Option<Format> {
 /// profconv knows.
 pub fn detect_input(input: &Input) -> Option<Format> {
     if input.is_dir() {
-        return READERS
-            .iter()
-            .find(|r| r.detect_dir.is_some_and(|d| d(input.name())))
-            .map(|r| r.format);
+        return dir_format(input.name(), &Survey::of(input.name()));
     }
     detect_bytes(input.head(), input.len())
+}
+
+/// The format whose layout a directory has, by what `survey` found in it.
+fn dir_format(path: &Path, survey: &Survey) -> Option<Format> {
+    READERS
+        .iter()
+        .find(|r| r.detect_dir.is_some_and(|d| d(path, survey)))
+        .map(|r| r.format)
 }
 
 /// The format of one input (a file or a directory), or `None` when it is of
@@ -179,6 +189,20 @@ pub fn detect(path: &Path) -> Result<Option<Format>> {
 /// True for a directory that is one profile as a whole (a DCPI database).
 pub(crate) fn is_whole_profile_dir(path: &Path) -> bool {
     READERS.iter().any(|r| r.unit_dir.is_some_and(|d| d(path)))
+}
+
+/// The format of a folder that archive migration took as one unit (a DCPI
+/// database, whose epochs are walked whole; an APS capture, whose sample
+/// files are read together while what else the folder holds is walked on).
+pub(crate) fn unit_dir_format(path: &Path) -> Option<Format> {
+    READERS
+        .iter()
+        .find(|r| {
+            r.unit_dir.is_some_and(|d| d(path))
+                || r.capture_dir
+                    .is_some_and(|(is_capture, _)| is_capture(path))
+        })
+        .map(|r| r.format)
 }
 
 /// For a capture directory (an APS capture), the test of which of its files
@@ -203,10 +227,20 @@ pub(crate) fn open_all(paths: &[PathBuf], options: &ReadOptions) -> Result<Vec<I
             "standard input (-) can be given only once".into(),
         ));
     }
-    paths
+    let inputs: Vec<Input> = paths
         .iter()
         .map(|p| Input::open(p, options.max_input_size))
-        .collect()
+        .collect::<Result<_>>()?;
+    // A forced format reads a directory given only of its layout too.
+    if let Some(f) = options.format {
+        for dir in inputs.iter().filter(|i| i.is_dir()) {
+            let survey = Survey::of(dir.name());
+            if dir_format(dir.name(), &survey) != Some(f) {
+                return Err(directory::not_one_profile(dir.name(), &survey));
+            }
+        }
+    }
+    Ok(inputs)
 }
 
 /// Reads all `paths` into one profile: files (gzip-compressed ones are
@@ -255,14 +289,16 @@ pub fn info_inputs(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
 }
 
 /// The error for an input of no known format; a directory (that is no DCPI
-/// database or APS capture) is pointed to `profconv convert`.
+/// database or APS capture) is refused with what it holds and pointed to
+/// `profconv convert`.
 fn unknown_format(input: &Input) -> Error {
-    let what = if input.is_dir() {
-        "is a directory: use `profconv convert DIR -o OUT_DIR --to FORMAT` for a tree of profiles (a directory converts directly only when it is a DCPI database or an APS capture)"
-    } else {
-        "not a profile of any known format (gprof gmon.out, mpatrol.out, DCPI, APS); use --from to force one"
-    };
-    Error::unsupported(input.name(), what)
+    if input.is_dir() {
+        return directory::not_one_profile(input.name(), &Survey::of(input.name()));
+    }
+    Error::unsupported(
+        input.name(),
+        "not a profile of any known format (gprof gmon.out, mpatrol.out, DCPI, APS); use --from to force one",
+    )
 }
 
 /// The one format of all inputs: forced by the options, or detected and the

@@ -34,9 +34,10 @@ pub use records::ApsFile;
 
 use std::path::Path;
 
+use super::directory::Survey;
 use super::info::{Entry, Summary};
 use super::input::{Detection, Input};
-use super::options::ReadOptions;
+use super::options::{Format, ReadOptions};
 use crate::error::Result;
 use crate::profile::Profile;
 use capture::expand_inputs;
@@ -64,8 +65,17 @@ pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
 }
 
 /// A directory holding `sample_cpu_<N>_…` files (§7).
-pub fn detect_dir(path: &Path) -> bool {
+pub fn is_capture(path: &Path) -> bool {
     sample_files_in(path).is_ok_and(|files| !files.is_empty())
+}
+
+/// A capture directory by its layout (§7): its profiles are all APS
+/// sample files, directly in it and named `sample_cpu_<N>_…`.
+pub fn detect_dir(_path: &Path, survey: &Survey) -> bool {
+    !survey.profiles.is_empty()
+        && survey.profiles.iter().all(|(format, rel)| {
+            *format == Format::Aps && rel.components().count() == 1 && is_sample_file_name(rel)
+        })
 }
 
 /// Reads APS sample files (and capture directories) into one profile.

@@ -4,8 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::super::directory::Survey;
 use super::super::input::Input;
 use super::super::options::EpochSelect;
+use super::super::options::Format;
 use crate::error::{Error, Result};
 
 /// How deep a database walk goes below the root.
@@ -129,8 +131,30 @@ pub fn for_each_profile(root: &Path, epoch: &EpochSelect, visit: &mut Visit<'_>)
     Ok(out)
 }
 
-/// Does the directory (a few levels deep) hold a DCPI profile? Bounded, as
-/// detection runs on any directory given as input.
+/// Whether a directory input is a profile database (or one epoch, or one
+/// host, of one) by its layout (§3): its profiles, all DCPI, lie below
+/// epoch directories (`<epoch>/<host>/…`), or the directory is itself an
+/// epoch directory or a host directory in one.
+pub fn is_database_layout(root: &Path, survey: &Survey) -> bool {
+    let epoch = |p: Option<&Path>| {
+        p.and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .is_some_and(is_epoch_name)
+    };
+    let part =
+        epoch(Some(root)) || epoch(root.canonicalize().ok().as_deref().and_then(Path::parent));
+    let below_epoch = |rel: &Path| {
+        let mut parts = rel.components();
+        let first = parts.next().and_then(|c| c.as_os_str().to_str());
+        first.is_some_and(is_epoch_name) && parts.next().is_some()
+    };
+    !survey.profiles.is_empty()
+        && survey
+            .profiles
+            .iter()
+            .all(|(format, rel)| *format == Format::Dcpi && (part || below_epoch(rel)))
+}
+
 /// A profile database proper: epoch directories directly below `root`, and
 /// profiles somewhere below. (A tree of archived files that merely holds a
 /// database further down is not one.)
@@ -147,6 +171,9 @@ pub fn is_database(root: &Path) -> bool {
     has_epoch && holds_profiles(root)
 }
 
+/// Does the directory (a few levels deep) hold a DCPI profile? Bounded
+/// (500 entries, 4 levels), as archive migration asks it of every
+/// directory.
 pub fn holds_profiles(root: &Path) -> bool {
     fn look(dir: &Path, depth: usize, budget: &mut usize) -> bool {
         let Ok(entries) = sorted_entries(dir) else {

@@ -27,6 +27,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
+use super::directory::Survey;
 use super::info::Summary;
 use super::input::Detection;
 use super::input::{Input, DETECT_BYTES};
@@ -48,9 +49,9 @@ pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
     }
 }
 
-/// Does this directory hold DCPI profiles (a profile database)?
-pub fn detect_dir(path: &Path) -> bool {
-    database::holds_profiles(path)
+/// Is this directory a profile database by its layout (§3)?
+pub fn detect_dir(path: &Path, survey: &Survey) -> bool {
+    database::is_database_layout(path, survey)
 }
 
 /// A directory with epoch directories of profiles directly below it: one

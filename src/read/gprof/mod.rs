@@ -131,13 +131,19 @@ fn other_pointer_size(inputs: &[Input], options: &ReadOptions, binary: &Binary) 
 /// that does not fit the inputs ([`fit::check`]) is refused before the
 /// profile is built.
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
-    let (binary, data) = open_and_load(inputs, options)?;
+    let (binary, mut data) = open_and_load(inputs, options)?;
+    let padded = binary
+        .as_deref()
+        .is_some_and(|b| unpad_counts(&mut data, b));
     if let (false, Some(binary)) = (options.gprof.skip_binary_check, binary.as_deref()) {
         fit::check(&data, binary, inputs)?;
     }
     let lines = |binary: &Binary, addresses: &[u64]| binary.sorted_lines(addresses);
     let stacks = options.gprof.stacks;
     let mut profile = profile::to_profile(&data, binary.as_deref(), stacks, lines);
+    if padded {
+        profile.add_comment(PADDED_COUNTS);
+    }
     if let Some(t) = inputs.first().and_then(Input::modified) {
         if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
             profile.time_nanos = d.as_nanos() as i64;
@@ -147,6 +153,25 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
         }
     }
     Ok(profile)
+}
+
+/// The comment of a profile whose arc counts were read from padded slots.
+const PADDED_COUNTS: &str = "calls: each arc count is the 4-byte `long` of its 8-byte slot (64-bit MinGW-w64); gprof reads the whole slot and prints the padding too, as 4294967296 × its garbage + the count";
+
+/// Keeps the 4-byte count of each arc when `binary`'s runtime writes it in
+/// an 8-byte slot (a 64-bit BSD-layout file of a 64-bit PE, §5): the other
+/// half is padding. Summed counts keep their low 32 bits, the sum of the
+/// counts while that stays below 2³². True when it applied.
+fn unpad_counts(data: &mut GmonData, binary: &Binary) -> bool {
+    let padded = binary.gmon_text.padded_counts
+        && data.pointer_size == 8
+        && !data.variant.records_byte_order();
+    if padded {
+        for arc in &mut data.arcs {
+            arc.count &= 0xffff_ffff;
+        }
+    }
+    padded
 }
 
 #[cfg(test)]

@@ -213,16 +213,24 @@ fn outputs_are_byte_identical_whatever_the_parallelism() {
     let dir = tempdir();
     let archive = dir.path().join("archive");
     make_archive(&archive);
-    let formats = [
-        "--to",
+    // An APS file too, whose records are counted in chunks by rayon.
+    std::fs::create_dir_all(archive.join("board")).unwrap();
+    std::fs::copy(
+        manifest_dir().join("examples/aps/sample_cpu_0_20150716_130220"),
+        archive.join("board/sample_cpu_0_20150716_130220"),
+    )
+    .unwrap();
+    let formats: Vec<&str> = [
         "pprof",
-        "--to",
+        "pprof-raw",
         "folded",
-        "--to",
         "svg",
-        "--to",
         "speedscope",
-    ];
+        "callgrind",
+    ]
+    .iter()
+    .flat_map(|f| ["--to", f])
+    .collect();
     let one = dir.path().join("j1");
     let four = dir.path().join("j4");
     convert(
@@ -238,8 +246,8 @@ fn outputs_are_byte_identical_whatever_the_parallelism() {
     let (a, b) = (tree(&one), tree(&four));
     assert_eq!(
         a.len(),
-        20,
-        "5 units × 4 formats: {:?}",
+        36,
+        "6 units × 6 formats: {:?}",
         a.keys().collect::<Vec<_>>()
     );
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());

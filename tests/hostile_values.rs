@@ -192,3 +192,185 @@ fn command_line_strings_with_control_characters_keep_the_svg_valid_xml() {
     let titles = svg.matches("by\\x1b[31mte\\x07s").count();
     assert!(titles > 3, "title, subtitle and every tooltip: {titles}");
 }
+
+/// A C++ name of 201 bytes that demangles to 851 895: each of 16 template
+/// arguments `B<X, X>` names the one before it twice by substitution, so
+/// the text doubles at each (what binutils' `c++filt` prints too).
+fn doubling_cxx_name() -> String {
+    fn substitution(i: usize) -> String {
+        const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        match i {
+            0 => "S_".to_owned(),
+            _ => {
+                let (mut n, mut digits) = (i - 1, Vec::new());
+                loop {
+                    digits.insert(0, DIGITS[n % 36]);
+                    n /= 36;
+                    if n == 0 {
+                        break;
+                    }
+                }
+                format!("S{}_", String::from_utf8(digits).unwrap())
+            }
+        }
+    }
+    // Substitutions: 0 = A, 1 = the template B, 2 = B<A, A>, then one more
+    // per argument.
+    let mut name = "_Z1f1A1BIS_S_E".to_owned();
+    for previous in 2..17 {
+        let s = substitution(previous);
+        name.push_str(&format!("S0_I{s}{s}E"));
+    }
+    name
+}
+
+/// An mpatrol file of `sites` call sites in one function named `name`,
+/// each allocating from its own address, called from `main`.
+fn many_sites_of_one_name(dir: &Path, name: &str, sites: u64) -> PathBuf {
+    let funcs = vec![
+        mpatrol::Func {
+            name: Some("main"),
+            start: 0x1000,
+        },
+        mpatrol::Func {
+            name: Some(Box::leak(name.to_owned().into_boxed_str())),
+            start: 0x10_0000,
+        },
+    ];
+    let allocs = (0..sites)
+        .map(|i| mpatrol::Alloc {
+            frames: vec![(1, 4 * i), (0, 0x10)],
+            classes: [[1, 16, 0, 0], [0; 4], [0; 4], [0; 4]],
+        })
+        .collect();
+    let program = mpatrol::Program {
+        funcs,
+        allocs,
+        bounds: [32, 256, 2048],
+        bin_count: 0,
+    };
+    let path = dir.join("sites.mpatrol");
+    std::fs::write(&path, mpatrol::encode(&program.raw(4), 4, false)).unwrap();
+    path
+}
+
+/// Runs profconv under `/usr/bin/time`: its output, seconds and peak RSS in
+/// KiB. `None` (outside CI) when `/usr/bin/time` is missing.
+fn timed(args: &[&str]) -> Option<(std::process::Output, f64, u64)> {
+    let dir = tempdir();
+    let report = dir.path().join("time");
+    let run = Command::new("/usr/bin/time")
+        .arg("-o")
+        .arg(&report)
+        .args(["-f", "%e %M"])
+        .arg(profconv_bin())
+        .args(args)
+        .output();
+    let Ok(out) = run else {
+        assert!(!in_ci(), "/usr/bin/time is needed for the resource checks");
+        skip_note!("skipping: /usr/bin/time is not installed");
+        return None;
+    };
+    let text = std::fs::read_to_string(&report).unwrap();
+    let last = text.lines().last().unwrap_or_default();
+    let (secs, kib) = last.split_once(' ').unwrap_or_else(|| panic!("{text}"));
+    Some((out, secs.parse().unwrap(), kib.parse().unwrap()))
+}
+
+/// Every output format of `input`, written in one run into `dir`.
+fn every_output(dir: &Path, stem: &str) -> Vec<PathBuf> {
+    ["pb.gz", "folded", "svg", "speedscope.json"]
+        .iter()
+        .map(|ext| dir.join(format!("{stem}.{ext}")))
+        .chain([dir.join(format!("callgrind.out.{stem}"))])
+        .collect()
+}
+
+#[test]
+fn a_long_cxx_name_named_by_3000_call_sites_is_demangled_and_kept_once() {
+    let name = doubling_cxx_name();
+    let demangled = profconv::symbolize::demangle(&name);
+    assert_eq!(demangled.len(), 851_895, "{}", &demangled[..80]);
+    let dir = tempdir();
+    let input = many_sites_of_one_name(dir.path(), &name, 3000);
+    let outs = every_output(dir.path(), "sites");
+    let mut args = vec![st(&input)];
+    for o in &outs {
+        args.extend(["-o", st(o)]);
+    }
+    let Some((out, secs, kib)) = timed(&args) else {
+        return;
+    };
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    // Once per site, it took 20 s (release) and every output held the
+    // name per site; once, it is one name's time and memory in each.
+    assert!(secs < 10.0, "{secs} s");
+    assert!(kib < 150 << 10, "{kib} KiB");
+    let p = decode_pprof(&outs[0]);
+    let long: Vec<&String> = p.string_table.iter().filter(|s| s.len() > 1000).collect();
+    assert_eq!(long.len(), 1, "the pprof string table holds the name once");
+    let folded = std::fs::read_to_string(&outs[1]).unwrap();
+    assert_eq!(folded.lines().count(), 1, "one stack: main;NAME");
+    for o in &outs {
+        let size = std::fs::metadata(o).unwrap().len();
+        assert!(size < 4 * 851_895, "{}: {size} bytes", o.display());
+    }
+}
+
+/// An executable whose symbol table has `copies` local functions, each at
+/// its own address, all named `name` (a static function of as many object
+/// files). `None` (outside CI) when gcc is missing.
+fn executable_with_symbols_named(dir: &Path, name: &str, copies: usize) -> Option<PathBuf> {
+    let source = dir.join("lib.c");
+    std::fs::write(
+        &source,
+        format!(
+            "__attribute__((used)) static void f(void) __asm__(\"{name}\");\nstatic void f(void) {{}}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("main.c"), "int main(void) { return 0; }\n").unwrap();
+    let object = dir.join("lib.o");
+    let compiled = Command::new("gcc")
+        .args(["-O0", "-c", "-o"])
+        .arg(&object)
+        .arg(&source)
+        .status();
+    if !compiled.is_ok_and(|s| s.success()) {
+        assert!(!in_ci(), "gcc is needed for the symbol-table test");
+        skip_note!("skipping: gcc not available");
+        return None;
+    }
+    let exe = dir.join("many");
+    let linked = Command::new("gcc")
+        .args(["-O0", "-o"])
+        .arg(&exe)
+        .arg(dir.join("main.c"))
+        .args(std::iter::repeat_n(&object, copies))
+        .status()
+        .unwrap();
+    assert!(linked.success());
+    Some(exe)
+}
+
+#[test]
+fn a_thousand_symbols_sharing_a_long_name_keep_it_once() {
+    let name = doubling_cxx_name();
+    let dir = tempdir();
+    let Some(exe) = executable_with_symbols_named(dir.path(), &name, 1000) else {
+        return;
+    };
+    let input = many_sites_of_one_name(dir.path(), &name, 300);
+    let outs = every_output(dir.path(), "bin");
+    let mut args = vec![st(&input), "--binary", st(&exe)];
+    for o in &outs {
+        args.extend(["-o", st(o)]);
+    }
+    let Some((out, secs, kib)) = timed(&args) else {
+        return;
+    };
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    // One demangled copy per symbol was 840 MB and 7 s.
+    assert!(kib < 150 << 10, "{kib} KiB");
+    assert!(secs < 20.0, "{secs} s");
+}

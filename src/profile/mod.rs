@@ -557,16 +557,20 @@ impl Profile {
         location
             .lines
             .iter()
-            .map(|line| {
-                let f = &self.functions[line.function.index()];
-                let file = self.str(f.filename);
-                Frame {
-                    name: std::borrow::Cow::Borrowed(self.str(f.name)),
-                    file: (!file.is_empty()).then_some(file),
-                    line: line.line,
-                }
-            })
+            .map(|line| self.line_frame(line))
             .collect()
+    }
+
+    /// The display frame of one line of a location: its function's name
+    /// and file, and the line.
+    pub(crate) fn line_frame(&self, line: &Line) -> Frame<'_> {
+        let f = &self.functions[line.function.index()];
+        let file = self.str(f.filename);
+        Frame {
+            name: std::borrow::Cow::Borrowed(self.str(f.name)),
+            file: (!file.is_empty()).then_some(file),
+            line: line.line,
+        }
     }
 
     /// `image+0xOFFSET` for an address in a named mapping, else `0xADDRESS`.

@@ -178,6 +178,9 @@ impl Callgrind {
                 functions.len() - 1
             })
         };
+        // A function of one image is one callgrind function: its names are
+        // made once, not once per location (a C++ name can be a megabyte).
+        let mut of_function: HashMap<(Option<usize>, usize), usize> = HashMap::new();
         let mut out = Vec::with_capacity(profile.locations().len());
         for location in profile.locations() {
             let object = location
@@ -207,24 +210,25 @@ impl Callgrind {
                 let Some(function) = profile.functions().get(line.function.index()) else {
                     continue;
                 };
-                let file = profile.str(function.filename);
-                let f = Func {
-                    object: object.clone(),
-                    file: if file.is_empty() {
-                        "???".to_owned()
-                    } else {
-                        one_line(file)
-                    },
-                    name: one_line(profile.str(function.name)),
-                };
+                let key = (location.mapping.map(|m| m.index()), line.function.index());
+                let func = *of_function.entry(key).or_insert_with(|| {
+                    let file = profile.str(function.filename);
+                    let f = Func {
+                        object: object.clone(),
+                        file: if file.is_empty() {
+                            "???".to_owned()
+                        } else {
+                            one_line(file)
+                        },
+                        name: one_line(profile.str(function.name)),
+                    };
+                    intern(&mut self.functions, f)
+                });
                 let pos = Pos {
                     line: line.line.max(0),
                     addr: location.address,
                 };
-                sites.push(Site {
-                    func: intern(&mut self.functions, f),
-                    pos,
-                });
+                sites.push(Site { func, pos });
             }
             out.push(sites);
         }

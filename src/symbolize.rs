@@ -56,6 +56,11 @@ impl FunctionSymbol {
         } else {
             system_name.clone()
         };
+        FunctionSymbol::named(address, size, name, system_name)
+    }
+
+    /// A typed function symbol with these (shared) names.
+    fn named(address: u64, size: u64, name: Arc<str>, system_name: Arc<str>) -> Self {
         FunctionSymbol {
             address,
             size,
@@ -86,13 +91,7 @@ impl<'d> SymbolNames<'d> {
                 (symbol.name, symbol.system_name)
             })
             .clone();
-        FunctionSymbol {
-            address,
-            size,
-            name,
-            system_name,
-            typed: true,
-        }
+        FunctionSymbol::named(address, size, name, system_name)
     }
 }
 

@@ -39,15 +39,25 @@ fn four_huge_allocations(dir: &Path) -> PathBuf {
             classes: [[0; 4], [0; 4], [0; 4], [1, i64::MAX as u64, 0, 0]],
         })
         .collect();
+    mpatrol_file(&dir.join("huge.mpatrol"), funcs, allocs, 8)
+}
+
+/// Writes the mpatrol file of a program of `funcs` and `allocs` (no size
+/// bins) in words of `word` bytes to `path`.
+fn mpatrol_file(
+    path: &Path,
+    funcs: Vec<mpatrol::Func>,
+    allocs: Vec<mpatrol::Alloc>,
+    word: usize,
+) -> PathBuf {
     let program = mpatrol::Program {
         funcs,
         allocs,
         bounds: [32, 256, 2048],
         bin_count: 0,
     };
-    let path = dir.join("huge.mpatrol");
-    std::fs::write(&path, mpatrol::encode(&program.raw(8), 8, false)).unwrap();
-    path
+    std::fs::write(path, mpatrol::encode(&program.raw(word), word, false)).unwrap();
+    path.to_path_buf()
 }
 
 /// 4 × (2^63−1), as the warning prints it.
@@ -243,15 +253,7 @@ fn many_sites_of_one_name(dir: &Path, name: &str, sites: u64) -> PathBuf {
             classes: [[1, 16, 0, 0], [0; 4], [0; 4], [0; 4]],
         })
         .collect();
-    let program = mpatrol::Program {
-        funcs,
-        allocs,
-        bounds: [32, 256, 2048],
-        bin_count: 0,
-    };
-    let path = dir.join("sites.mpatrol");
-    std::fs::write(&path, mpatrol::encode(&program.raw(4), 4, false)).unwrap();
-    path
+    mpatrol_file(&dir.join("sites.mpatrol"), funcs, allocs, 4)
 }
 
 /// Runs profconv under `/usr/bin/time`: its output, seconds and peak RSS in
@@ -373,4 +375,48 @@ fn a_thousand_symbols_sharing_a_long_name_keep_it_once() {
     // One demangled copy per symbol was 840 MB and 7 s.
     assert!(kib < 150 << 10, "{kib} KiB");
     assert!(secs < 20.0, "{secs} s");
+}
+
+/// A GNU gmon.out of one histogram of `bins` bins, every one sampled
+/// (1 to 65 535 ticks): each bin is a distinct address.
+fn large_histogram(dir: &Path, bins: u32) -> PathBuf {
+    let counts = (0..bins).map(|i| (i.wrapping_mul(7919) % 65_535 + 1) as u16);
+    let hist = common::gen::gprof::Hist {
+        low: 0x40_0000,
+        high: 0x40_0000 + 2 * u64::from(bins),
+        rate: 100,
+        bins: counts.collect(),
+    };
+    let layout = common::gen::gprof::Layout {
+        big: false,
+        word: 8,
+    };
+    let path = dir.join("large.gmon");
+    std::fs::write(&path, common::gen::gprof::gnu(layout, &[hist], &[], &[])).unwrap();
+    path
+}
+
+#[test]
+fn memory_of_every_output_of_a_large_histogram_follows_the_input() {
+    let dir = tempdir();
+    let input = large_histogram(dir.path(), 200_000);
+    let bytes = std::fs::metadata(&input).unwrap().len();
+    // Peak RSS allowed per input byte, beyond 16 MiB: what each writer
+    // builds per sampled address on top of the profile (measured: pprof
+    // 165, folded, SVG and speedscope 250, callgrind 380 with this input).
+    for (format, per_byte) in [
+        ("pprof", 200),
+        ("folded", 300),
+        ("svg", 300),
+        ("speedscope", 300),
+        ("callgrind", 450),
+    ] {
+        let output = dir.path().join(format!("out.{format}"));
+        let Some((out, _, kib)) = timed(&[st(&input), "-o", st(&output), "--to", format]) else {
+            return;
+        };
+        assert!(out.status.success(), "{format}: {}", stderr_of(&out));
+        let bound = (per_byte * bytes + (16 << 20)) >> 10;
+        assert!(kib < bound, "{format}: {kib} KiB, more than {bound} KiB");
+    }
 }

@@ -146,7 +146,9 @@ pub(crate) fn count_shift(total: i128) -> u32 {
 
 impl Profile {
     /// Warns ([`Profile::warn`]), once per sample type, about values that
-    /// add up past what an `i64` holds ([`ValueTotals::warnings`]).
+    /// add up past what an `i64` holds (or hold a value at its limit): the
+    /// type, its exact total, and that sums are capped there. Writers call
+    /// nothing; a conversion calls it before writing.
     pub fn warn_unrepresentable_totals(&mut self) {
         for text in ValueTotals::of(self).warnings() {
             self.warn_once(text);

@@ -137,6 +137,7 @@ pub(crate) fn convert_inputs(
     }
     let mut profile = read::read_inputs(inputs, &options.read)?;
     write::prefer_sample_type(&mut profile, options.write.sample_type.as_deref())?;
+    profile.warn_unrepresentable_totals();
     let warnings: Vec<String> = profile.warnings().map(str::to_owned).collect();
     if let Some(p) = progress {
         p.set_warnings(&warnings);

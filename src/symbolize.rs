@@ -57,6 +57,11 @@ impl FunctionSymbol {
         } else {
             system_name.clone()
         };
+        FunctionSymbol::named(address, size, name, system_name)
+    }
+
+    /// A typed function symbol with these (shared) names.
+    fn named(address: u64, size: u64, name: Arc<str>, system_name: Arc<str>) -> Self {
         FunctionSymbol {
             address,
             size,
@@ -64,6 +69,30 @@ impl FunctionSymbol {
             system_name,
             typed: true,
         }
+    }
+}
+
+/// Each distinct symbol name demangled once and kept once: the symbols of
+/// a table that share a name (static functions of many files, aliases)
+/// share its two strings, so that a name demangling to a megabyte costs
+/// one megabyte and one demangling, not one per symbol.
+#[derive(Debug, Default)]
+pub(crate) struct SymbolNames<'d> {
+    by_raw: rustc_hash::FxHashMap<&'d str, (Arc<str>, Arc<str>)>,
+}
+
+impl<'d> SymbolNames<'d> {
+    /// [`FunctionSymbol::new`], with the strings of a name seen before.
+    pub fn symbol(&mut self, address: u64, size: u64, raw: &'d str) -> FunctionSymbol {
+        let (name, system_name) = self
+            .by_raw
+            .entry(raw)
+            .or_insert_with(|| {
+                let symbol = FunctionSymbol::new(address, size, raw);
+                (symbol.name, symbol.system_name)
+            })
+            .clone();
+        FunctionSymbol::named(address, size, name, system_name)
     }
 }
 
@@ -159,32 +188,44 @@ impl SymbolRules {
 /// for it with a short distinction after it: the variant in words
 /// (`A::~A() [base object]`), or else its address (`f() [0x4011a0]`).
 fn keep_names_apart(symbols: &mut [FunctionSymbol]) {
+    // Symbols that share a name share its strings ([`SymbolNames`]): each
+    // distinct one is looked at once, found by its address, so that a name
+    // of a megabyte named by a thousand symbols is hashed once.
+    let mut distinct: rustc_hash::FxHashMap<*const u8, (&str, &str)> = Default::default();
+    for s in symbols.iter() {
+        distinct
+            .entry(s.system_name.as_ptr())
+            .or_insert((&s.name, &s.system_name));
+    }
     // Only a demangled name can be shared by two different symbols: where
     // no name was demangled (C), there is nothing to look at.
-    let demangled: rustc_hash::FxHashSet<&str> = symbols
-        .iter()
-        .filter(|s| !Arc::ptr_eq(&s.name, &s.system_name) && s.name != s.system_name)
-        .map(|s| &*s.name)
+    let demangled: rustc_hash::FxHashSet<&str> = distinct
+        .values()
+        .filter(|(name, system_name)| name != system_name)
+        .map(|&(name, _)| name)
         .collect();
     if demangled.is_empty() {
         return;
     }
     let mut by_name: rustc_hash::FxHashMap<&str, (&str, bool)> = Default::default();
-    for s in symbols.iter().filter(|s| demangled.contains(&*s.name)) {
-        let entry = by_name.entry(&s.name).or_insert((&s.system_name, false));
-        entry.1 |= entry.0 != &*s.system_name;
+    for &(name, system_name) in distinct.values().filter(|(n, _)| demangled.contains(n)) {
+        let entry = by_name.entry(name).or_insert((system_name, false));
+        entry.1 |= entry.0 != system_name;
     }
-    let clashing: rustc_hash::FxHashSet<Arc<str>> = by_name
-        .into_iter()
-        .filter(|(_, (_, clash))| *clash)
-        .map(|(name, _)| Arc::from(name))
+    let clashing: rustc_hash::FxHashSet<*const u8> = distinct
+        .iter()
+        .filter(|(_, (name, system_name))| {
+            name != system_name && by_name.get(name).is_some_and(|e| e.1)
+        })
+        .map(|(&at, _)| at)
         .collect();
     if clashing.is_empty() {
         return;
     }
+    let clashes = |s: &FunctionSymbol| clashing.contains(&s.system_name.as_ptr());
     // Variants in words where each of a name's symbols has its own variant.
     let mut variants: rustc_hash::FxHashMap<Arc<str>, Vec<Option<&str>>> = Default::default();
-    for s in symbols.iter().filter(|s| clashing.contains(&s.name)) {
+    for s in symbols.iter().filter(|s| clashes(s)) {
         let variant = demangle::structor_variant(&s.system_name);
         variants.entry(s.name.clone()).or_default().push(variant);
     }
@@ -198,7 +239,7 @@ fn keep_names_apart(symbols: &mut [FunctionSymbol]) {
         })
         .map(|(name, _)| name)
         .collect();
-    for s in symbols.iter_mut().filter(|s| clashing.contains(&s.name)) {
+    for s in symbols.iter_mut().filter(|s| clashes(s)) {
         let distinction = match demangle::structor_variant(&s.system_name) {
             Some(variant) if in_words.contains(&s.name) => variant.to_owned(),
             _ => format!("{:#x}", s.address),
@@ -383,10 +424,11 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     // demangled) for the symbols kept only.
     crate::radix::sort_by_key(&mut symbols, |s| s.0);
     let rule = |a: &&Entry<'_>, b: &&Entry<'_>| (a.3, a.2.len(), a.2).cmp(&(b.3, b.2.len(), b.2));
+    let mut names = SymbolNames::default();
     symbols
         .chunk_by(|a, b| a.0 == b.0)
         .filter_map(|aliases| aliases.iter().min_by(rule))
-        .map(|&(address, size, raw, _)| FunctionSymbol::new(address, size, raw))
+        .map(|&(address, size, raw, _)| names.symbol(address, size, raw))
         .collect()
 }
 

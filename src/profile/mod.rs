@@ -9,12 +9,14 @@
 //! The row types are in `tables.rs`: ids, strings, mappings, functions,
 //! locations and samples; `parts.rs` hands a large profile over in parts;
 //! `merge.rs` merges profiles; `apportion.rs` splits a total in proportion
-//! to weights. This module imports nothing of the crate but `error.rs`.
+//! to weights; `totals.rs` says when values add up past what an `i64`
+//! holds. This module imports nothing of the crate but `error.rs`.
 
 mod apportion;
 mod merge;
 mod parts;
 mod tables;
+mod totals;
 
 use std::hash::{Hash, Hasher};
 
@@ -29,6 +31,7 @@ pub use tables::{
     Function, FunctionId, GroupBy, Label, LabelValue, Line, Lines, Location, LocationId, Mapping,
     MappingId, Sample, Stack, StrId, StringTable, ValueType, Values,
 };
+pub(crate) use totals::{count_shift, ValueTotals};
 
 /// What marks a diagnostic ([`Profile::warn`]) among a profile's comments.
 const WARNING_PREFIX: &str = "warning: ";
@@ -554,16 +557,20 @@ impl Profile {
         location
             .lines
             .iter()
-            .map(|line| {
-                let f = &self.functions[line.function.index()];
-                let file = self.str(f.filename);
-                Frame {
-                    name: std::borrow::Cow::Borrowed(self.str(f.name)),
-                    file: (!file.is_empty()).then_some(file),
-                    line: line.line,
-                }
-            })
+            .map(|line| self.line_frame(line))
             .collect()
+    }
+
+    /// The display frame of one line of a location: its function's name
+    /// and file, and the line.
+    pub(crate) fn line_frame(&self, line: &Line) -> Frame<'_> {
+        let f = &self.functions[line.function.index()];
+        let file = self.str(f.filename);
+        Frame {
+            name: std::borrow::Cow::Borrowed(self.str(f.name)),
+            file: (!file.is_empty()).then_some(file),
+            line: line.line,
+        }
     }
 
     /// `image+0xOFFSET` for an address in a named mapping, else `0xADDRESS`.

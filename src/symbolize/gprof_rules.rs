@@ -15,7 +15,7 @@
 
 use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, SymbolKind};
 
-use super::FunctionSymbol;
+use super::{FunctionSymbol, SymbolNames};
 
 /// The profiling runtime's own functions, which gprof leaves out of its
 /// reports (`default_excluded_list` in binutils `gprof/gprof.c`): their
@@ -69,10 +69,15 @@ fn leading_char(file: &object::File<'_>) -> Option<char> {
 /// The symbol named `raw` as gprof prints it: without the target's leading
 /// character (as `bfd_demangle` takes it off), demangled; the profiling
 /// runtime's functions in brackets ([`EXCLUDED`]).
-fn function_symbol(c: &Candidate<'_>, size: u64, leading: Option<char>) -> FunctionSymbol {
+fn function_symbol<'d>(
+    c: &Candidate<'d>,
+    size: u64,
+    leading: Option<char>,
+    names: &mut SymbolNames<'d>,
+) -> FunctionSymbol {
     let raw = c.name;
     let bare = leading.and_then(|c| raw.strip_prefix(c)).unwrap_or(raw);
-    let mut symbol = FunctionSymbol::new(c.address, size, bare);
+    let mut symbol = names.symbol(c.address, size, bare);
     symbol.typed = c.is_func;
     if EXCLUDED.contains(&bare) {
         symbol.name = format!("[{bare}: profiling runtime, left out by gprof]").into();
@@ -302,8 +307,8 @@ fn scan(name: &[u8]) -> Scan {
 /// kept one local, or of the same class and a function where the kept one
 /// is a label, or else of the same kind and without the leading underscores
 /// the kept one has.
-fn finalize(
-    mut all: Vec<Candidate<'_>>,
+fn finalize<'d>(
+    mut all: Vec<Candidate<'d>>,
     text_end: Option<u64>,
     leading: Option<char>,
 ) -> Vec<FunctionSymbol> {
@@ -324,12 +329,13 @@ fn finalize(
     });
     let kept = all;
     let mut out = Vec::with_capacity(kept.len());
+    let mut names = SymbolNames::default();
     for (i, c) in kept.iter().enumerate() {
         let end = match kept.get(i + 1) {
             Some(next) => next.address,
             None => text_end.unwrap_or(0).max(c.address.saturating_add(1)),
         };
-        out.push(function_symbol(c, end - c.address, leading));
+        out.push(function_symbol(c, end - c.address, leading, &mut names));
     }
     out
 }

@@ -25,6 +25,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
+use std::rc::Rc;
 
 use crate::error::{Error, Result};
 use crate::profile::{basename, Profile};
@@ -48,8 +49,10 @@ struct Site {
 /// A function as callgrind names it: object, source file, name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Func {
-    object: String,
-    file: String,
+    /// Shared by every function of one image (a large image has a
+    /// function per sampled address).
+    object: Rc<str>,
+    file: Rc<str>,
     name: String,
 }
 
@@ -178,53 +181,66 @@ impl Callgrind {
                 functions.len() - 1
             })
         };
+        // A function of one image is one callgrind function: its names are
+        // made once, not once per location (a C++ name can be a megabyte).
+        let mut of_function: HashMap<(Option<usize>, usize), usize> = HashMap::new();
+        // An unsymbolized address is a function of its own, named by its
+        // image and address: found by those, with no name made twice.
+        let mut of_address: HashMap<(Option<usize>, u64), usize> = HashMap::new();
+        let objects: Vec<Rc<str>> = profile
+            .mappings()
+            .iter()
+            .map(|m| Rc::from(one_line(profile.str(m.filename))))
+            .collect();
+        let (no_object, unknown_file): (Rc<str>, Rc<str>) = (Rc::from(""), Rc::from("???"));
         let mut out = Vec::with_capacity(profile.locations().len());
         for location in profile.locations() {
-            let object = location
-                .mapping
-                .and_then(|m| profile.mappings().get(m.index()))
-                .map(|m| one_line(profile.str(m.filename)))
-                .unwrap_or_default();
+            let mapping = location.mapping.map(|m| m.index());
+            let object = mapping.and_then(|m| objects.get(m)).unwrap_or(&no_object);
             let mut sites = Vec::with_capacity(location.lines.len().max(1));
             if location.lines.is_empty() {
                 self.has_addresses = true;
-                let f = Func {
-                    object: object.clone(),
-                    file: "???".to_owned(),
-                    name: one_line(&profile.address_name(location)),
+                let func = match of_address.entry((mapping, location.address)) {
+                    std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        self.functions.push(Func {
+                            object: object.clone(),
+                            file: unknown_file.clone(),
+                            name: one_line(&profile.address_name(location)),
+                        });
+                        *e.insert(self.functions.len() - 1)
+                    }
                 };
                 let pos = Pos {
                     line: 0,
                     addr: location.address,
                 };
-                sites.push(Site {
-                    func: intern(&mut self.functions, f),
-                    pos,
-                });
+                sites.push(Site { func, pos });
             }
             for line in location.lines.iter().rev() {
                 self.has_lines = true;
                 let Some(function) = profile.functions().get(line.function.index()) else {
                     continue;
                 };
-                let file = profile.str(function.filename);
-                let f = Func {
-                    object: object.clone(),
-                    file: if file.is_empty() {
-                        "???".to_owned()
-                    } else {
-                        one_line(file)
-                    },
-                    name: one_line(profile.str(function.name)),
-                };
+                let key = (mapping, line.function.index());
+                let func = *of_function.entry(key).or_insert_with(|| {
+                    let file = profile.str(function.filename);
+                    let f = Func {
+                        object: object.clone(),
+                        file: if file.is_empty() {
+                            unknown_file.clone()
+                        } else {
+                            Rc::from(one_line(file))
+                        },
+                        name: one_line(profile.str(function.name)),
+                    };
+                    intern(&mut self.functions, f)
+                });
                 let pos = Pos {
                     line: line.line.max(0),
                     addr: location.address,
                 };
-                sites.push(Site {
-                    func: intern(&mut self.functions, f),
-                    pos,
-                });
+                sites.push(Site { func, pos });
             }
             out.push(sites);
         }
@@ -304,14 +320,15 @@ fn add(acc: &mut Vec<u64>, costs: &[u64]) {
 /// specification's "Name Compression"); one table per kind (`ob`, `fl`, `fn`),
 /// shared by the `c`-prefixed keys as the specification requires.
 #[derive(Default)]
-struct Names {
-    ids: HashMap<(&'static str, String), usize>,
+struct Names<'a> {
+    /// Borrowed from the functions written: no name copied.
+    ids: HashMap<(&'static str, &'a str), usize>,
 }
 
-impl Names {
-    fn get(&mut self, kind: &'static str, name: &str) -> String {
+impl<'a> Names<'a> {
+    fn get(&mut self, kind: &'static str, name: &'a str) -> String {
         let next = self.ids.len() + 1;
-        match self.ids.entry((kind, name.to_owned())) {
+        match self.ids.entry((kind, name)) {
             std::collections::hash_map::Entry::Occupied(e) => format!("({})", e.get()),
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(next);

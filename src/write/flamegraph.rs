@@ -3,15 +3,23 @@
 use std::io::Write;
 
 use crate::error::{Error, Result};
-use crate::profile::Profile;
+use crate::profile::{count_shift, Profile};
 use crate::write::{chosen_sample_type, folded, WriteOptions};
 
 /// Writes the flamegraph SVG of the chosen sample type.
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
     let index = chosen_sample_type(profile, options)?;
     let (kind, unit) = profile.sample_type_name(index);
-    let lines = folded::lines(profile, options)?;
+    // inferno adds the counts up in a u64: past that they are drawn in
+    // units of 2^shift, and its factor shows the numbers scaled back.
+    let positive = profile.samples().iter().map(|s| {
+        let v = s.values.get(index).copied().unwrap_or(0);
+        i128::from(v.max(0))
+    });
+    let shift = count_shift(positive.sum());
+    let lines = folded::lines(profile, options, shift)?;
     let mut fg = inferno_options(kind, unit, options)?;
+    fg.factor = 2f64.powi(shift as i32);
     if lines.is_empty() {
         // inferno refuses an empty input; draw an explicit empty graph instead.
         fg.subtitle = Some("no samples of this type".to_owned());
@@ -50,7 +58,10 @@ fn inferno_options(
             inferno::flamegraph::color::Palette::VARIANTS.join(", ")
         ))
     })?;
-    fg.count_name = asked.count_name.clone().unwrap_or(count_name);
+    // The count name is text of every frame's tooltip: a user's control
+    // bytes (or an input's unit) would make the SVG invalid XML.
+    let count_name = asked.count_name.as_deref().unwrap_or(&count_name);
+    fg.count_name = super::names::xml_text(count_name).into_owned();
     fg.name_type = "Function:".to_owned();
     // Colours from a hash of the frame name, not random: the same input gives
     // the same SVG, and a function keeps its colour across graphs.

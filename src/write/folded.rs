@@ -15,11 +15,17 @@ pub fn clean_frame(name: &str) -> String {
     super::names::folded_frame(name).into_owned()
 }
 
-/// The folded lines of a profile for the chosen sample type.
-pub fn lines(profile: &Profile, options: &WriteOptions) -> Result<Vec<String>> {
+/// The folded lines of a profile for the chosen sample type, each count
+/// divided by 2^`shift` (rounded to the nearest): counts a consumer that
+/// adds them up in 64 bits (inferno) can sum ([`crate::profile::count_shift`]).
+pub fn lines(profile: &Profile, options: &WriteOptions, shift: u32) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    each_line(profile, options, |line| {
-        out.push(line.to_owned());
+    each_line(profile, options, |stack, count| {
+        let count = match shift {
+            0 => count,
+            _ => ((i128::from(count) + (1 << (shift - 1))) >> shift) as i64,
+        };
+        out.push(format!("{stack} {count}"));
         Ok(())
     })?;
     Ok(out)
@@ -28,17 +34,21 @@ pub fn lines(profile: &Profile, options: &WriteOptions) -> Result<Vec<String>> {
 /// Writes the folded lines, one per distinct stack.
 pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> Result<()> {
     let io = Error::unnamed_output;
-    each_line(profile, options, |line| writeln!(out, "{line}").map_err(io))
+    each_line(profile, options, |stack, count| {
+        writeln!(out, "{stack} {count}").map_err(io)
+    })
 }
 
-/// Calls `emit` with each folded line, sorted: stacks merged by frame names,
-/// those with a positive total kept, then merged again where cleaning the
-/// names made two equal. Stacks are walked by frame id ([`Frames`]), so only
-/// one line is built at a time.
+/// Calls `emit` with each folded line's stack and count, sorted: stacks
+/// merged by frame names, those with a positive total kept, then merged
+/// again where cleaning the names made two equal (sums capped at
+/// `i64::MAX`, which [`Profile::warn_unrepresentable_totals`] says).
+/// Stacks are walked by frame id ([`Frames`]), so only one line is built at
+/// a time.
 fn each_line(
     profile: &Profile,
     options: &WriteOptions,
-    mut emit: impl FnMut(&str) -> Result<()>,
+    mut emit: impl FnMut(&str, i64) -> Result<()>,
 ) -> Result<()> {
     let index = chosen_sample_type(profile, options)?;
     let table = Frames::new(profile, effective_group_by(profile, options), false);
@@ -85,8 +95,7 @@ fn each_line(
             }
             line.push_str(&cleaned[id as usize]);
         }
-        line.push_str(&format!(" {total}"));
-        emit(&line)?;
+        emit(&line, total)?;
     }
     Ok(())
 }

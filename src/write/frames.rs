@@ -40,6 +40,7 @@ impl<'p> Frames<'p> {
                 (frames.len() - 1) as u32
             })
         };
+        let mut of_function: Vec<Option<u32>> = vec![None; profile.functions().len()];
         for sample in profile.samples() {
             let start = table.ids.len();
             for f in group_frames(profile, sample, group_by) {
@@ -55,10 +56,19 @@ impl<'p> Frames<'p> {
                     continue;
                 }
                 let start = table.ids.len();
-                let mut inlined = profile.location_frames(loc);
-                inlined.reverse();
-                for f in inlined {
-                    let id = intern(&mut table.frames, f);
+                let lines = &profile.location(loc).lines;
+                if lines.is_empty() {
+                    for f in profile.location_frames(loc) {
+                        let id = intern(&mut table.frames, f);
+                        table.ids.push(id);
+                    }
+                }
+                // A function is one frame: its name is hashed once, not
+                // once per location (a C++ name can be a megabyte long).
+                for line in lines.iter().rev() {
+                    let slot = &mut of_function[line.function.index()];
+                    let id = *slot
+                        .get_or_insert_with(|| intern(&mut table.frames, profile.line_frame(line)));
                     table.ids.push(id);
                 }
                 table.location[loc.index()] = Some(start..table.ids.len());

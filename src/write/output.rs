@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::{pprof, streams_format, target, temporary, write, OutputFormat, WriteOptions};
 use crate::error::{Error, Result};
-use crate::profile::{AddressPart, PartSink, Profile};
+use crate::profile::{AddressPart, PartSink, Profile, ValueTotals};
 
 /// Writes `profile` to `path` (`-` = standard output). A regular file (or a
 /// symbolic link's target) is written through a temporary file in the same
@@ -168,6 +168,8 @@ pub struct StreamedOutputs {
     /// Each stream's output, to name in its errors.
     paths: Vec<std::path::PathBuf>,
     warnings: Vec<String>,
+    /// The totals of every part's values, to say those past an `i64`.
+    totals: ValueTotals,
 }
 
 impl StreamedOutputs {
@@ -197,13 +199,21 @@ impl StreamedOutputs {
             streams,
             paths,
             warnings: Vec::new(),
+            totals: ValueTotals::default(),
         })
     }
 
     /// Writes the rest of every output, then renames them into place
     /// together (all or none, as [`write_files`]); the parts' diagnostics
     /// ([`Profile::warn`]), for the caller to show.
-    pub fn finish(self) -> Result<Vec<String>> {
+    pub fn finish(mut self) -> Result<Vec<String>> {
+        let totals = self.totals.warnings();
+        for text in totals {
+            if !self.warnings.contains(&text) {
+                self.streams.iter_mut().for_each(|s| s.warn(&text));
+                self.warnings.push(text);
+            }
+        }
         let mut pending = Vec::new();
         for (stream, path) in self.streams.into_iter().zip(&self.paths) {
             let file = stream.finish().map_err(|e| e.naming_output(path))?;
@@ -218,6 +228,9 @@ impl PartSink for StreamedOutputs {
     fn address_part(&mut self, part: &AddressPart) -> Result<()> {
         self.warnings
             .extend(part.tables.warnings().map(str::to_owned));
+        let rows = part.addresses.len().saturating_mul(part.width());
+        let values = part.values.get(..rows).unwrap_or(&part.values);
+        self.totals.add_rows(&part.tables, values);
         for (stream, path) in self.streams.iter_mut().zip(&self.paths) {
             stream
                 .address_part(part)
@@ -228,6 +241,7 @@ impl PartSink for StreamedOutputs {
 
     fn part(&mut self, part: Profile) -> Result<()> {
         self.warnings.extend(part.warnings().map(str::to_owned));
+        self.totals.add_profile(&part);
         let last = self.streams.len().saturating_sub(1);
         for (i, (stream, path)) in self.streams.iter_mut().zip(&self.paths).enumerate() {
             let named = |e: Error| e.naming_output(path);

@@ -105,7 +105,8 @@ fn write_profile(
     let io = Error::unnamed_output;
     let value = |i: usize| profile.samples()[i].values.get(t).copied().unwrap_or(0);
     let kept = || order.iter().copied().filter(|&i| value(i) > 0);
-    let total = kept().fold(0i64, |sum, i| sum.saturating_add(value(i)));
+    // JSON numbers have no width: the end value is the exact sum.
+    let total: i128 = kept().map(|i| i128::from(value(i))).sum();
     let (kind, pprof_unit) = profile.sample_type_name(t);
     write!(out, "{{\"endValue\":{total},\"name\":").map_err(io)?;
     serde_json::to_writer(&mut *out, &format!("{kind} ({pprof_unit})"))

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::file::{MpatrolFile, ProfilingRecord, MAX_STACK_FRAMES, SIZE_CLASSES};
 use crate::error::{Error, Result};
-use crate::profile::{GroupBy, Line, LocationId, Mapping, MappingId, Profile};
+use crate::profile::{FunctionId, GroupBy, Line, LocationId, Mapping, MappingId, Profile};
 use crate::read::cursor::Cursor;
 use crate::read::options::ReadOptions;
 use crate::symbolize::{self, Binary, Relocation};
@@ -58,9 +58,13 @@ pub(super) fn record_values(
 /// difference wins (0 when no name matches, as for a non-PIE executable).
 pub(super) fn load_bias(file: &MpatrolFile, binary: &Binary) -> u64 {
     let mut by_name: HashMap<&str, u64> = HashMap::new();
+    // Symbols that share a name share its string: each is hashed once.
+    let mut seen = std::collections::HashSet::new();
     for s in binary.symbols() {
         by_name.entry(&*s.system_name).or_insert(s.address);
-        by_name.entry(&*s.name).or_insert(s.address);
+        if seen.insert(s.name.as_ptr()) {
+            by_name.entry(&*s.name).or_insert(s.address);
+        }
     }
     let mut votes: HashMap<u64, usize> = HashMap::new();
     let mut seen = std::collections::HashSet::new();
@@ -178,13 +182,23 @@ fn site_locations(
     }
     // Names from the file itself where the binary gave none (or there is no
     // binary). A call site without a name stays an address, as mprof shows it.
+    // Each distinct name is demangled and interned once, however many call
+    // sites name it (a C++ name can demangle to a megabyte).
+    let mut function_of_name: HashMap<String, FunctionId> = HashMap::new();
     for (site, &id) in file.call_sites.iter().zip(&location_of_site) {
         if !profile.locations()[id.index()].lines.is_empty() {
             continue;
         }
         if let Some(raw) = file.name(site) {
-            let name = symbolize::demangle(&raw);
-            let function = profile.add_function(&name, &raw, "", 0);
+            let function = match function_of_name.get(&raw) {
+                Some(&function) => function,
+                None => {
+                    let name = symbolize::demangle(&raw);
+                    let function = profile.add_function(&name, &raw, "", 0);
+                    function_of_name.insert(raw, function);
+                    function
+                }
+            };
             profile.set_location_lines(id, vec![Line { function, line: 0 }]);
         }
     }

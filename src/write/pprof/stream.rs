@@ -159,6 +159,19 @@ impl<W: Write> Stream<W> {
         self.sample_type = name;
     }
 
+    /// Adds the diagnostic `text` ([`Profile::warn`]) to the output's
+    /// comments, which are written at the end.
+    pub fn warn(&mut self, text: &str) {
+        match &mut self.state {
+            State::Holding(parts, _) => {
+                if let Some(Held::Whole(first)) = parts.first_mut() {
+                    first.warn_once(text.to_owned());
+                }
+            }
+            State::Streaming(s) => s.global.warn_once(text.to_owned()),
+        }
+    }
+
     /// Writes what remains (or the whole held profile) and returns the output.
     pub fn finish(mut self) -> Result<W> {
         let preferred = self.sample_type.take();

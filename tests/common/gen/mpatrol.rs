@@ -255,7 +255,7 @@ impl Program {
                 let size = (bytes / count) as usize;
                 if size >= b {
                     bins[side][b - 1] += count;
-                    large[side] += bytes;
+                    large[side] = large[side].wrapping_add(bytes); // dropped when bin_count is 0
                 } else {
                     bins[side][size - 1] += count;
                 }

@@ -107,7 +107,8 @@ impl Survey {
             })
             .collect();
         if self.other_files > 0 {
-            parts.push(format!("{} other files", self.other_files));
+            let s = if self.other_files == 1 { "" } else { "s" };
+            parts.push(format!("{} other file{s}", self.other_files));
         }
         if parts.is_empty() {
             parts.push("no profile files".into());

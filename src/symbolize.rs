@@ -94,11 +94,12 @@ pub(crate) struct LoadSegment {
     pub executable: bool,
 }
 
-/// Maps an executable or debug file, after checking that it is a regular
-/// file whose first bytes are an object file's magic: `--binary /dev/zero` or
-/// a multi-gigabyte non-ELF file is refused before anything is read.
-fn map_object(path: &Path) -> Result<memmap2::Mmap> {
-    use std::io::Read;
+/// Reads an executable or debug file whole ([`crate::file`]), after checking
+/// that it is a regular file whose first bytes are an object file's magic:
+/// `--binary /dev/zero` or a multi-gigabyte non-ELF file is refused before
+/// the rest is read, and a file that shrinks while read is an error, not a
+/// crash.
+pub(crate) fn read_object(path: &Path) -> Result<Vec<u8>> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {
@@ -107,12 +108,10 @@ fn map_object(path: &Path) -> Result<memmap2::Mmap> {
             "not a regular file: --binary needs the program's executable (ELF or PE)",
         ));
     }
+    let file = crate::file::RegularFile::new(file, &meta);
     // A PE file's kind is in its NT headers, past the DOS stub.
-    let mut head = Vec::with_capacity(4096);
-    (&file)
-        .take(4096)
-        .read_to_end(&mut head)
-        .map_err(|e| Error::io(path, e))?;
+    let mut head = vec![0u8; file.len().min(4096) as usize];
+    file.read_at(path, 0, &mut head)?;
     if object::FileKind::parse(&*head).is_err() {
         let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
         return Err(Error::unsupported(
@@ -123,7 +122,7 @@ fn map_object(path: &Path) -> Result<memmap2::Mmap> {
             ),
         ));
     }
-    crate::mmap::map(&file).map_err(|e| Error::io(path, e))
+    file.read_all(path)
 }
 
 /// Which of an executable's symbols are its functions.
@@ -217,9 +216,9 @@ pub(crate) struct Binary {
     /// address has at most one frame: its function and the line table's
     /// file and line ([`no_inlined_frames`]).
     single_frames: bool,
-    /// The executable, mapped: [`Binary::sorted_lines`] reads its DWARF
-    /// there instead of mapping it again.
-    image: Option<memmap2::Mmap>,
+    /// The executable's bytes: [`Binary::sorted_lines`] reads its DWARF
+    /// there instead of reading the file again.
+    image: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Binary {
@@ -397,7 +396,7 @@ fn build_id_hex(file: &object::File<'_>) -> String {
 }
 
 /// The line tables of `debug_file`, the debug file of the binary at `path`
-/// (mapped as `image`): read from the binary's own bytes when it is its own
+/// (its bytes `image`): read from the binary's own bytes when it is its own
 /// debug file, else from the file.
 fn tables_of(path: &Path, image: Option<&[u8]>, debug_file: &Path) -> Option<lines::LineTables> {
     match image {
@@ -448,7 +447,7 @@ fn find_debug_file(
     debug_file_candidates(path, build_id, link.as_deref())
         .into_iter()
         .find_map(|candidate| {
-            let bytes = map_object(&candidate).ok()?;
+            let bytes = read_object(&candidate).ok()?;
             let dbg = object::File::parse(&*bytes).ok()?;
             let matches = build_id.is_empty() || build_id_hex(&dbg) == build_id;
             (matches && has_dwarf(&dbg)).then(|| (candidate.clone(), no_inlined_frames(&dbg)))
@@ -465,7 +464,7 @@ fn debug_file_symbols(
     let Some(debug_file) = debug_file.filter(|&f| f != path) else {
         return Vec::new();
     };
-    let Ok(bytes) = map_object(debug_file) else {
+    let Ok(bytes) = read_object(debug_file) else {
         return Vec::new();
     };
     object::File::parse(&*bytes).map_or_else(|_| Vec::new(), |dbg| rules.symbols(&dbg))
@@ -557,7 +556,7 @@ impl Binary {
     /// [`Binary::dwarf_reader`] needs it (the file and line of such frames
     /// come from [`Binary::sorted_lines`], which does not use it).
     pub fn open_with(path: &Path, lazy_single: bool, rules: SymbolRules) -> Result<Binary> {
-        let data = map_object(path)?;
+        let data = read_object(path)?;
         let mut binary = Binary::parse(path, &data, lazy_single, rules)?;
         binary.image = Some(data);
         Ok(binary)
@@ -671,7 +670,7 @@ impl Binary {
     /// while it opens the binary and works out which addresses to look up.
     /// `None` where `sorted_lines` would read none.
     pub fn line_tables_of(path: &Path) -> Option<(PathBuf, lines::LineTables)> {
-        let image = map_object(path).ok()?;
+        let image = read_object(path).ok()?;
         let file = object::File::parse(&image[..]).ok()?;
         let (debug_file, single_frames) = find_debug_file(path, &file, &build_id_hex(&file))?;
         if !single_frames {

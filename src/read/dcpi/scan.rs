@@ -75,10 +75,10 @@ pub(super) fn scan_image(
         let summary = &c.files[file];
         let walked;
         let data = match summary.origin {
-            Origin::Input(i) => inputs.get(i).map_or(&[][..], Input::bytes),
+            Origin::Input(i) => inputs.get(i).map_or(Ok(&[][..]), Input::bytes)?,
             Origin::Walked => {
                 walked = Input::open(&summary.path, None)?;
-                walked.bytes()
+                walked.bytes()?
             }
         };
         options.advance(data.len() as u64);

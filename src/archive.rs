@@ -263,9 +263,9 @@ impl Report {
         report
     }
 
-    /// Reads a report that [`Report::save`] wrote.
+    /// Reads a report that [`Report::save`] wrote (at most 1 GiB).
     pub fn load(path: &Path) -> Result<Report> {
-        let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let text = crate::file::read_small(path, REPORT_LIMIT, "a profconv convert report")?;
         serde_json::from_slice(&text)
             .map_err(|e| Error::format(path, 0, format!("not a profconv convert report: {e}")))
     }
@@ -528,10 +528,36 @@ fn glob_match(pattern: &str, path: &str) -> bool {
     Glob::new(pattern).is_ok_and(|g| g.is_match(path))
 }
 
+/// The most bytes read of a `--binary-map` file or a `--known-failures`
+/// list (a list longer than that is not one).
+const AUXILIARY_LIMIT: crate::file::Limit = crate::file::Limit {
+    bytes: crate::file::DEFAULT_LIMIT,
+    why: "the most profconv reads of a list, 256 MiB",
+};
+
+/// The most bytes read of a report: about three million records.
+const REPORT_LIMIT: crate::file::Limit = crate::file::Limit {
+    bytes: 1 << 30,
+    why: "the most profconv reads of a report, 1 GiB",
+};
+
+/// Reads a `--known-failures` list: relative paths, one a line; blank lines
+/// and `#` comments ignored. At most 256 MiB are read.
+pub fn read_known_failures(path: &Path) -> Result<std::collections::HashSet<String>> {
+    let text = crate::file::read_small_text(path, AUXILIARY_LIMIT, "a --known-failures list")?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
+}
+
 /// Reads a `--binary-map` file: `GLOB PATH` per line (blank lines and `#`
 /// comments ignored); relative binary paths are relative to the map file.
+/// At most 256 MiB are read.
 pub fn read_binary_map(path: &Path) -> Result<Vec<(Glob, PathBuf)>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::file::read_small_text(path, AUXILIARY_LIMIT, "a --binary-map file")?;
     let base = path.parent().unwrap_or(Path::new("."));
     let mut out = Vec::new();
     let mut offset = 0u64;
@@ -744,7 +770,7 @@ fn convert(
         None => read::detect_input(&input),
     };
     let Some(format) = format else {
-        if input.bytes().starts_with(b"\x7fELF") {
+        if input.head().starts_with(b"\x7fELF") {
             return Ok(Status::Binary);
         }
         record.error = Some("not a profile of a known format".into());

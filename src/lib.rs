@@ -62,7 +62,7 @@
 pub mod archive;
 mod convert;
 pub mod error;
-mod mmap;
+mod file;
 pub mod profile;
 mod radix;
 pub mod read;

@@ -124,11 +124,12 @@ pub(crate) struct LoadSegment {
     pub executable: bool,
 }
 
-/// Maps an executable or debug file, after checking that it is a regular
-/// file whose first bytes are an object file's magic: `--binary /dev/zero` or
-/// a multi-gigabyte non-ELF file is refused before anything is read.
-fn map_object(path: &Path) -> Result<memmap2::Mmap> {
-    use std::io::Read;
+/// Reads an executable or debug file whole ([`crate::file`]), after checking
+/// that it is a regular file whose first bytes are an object file's magic:
+/// `--binary /dev/zero` or a multi-gigabyte non-ELF file is refused before
+/// the rest is read, and a file that shrinks while read is an error, not a
+/// crash.
+pub(crate) fn read_object(path: &Path) -> Result<Vec<u8>> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {
@@ -137,12 +138,10 @@ fn map_object(path: &Path) -> Result<memmap2::Mmap> {
             "not a regular file: --binary needs the program's executable (ELF or PE)",
         ));
     }
+    let file = crate::file::RegularFile::new(file, &meta);
     // A PE file's kind is in its NT headers, past the DOS stub.
-    let mut head = Vec::with_capacity(4096);
-    (&file)
-        .take(4096)
-        .read_to_end(&mut head)
-        .map_err(|e| Error::io(path, e))?;
+    let mut head = vec![0u8; file.len().min(4096) as usize];
+    file.read_at(path, 0, &mut head)?;
     if object::FileKind::parse(&*head).is_err() {
         let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
         return Err(Error::unsupported(
@@ -153,7 +152,7 @@ fn map_object(path: &Path) -> Result<memmap2::Mmap> {
             ),
         ));
     }
-    crate::mmap::map(&file).map_err(|e| Error::io(path, e))
+    file.read_all(path)
 }
 
 /// Which of an executable's symbols are its functions.
@@ -283,9 +282,9 @@ pub(crate) struct Binary {
     single_frames: bool,
     /// Whether inlined frames were asked for ([`Binary::open_with`]).
     inline_frames: bool,
-    /// The executable, mapped: [`Binary::sorted_lines`] reads its DWARF
-    /// there instead of mapping it again.
-    image: Option<memmap2::Mmap>,
+    /// The executable's bytes: [`Binary::sorted_lines`] reads its DWARF
+    /// there instead of reading the file again.
+    image: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Binary {
@@ -481,7 +480,7 @@ fn build_id_hex(file: &object::File<'_>) -> String {
 }
 
 /// The line tables of `debug_file`, the debug file of the binary at `path`
-/// (mapped as `image`): read from the binary's own bytes when it is its own
+/// (its bytes `image`): read from the binary's own bytes when it is its own
 /// debug file, else from the file.
 fn tables_of(path: &Path, image: Option<&[u8]>, debug_file: &Path) -> Option<lines::LineTables> {
     match image {
@@ -533,7 +532,7 @@ fn find_debug_file(
     debug_file_candidates(path, build_id, link.as_deref())
         .into_iter()
         .find_map(|candidate| {
-            let bytes = map_object(&candidate).ok()?;
+            let bytes = read_object(&candidate).ok()?;
             let dbg = object::File::parse(&*bytes).ok()?;
             let matches = build_id.is_empty() || build_id_hex(&dbg) == build_id;
             let single = single_frames(&dbg, inline_frames);
@@ -551,7 +550,7 @@ fn debug_file_symbols(
     let Some(debug_file) = debug_file.filter(|&f| f != path) else {
         return Vec::new();
     };
-    let Ok(bytes) = map_object(debug_file) else {
+    let Ok(bytes) = read_object(debug_file) else {
         return Vec::new();
     };
     object::File::parse(&*bytes).map_or_else(|_| Vec::new(), |dbg| rules.symbols(&dbg))
@@ -567,7 +566,7 @@ fn gmon_text_of(
     let first_segment = load_segments(file).first().map(|s| s.vaddr);
     let own = gmon_text::gmon_text(file, first_segment);
     let debug = debug_file.filter(|&f| !own.has_symbols && f != path);
-    let Some(bytes) = debug.and_then(|f| map_object(f).ok()) else {
+    let Some(bytes) = debug.and_then(|f| read_object(f).ok()) else {
         return own;
     };
     object::File::parse(&*bytes).map_or(own, |dbg| gmon_text::gmon_text(&dbg, first_segment))
@@ -679,7 +678,7 @@ impl Binary {
         rules: SymbolRules,
         inline_frames: bool,
     ) -> Result<Binary> {
-        let data = map_object(path)?;
+        let data = read_object(path)?;
         let mut binary = Binary::parse(path, &data, lazy_single, rules, inline_frames)?;
         binary.image = Some(data);
         Ok(binary)

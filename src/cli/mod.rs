@@ -661,7 +661,7 @@ fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptio
         None => Vec::new(),
     };
     let known_failures = match &args.known_failures {
-        Some(p) => read_known_failures(p)?,
+        Some(p) => profconv::archive::read_known_failures(p)?,
         None => Default::default(),
     };
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
@@ -695,18 +695,6 @@ fn capped_jobs(jobs: usize, cores: usize) -> usize {
     }
     say!("profconv convert: -j {jobs} capped to {most} ({JOBS_PER_CORE} per core, {cores} cores)");
     most
-}
-
-/// `--known-failures`: relative paths, one a line; blank lines and `#`
-/// comments ignored.
-fn read_known_failures(path: &Path) -> Result<std::collections::HashSet<String>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    Ok(text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect())
 }
 
 /// `--shard K/N` or `auto/N` (K from JOB_COMPLETION_INDEX, else

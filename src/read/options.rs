@@ -194,7 +194,7 @@ pub struct ReadOptions {
     pub format: Option<Format>,
     /// The executable (or image) to symbolize addresses with.
     pub binary: Option<PathBuf>,
-    /// The most bytes read from an input that is not a mapped regular file
+    /// The most bytes read from an input that is not a regular file
     /// (standard input, a pipe, a device; default 256 MiB), and the most a
     /// gzip-compressed input may decompress to (default: 64 × its
     /// compressed size, at least 256 MiB).

@@ -101,12 +101,11 @@ pub fn sorted_lines(path: &Path, addresses: &[u64]) -> Option<SortedLines> {
 /// lookup, and needs no address: a caller can read them while it works out
 /// which addresses to look up.
 pub fn line_tables(path: &Path) -> Option<LineTables> {
-    let file = std::fs::File::open(path).ok()?;
-    let map = crate::mmap::map(&file).ok()?;
-    line_tables_in(&map)
+    let bytes = super::read_object(path).ok()?;
+    line_tables_in(&bytes)
 }
 
-/// [`line_tables`] of an ELF file's bytes (already mapped).
+/// [`line_tables`] of an ELF file's bytes (already read).
 pub fn line_tables_in(bytes: &[u8]) -> Option<LineTables> {
     let object = object::File::parse(bytes).ok()?;
     if !matches!(object, object::File::Elf32(_) | object::File::Elf64(_)) {

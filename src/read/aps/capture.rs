@@ -50,9 +50,9 @@ pub(super) fn sample_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-// Reading bytes: plain files are mapped and their records streamed (the
-// pages read are released chunk by chunk), gzip-compressed ones were
-// decompressed into memory when the input was opened.
+// Reading bytes: plain files are read a window at a time and their records
+// streamed (`source.rs`), gzip-compressed ones were decompressed into
+// memory when the input was opened.
 
 /// A sample file to read: one given as an input, or one found in a
 /// capture directory (opened when its turn comes, so that one decompressed

@@ -2,10 +2,11 @@
 //! (§10), at the speed of memory: memory grows with the distinct stacks,
 //! not with the records.
 //!
-//! The records are parsed in place in the input's bytes (mapped, or
-//! decompressed), in chunks of a few megabytes counted on every core (the
-//! records have a fixed size, so chunk boundaries are record boundaries) and
-//! released once counted, so that a mapped file's pages do not pile up. Each
+//! The records are parsed in chunks of a few megabytes counted on every
+//! core (the records have a fixed size, so chunk boundaries are record
+//! boundaries): in place in a decompressed input's bytes, else each chunk
+//! read into a buffer of the task counting it, so that memory holds a few
+//! chunks, never the file. Each
 //! record becomes a fixed-size key of `5 + D` words, `[user, pid, tid,
 //! event, pc, cs…]` with `user` made 0/1 and the `cs` entries past the
 //! stack's end (§10: `cs_layer` clamped to [0, D], cut at the first 0)
@@ -24,7 +25,7 @@ use super::head::FILE_HEAD_SIZE;
 use super::key_table::{random_seed, KeyTable};
 use super::records::{ApsFile, CHUNK_BYTES};
 use super::source::Source;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::read::cursor::Endian;
 use crate::read::options::ReadOptions;
 
@@ -128,14 +129,12 @@ fn count_fast<const W: usize, const B: usize>(
     let size = RecordShape::<W, B>::SIZE;
     debug_assert_eq!(size as u64, file.layout.record_size());
     let records_len = u64::from(file.head.index) * size as u64;
-    let records = src.slice(&file.path, FILE_HEAD_SIZE, records_len as usize)?;
     let shape = RecordShape::<W, B> {
         swap: file.head.endian != native_endian(),
         drop_idle: options.aps.drop_idle,
     };
     let (table, dropped_idle) = count_in_parallel::<W, B>(
-        records,
-        FILE_HEAD_SIZE as usize,
+        records_len,
         |table, bytes| {
             let step = (PROGRESS_BYTES / size).max(1) * size;
             let mut dropped = 0;
@@ -146,44 +145,60 @@ fn count_fast<const W: usize, const B: usize>(
             dropped
         },
         src,
-    );
+    )?;
     let entries = table.into_entries().map(|(key, n)| (shape.decode(key), n));
     Ok(FileCounts::from_keys(entries.collect(), dropped_idle))
 }
 
-/// Counts `records` (found at byte `base` of `src`) in chunks on every
-/// core, one table per thread (work stealing keeps a busy core from holding
-/// the others up), then merges the tables.
+/// Counts the `records_len` bytes of records after the file head of `src`
+/// in chunks on every core, one table per thread (work stealing keeps a busy
+/// core from holding the others up), then merges the tables. Each task reads
+/// its chunk into a buffer of its own, reused for its next chunk; the first
+/// chunk that cannot be read (the file got shorter) fails the count.
 fn count_in_parallel<const W: usize, const B: usize>(
-    records: &[u8],
-    base: usize,
+    records_len: u64,
     count: impl Fn(&mut KeyTable<W>, &[u8]) -> u64 + Sync,
     src: &Source<'_>,
-) -> (KeyTable<W>, u64) {
+) -> Result<(KeyTable<W>, u64)> {
     let seed = random_seed();
     let size = RecordShape::<W, B>::SIZE;
-    let chunk = (CHUNK_BYTES / size).max(1) * size;
+    let chunk = ((CHUNK_BYTES / size).max(1) * size) as u64;
     let threads = rayon::current_num_threads().max(1);
     let tables: Vec<Mutex<(KeyTable<W>, u64)>> = (0..threads)
         .map(|_| Mutex::new((KeyTable::new(seed), 0)))
         .collect();
-    records
-        .par_chunks(chunk)
-        .enumerate()
-        .for_each(|(i, bytes)| {
+    let failed: Mutex<Option<(u64, Error)>> = Mutex::new(None);
+    (0..records_len.div_ceil(chunk))
+        .into_par_iter()
+        .for_each_init(Vec::new, |buf, i| {
+            let offset = i * chunk;
+            let len = chunk.min(records_len - offset) as usize;
+            let bytes = match src.window(FILE_HEAD_SIZE + offset, len, buf) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    if let Ok(mut first) = failed.lock() {
+                        if first.as_ref().is_none_or(|(at, _)| *at > i) {
+                            *first = Some((i, e));
+                        }
+                    }
+                    return;
+                }
+            };
             let thread = rayon::current_thread_index().unwrap_or(0) % threads;
             if let Some(Ok(mut mine)) = tables.get(thread).map(|t| t.lock()) {
                 let (table, dropped) = &mut *mine;
                 *dropped += count(table, bytes);
             }
-            src.release(base + i * chunk, bytes.len());
         });
-    tables
+    if let Some((_, e)) = failed.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    Ok(tables
         .into_iter()
         .filter_map(|t| t.into_inner().ok())
         .fold((KeyTable::new(seed), 0), |(a, da), (b, db)| {
             (a.merge(b), da + db)
-        })
+        }))
 }
 
 fn native_endian() -> Endian {

@@ -289,7 +289,7 @@ pub(super) fn magic_error(
     after: &str,
     note: &str,
 ) -> Result<Error> {
-    let found = match src.u32_at(path, offset, Endian::Big)? {
+    let found = match src.u32_at(offset, Endian::Big)? {
         Some(v) => format!("found {v:#010x} (read big-endian)"),
         None => "found the end of the file".to_owned(),
     };
@@ -315,8 +315,7 @@ pub(super) fn try_depth(
     else {
         return Ok(None);
     };
-    let Some((module_endian, module_count)) =
-        src.table_head(path, module_offset, MODULE_HEAD_MAGIC)?
+    let Some((module_endian, module_count)) = src.table_head(module_offset, MODULE_HEAD_MAGIC)?
     else {
         if options.aps.call_depth.is_some() {
             let after = format!(
@@ -387,7 +386,7 @@ impl Probe<'_> {
     fn vma_at(&self, src: &mut Source<'_>, p: usize) -> Result<Option<VmaHead>> {
         // A saturated offset lies past the end, where no head fits.
         let offset = self.vma_offset(p);
-        let Some((endian, count)) = src.table_head(self.path, offset, VMA_HEAD_MAGIC)? else {
+        let Some((endian, count)) = src.table_head(offset, VMA_HEAD_MAGIC)? else {
             return Ok(None);
         };
         let end = u64::from(count)

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The largest `pid_info` read: a `ps` listing of a million threads is
 /// about 50 MiB.
@@ -47,22 +47,11 @@ impl PidInfo {
     /// Reads a `pid_info` file of at most `PID_INFO_LIMIT` bytes (a `ps`
     /// listing; `--pid-info /dev/zero` must not read forever).
     pub fn load(path: &Path) -> Result<PidInfo> {
-        use std::io::Read;
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut bytes = Vec::new();
-        file.take(PID_INFO_LIMIT + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::io(path, e))?;
-        if bytes.len() as u64 > PID_INFO_LIMIT {
-            return Err(Error::format(
-                path,
-                PID_INFO_LIMIT,
-                format!(
-                    "expected a pid_info listing (`pid tid tty time name` lines) of at most {} MiB",
-                    PID_INFO_LIMIT >> 20
-                ),
-            ));
-        }
+        let limit = crate::file::Limit {
+            bytes: PID_INFO_LIMIT,
+            why: "a pid_info listing of `pid tid tty time name` lines is at most 64 MiB",
+        };
+        let bytes = crate::file::read_small(path, limit, "a pid_info file")?;
         Ok(PidInfo::parse(&String::from_utf8_lossy(&bytes)))
     }
 

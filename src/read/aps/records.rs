@@ -1,6 +1,6 @@
 //! One sample file opened (head, layout, tables) and its records (§3.2),
-//! visited in place a few megabytes at a time, each chunk released from
-//! memory once visited (`count.rs` counts them; `info.rs` tallies them).
+//! visited a few megabytes at a time, each chunk read into the same buffer
+//! (`count.rs` counts them; `info.rs` tallies them).
 
 use std::path::PathBuf;
 
@@ -14,9 +14,8 @@ use crate::read::cursor::Endian;
 use crate::read::input::Input;
 use crate::read::options::ReadOptions;
 
-/// Bytes of records counted as one piece of work, and released from memory
-/// at a time. (Smaller chunks keep more pages mapped: a chunk's edge page,
-/// read again by its neighbour, maps the pages around it again.)
+/// Bytes of records counted as one piece of work, read into memory at a
+/// time.
 pub(super) const CHUNK_BYTES: usize = 4 << 20;
 
 /// One record, in the byte order of the file head.
@@ -114,7 +113,7 @@ impl ApsFile {
             ));
         }
         let mut head_bytes = [0u8; FILE_HEAD_SIZE as usize];
-        src.read_at(path, 0, &mut head_bytes)?;
+        src.read_at(0, &mut head_bytes)?;
         let head = FileHead::parse(path, &head_bytes)?;
         let layout = solve_layout(path, &mut src, &head, options)?;
         let (modules, vmas) = parse_tables(path, &mut src, &layout)?;
@@ -129,8 +128,8 @@ impl ApsFile {
         Ok((file, src))
     }
 
-    /// Calls `visit` on every record, in place, a few megabytes at a time
-    /// (each released once visited). Reports each chunk to `options`' progress.
+    /// Calls `visit` on every record, a few megabytes at a time (each read
+    /// into one buffer, reused). Reports each chunk to `options`' progress.
     pub(super) fn for_each_record(
         &self,
         src: &Source<'_>,
@@ -141,18 +140,18 @@ impl ApsFile {
         let total = u64::from(self.head.index);
         let per_chunk = (CHUNK_BYTES as u64 / size).clamp(1, total.max(1));
         let mut done = 0u64;
+        let mut buf = Vec::new();
         while done < total {
             let n = per_chunk.min(total - done);
             let offset = FILE_HEAD_SIZE + done * size;
             // At most the records' bytes, which the layout put inside the file.
-            let bytes = src.slice(&self.path, offset, (n * size) as usize)?;
+            let bytes = src.window(offset, (n * size) as usize, &mut buf)?;
             for record in bytes.chunks_exact(size as usize) {
                 visit(Record {
                     bytes: record,
                     endian: self.head.endian,
                 });
             }
-            src.release(offset as usize, bytes.len());
             options.advance(bytes.len() as u64);
             done += n;
         }

@@ -54,7 +54,8 @@ pub(super) fn parse_tables(
             "the module and vma tables are too large for this machine",
         )
     })?;
-    let tail = src.slice(path, base, tail_len)?;
+    let mut buf = Vec::new();
+    let tail = src.window(base, tail_len, &mut buf)?;
     parse_tables_in(path, tail, layout).map_err(|e| rebase(e, base))
 }
 

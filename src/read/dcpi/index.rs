@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::super::input::{Input, DETECT_BYTES};
+use super::super::input::Input;
 use super::super::options::ReadOptions;
 use super::collection::{Collection, FileEvent, FileKind, FileSummary, ImageFacts, Origin};
 use super::interpret::interpret_header;
@@ -24,24 +24,28 @@ pub(super) fn index(inputs: &[Input], options: &ReadOptions) -> Result<Collectio
         if input.is_dir() {
             let walk =
                 database::for_each_profile(input.name(), &options.dcpi.epoch, &mut |file| {
-                    index_file(&mut c, file.name(), Origin::Walked, file.bytes())
+                    index_file(&mut c, file, Origin::Walked)
                 })?;
             c.skipped += walk.skipped;
         } else {
-            index_file(&mut c, input.name(), Origin::Input(i), input.bytes())?;
+            index_file(&mut c, input, Origin::Input(i))?;
         }
     }
     Ok(c)
 }
 
+/// Bytes of a binary profile read for its header before all of it is: a
+/// header is a few hundred bytes, and the counts are read by the second pass.
+const HEADER_WINDOW: usize = 64 << 10;
+
 /// Indexes one binary profile or dcpicat dump.
-fn index_file(c: &mut Collection, path: &Path, origin: Origin, data: &[u8]) -> Result<()> {
+fn index_file(c: &mut Collection, input: &Input, origin: Origin) -> Result<()> {
+    let path = input.name();
     c.warnings.at(c.files.len(), 0);
-    let head = data.get(..DETECT_BYTES).unwrap_or(data);
-    if dcpicat::looks_like(head) {
-        return index_dump(c, path, origin, data);
+    if dcpicat::looks_like(input.head()) {
+        return index_dump(c, path, origin, input.bytes()?);
     }
-    let raw = header::parse(path, data)?;
+    let raw = binary_header(input)?;
     let h = interpret_header(path, &raw, &mut c.facts, &mut c.warnings)?;
     let tstart = h.tstart.unwrap_or(0);
     let file = c.files.len();
@@ -81,6 +85,20 @@ fn index_file(c: &mut Collection, path: &Path, origin: Origin, data: &[u8]) -> R
         tsize: h.tsize,
     });
     Ok(())
+}
+
+/// The header of a binary profile, read from its first bytes (all of them
+/// when the header does not end there: the error, if any, is the one of
+/// the whole file).
+fn binary_header(input: &Input) -> Result<header::RawHeader> {
+    let len = input.len().min(HEADER_WINDOW as u64) as usize;
+    let mut buf = Vec::new();
+    let window = input.window(0, len, &mut buf)?;
+    match header::parse(input.name(), window) {
+        Ok(raw) => Ok(raw),
+        Err(_) if (len as u64) < input.len() => header::parse(input.name(), input.bytes()?),
+        Err(e) => Err(e),
+    }
 }
 
 /// Indexes a dcpicat dump: its header lines and event columns.

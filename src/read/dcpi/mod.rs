@@ -2,9 +2,10 @@
 //! and the older variant with no `version`/`tstart` lines, `dcpicat` text
 //! dumps, and whole profile database directories.
 //!
-//! Reading streams in two passes over the files, parsed in place (mapped):
-//! first every header (`index.rs`: events, images, which files hold each
-//! image), then the counts one image at a time (`scan.rs`), each image
+//! Reading streams in two passes over the files: first every header
+//! (`index.rs`: events, images, which files hold each image; a binary
+//! profile's first 64 KiB only), then the counts one image at a time
+//! (`scan.rs`: each file read whole, then dropped), each image
 //! becoming one lean part of the profile (rows of address and values,
 //! `parts.rs`) that is handed on, its buffers reused for the next image.
 //! What stays in memory is O(files + images), plus the image being read;

@@ -71,14 +71,20 @@ pub(super) fn scan_image(
         },
         ..ImageScan::default()
     };
+    // A database's files are read whole, one after the other, into one buffer.
+    let mut buf = Vec::new();
     for &file in &img.files {
         let summary = &c.files[file];
         let walked;
         let data = match summary.origin {
-            Origin::Input(i) => inputs.get(i).map_or(&[][..], Input::bytes),
+            Origin::Input(i) => inputs.get(i).map_or(Ok(&[][..]), Input::bytes)?,
             Origin::Walked => {
                 walked = Input::open(&summary.path, None)?;
-                walked.bytes()
+                walked.window(
+                    0,
+                    usize::try_from(walked.len()).unwrap_or(usize::MAX),
+                    &mut buf,
+                )?
             }
         };
         options.advance(data.len() as u64);

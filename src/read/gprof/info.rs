@@ -23,7 +23,7 @@ pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
     for input in inputs {
         let path = input.name();
         let pointer_size = binary.as_ref().map(|b| b.pointer_size);
-        let d = parse(path, input.bytes(), options, pointer_size)?;
+        let d = parse(path, input.bytes()?, options, pointer_size)?;
         let mut fields = describe(&d);
         if let Some(b) = &binary {
             fields.push(executable(&d, b));

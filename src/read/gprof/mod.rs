@@ -71,7 +71,7 @@ fn load(
     for (i, input) in inputs.iter().enumerate() {
         let path = input.name();
         options.advance(input.len());
-        let parsed = parse(path, input.bytes(), options, elf_pointer_size)?;
+        let parsed = parse(path, input.bytes()?, options, elf_pointer_size)?;
         total = Some(match total {
             None => parsed,
             Some(acc) => sum(path, &earlier_files(&inputs[..i]), acc, parsed)?,

@@ -44,7 +44,7 @@ pub fn detect_input(head: &[u8], file_len: u64) -> Detection {
 pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     let mut out: Option<Profile> = None;
     for input in inputs {
-        let (path, data) = (input.name(), input.bytes());
+        let (path, data) = (input.name(), input.bytes()?);
         options.advance(input.len());
         let file = parse(path, data)?;
         let profile = to_profile(path, data, &file, options)?;
@@ -61,7 +61,7 @@ pub fn info(inputs: &[Input], _options: &ReadOptions) -> Result<Summary> {
     let mut summary = Summary::default();
     for input in inputs {
         let path = input.name();
-        let file = parse(path, input.bytes())?;
+        let file = parse(path, input.bytes()?)?;
         summary.push(describe(path, &file));
     }
     Ok(summary)

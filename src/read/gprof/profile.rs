@@ -24,6 +24,10 @@ pub(super) struct Arcs {
     /// The arcs that are `calls` samples, in file order: (callee, caller)
     /// as indexes into the profile's addresses, and the count.
     pub(super) kept: Vec<(u32, u32, u64)>,
+    /// Which of `kept` are calls of a function to itself (none without a
+    /// binary): gprof's flat profile leaves them out of a function's calls,
+    /// and so does the `calls` sample type; `recursive_calls` has them.
+    pub(super) recursive: Vec<bool>,
     /// The calls of the arcs dropped.
     pub(super) dropped_calls: u64,
 }
@@ -64,6 +68,7 @@ pub(super) fn kept_arcs(
     let mut spontaneous = vec![false; funcs.len()];
     let mut dropped_calls = 0u64;
     let mut kept = Vec::with_capacity(data.arcs.len());
+    let mut recursive = Vec::new();
     if !symbolized {
         for arc in &data.arcs {
             let site = index_of(addresses, arc.from_pc);
@@ -95,6 +100,7 @@ pub(super) fn kept_arcs(
             // Counted on the function gprof names, at its entry: never on
             // a frame inlined at self_pc.
             kept.push((ends.entry(child as usize, funcs), site, arc.count));
+            recursive.push(parent == child as usize);
         }
     }
     Arcs {
@@ -103,19 +109,30 @@ pub(super) fn kept_arcs(
             spontaneous,
         },
         kept,
+        recursive,
         dropped_calls,
     }
 }
 
 /// The `calls` samples, with `width` values each: one per stack (a callee's
-/// location under its call site's) of the arcs kept, their counts summed.
+/// location under its call site's) of the arcs kept, their counts summed,
+/// as value 2 (`calls`), or value `recursive_type` for the arcs `recursive`
+/// marks (a function calling itself: its stack is never another arc's).
 /// The arcs come by call site (sorted by `from_pc`), so the samples do too,
 /// and the arcs of one stack are among those of one site: no index is
 /// needed to find them.
-fn arc_samples(kept: &[(u32, u32, u64)], numbering: &Numbering, width: usize) -> Vec<Sample> {
+fn arc_samples(
+    (kept, recursive): (&[(u32, u32, u64)], &[bool]),
+    numbering: &Numbering,
+    (width, recursive_type): (usize, usize),
+) -> Vec<Sample> {
     let mut samples: Vec<Sample> = Vec::with_capacity(kept.len());
     let mut site_first = 0; // the first sample of the current call site
-    for &(callee, site, count) in kept {
+    for (i, &(callee, site, count)) in kept.iter().enumerate() {
+        let value = match recursive.get(i) {
+            Some(true) => recursive_type,
+            _ => 2,
+        };
         let stack = [numbering.at(callee), numbering.at(site)];
         match samples.last() {
             Some(last) if last.stack[1] == stack[1] => {}
@@ -132,10 +149,10 @@ fn arc_samples(kept: &[(u32, u32, u64)], numbering: &Numbering, width: usize) ->
             .iter_mut()
             .find(|s| s.stack[..] == stack)
         {
-            Some(same) => same.values[2] = same.values[2].saturating_add(count),
+            Some(same) => same.values[value] = same.values[value].saturating_add(count),
             None => {
                 let mut values = Values::from_elem(0, width);
-                values[2] = count;
+                values[value] = count;
                 samples.push(Sample {
                     stack: Stack::from_slice(&stack),
                     values,
@@ -424,11 +441,17 @@ pub(super) fn to_profile(
     let Arcs {
         between,
         kept,
+        recursive,
         dropped_calls,
     } = kept_arcs(data, (&funcs, &callees), symbolized, &addresses);
     let numbering = Numbering::new(addresses.len(), named(&kept, data, &ticks, &addresses));
+    // Only a profile with such calls has the type (`calls` otherwise).
+    let recursive_type = match recursive.contains(&true) {
+        true => profile.add_sample_type("recursive_calls", "count"),
+        false => 2,
+    };
     let width = profile.sample_types().len();
-    let arcs = arc_samples(&kept, &numbering, width);
+    let arcs = arc_samples((&kept, &recursive), &numbering, (width, recursive_type));
     profile.reserve_interned(0, funcs.len());
     let mut files = Vec::new();
     let sorted = |addresses: &[u64]| binary.and_then(|b| lines(b, addresses));
@@ -633,7 +656,7 @@ mod tests {
             &[l(6), l(1)],
             &[l(5), l(3)],
         ];
-        let arcs = arc_samples(&kept, &numbering, 3);
+        let arcs = arc_samples((&kept, &[]), &numbering, (3, 2));
         let mut set = SampleSet::after(3, arcs, 0);
         for (k, stack) in tick_stacks.iter().enumerate() {
             add_tick(&mut set, stack, &[1, 10 * k as i64, 0]);

@@ -8,7 +8,7 @@
 //! output format's extension. One bad unit never stops the run.
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,10 @@ use crate::convert::{convert_inputs, Options, Output};
 use crate::error::{Error, Result};
 use crate::read::{self, Format, ReadOptions};
 use crate::write::{self, OutputFormat, WriteOptions};
+
+mod made_from;
+use made_from::{Binaries, Stamp};
+pub use made_from::{BinaryFingerprint, Fingerprint, MadeFrom};
 
 /// What an archive run is asked to do.
 #[derive(Debug, Clone)]
@@ -177,6 +181,11 @@ pub struct Record {
     /// What the reader warned about ([`crate::Profile::warn`]).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// What the outputs on disk are made from (for `unchanged`, what an
+    /// earlier run made them from, the same); `None` when the unit has no
+    /// outputs (skipped, failed before its input was read).
+    #[serde(default)]
+    pub made_from: Option<MadeFrom>,
 }
 
 /// The report of a run: a summary and one record per unit, in plan order.
@@ -593,6 +602,15 @@ fn neighbour_binary(input: &Path, cache: &Neighbours) -> Option<PathBuf> {
 /// Directory → the executable found in it.
 type Neighbours = std::sync::Mutex<std::collections::HashMap<PathBuf, Option<PathBuf>>>;
 
+/// What the units of one run share: the executables found and
+/// fingerprinted, and the hash of the options that change outputs.
+#[derive(Default)]
+struct Shared {
+    neighbours: Neighbours,
+    binaries: Binaries,
+    options_hash: String,
+}
+
 fn find_neighbour_binary(dir: &Path) -> Option<PathBuf> {
     let a_out = dir.join("a.out");
     if is_elf_executable(&a_out) {
@@ -639,36 +657,13 @@ fn binary_for(
         .flatten()
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-fn newest_input_time(unit: &Unit) -> Option<SystemTime> {
-    fn newest(dir: &Path, depth: usize) -> Option<SystemTime> {
-        let mut best = modified(dir);
-        for e in std::fs::read_dir(dir).ok()?.flatten() {
-            let t = match e.file_type() {
-                Ok(t) if t.is_dir() && depth < MAX_DEPTH => newest(&e.path(), depth + 1),
-                _ => modified(&e.path()),
-            };
-            best = best.max(t);
-        }
-        best
-    }
-    if unit.is_dir {
-        newest(&unit.path, 0)
-    } else {
-        modified(&unit.path)
-    }
-}
-
 /// Converts one unit; never fails as a whole: failures are records.
-fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbours) -> Record {
+fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, shared: &Shared) -> Record {
     let progress = std::sync::Arc::new(match &options.progress {
         Some(whole) => read::Progress::part_of(whole.clone(), unit.bytes),
         None => read::Progress::default(),
     });
-    let record = convert_unit_counted(unit, options, neighbours, &progress);
+    let record = convert_unit_counted(unit, options, shared, &progress);
     progress.finish_part();
     record
 }
@@ -677,7 +672,7 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
 fn convert_unit_counted(
     unit: &Unit,
     options: &ArchiveOptions,
-    neighbours: &Neighbours,
+    shared: &Shared,
     progress: &std::sync::Arc<read::Progress>,
 ) -> Record {
     let started = Instant::now();
@@ -694,6 +689,7 @@ fn convert_unit_counted(
         known_failure: false,
         error: None,
         warnings: Vec::new(),
+        made_from: None,
     };
     if let Some((status, why)) = &unit.problem {
         record.status = *status;
@@ -701,7 +697,7 @@ fn convert_unit_counted(
         return record;
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        convert(unit, options, neighbours, progress, &mut record)
+        convert(unit, options, shared, progress, &mut record)
     }));
     match result {
         Ok(Ok(status)) => record.status = status,
@@ -718,7 +714,7 @@ fn convert_unit_counted(
             );
         }
     }
-    if record.status != Status::Converted {
+    if !matches!(record.status, Status::Converted | Status::Unchanged) {
         record.unsymbolized = None;
     }
     record.seconds = started.elapsed().as_secs_f64();
@@ -729,7 +725,7 @@ fn convert_unit_counted(
 fn convert(
     unit: &Unit,
     options: &ArchiveOptions,
-    neighbours: &Neighbours,
+    shared: &Shared,
     progress: &std::sync::Arc<read::Progress>,
     record: &mut Record,
 ) -> Result<Status> {
@@ -760,13 +756,28 @@ fn convert(
         .iter()
         .map(|(_, p)| relative(&options.out_dir, p))
         .collect();
-    let todo = outputs_to_write(unit, options, &targets);
-    if todo.is_empty() {
-        return Ok(Status::Unchanged);
-    }
     let mut read_options = options.read.clone();
     read_options.format = Some(format);
-    read_options.binary = binary_for(unit, format, options, neighbours);
+    read_options.binary = binary_for(unit, format, options, &shared.neighbours);
+    let made_from = MadeFrom {
+        input: match input.is_dir() {
+            true => made_from::of_folder(&unit.path, MAX_DEPTH)?,
+            false => made_from::of_file(&unit.path, input.bytes())?,
+        },
+        binary: (read_options.binary.as_deref()).map(|b| shared.binaries.of(b)),
+        options: shared.options_hash.clone(),
+    };
+    record.made_from = Some(made_from.clone());
+    let stamp_path = made_from::stamp_path(&options.out_dir, &unit.out_stem);
+    let stamp = Stamp::load(&stamp_path).filter(|s| s.made_from == made_from);
+    let todo = outputs_to_write(options, &targets, stamp.as_ref());
+    if let (true, Some(stamp)) = (todo.is_empty(), &stamp) {
+        // The record describes the outputs on disk: what made them.
+        record.binary = stamp.binary.clone();
+        record.unsymbolized = stamp.unsymbolized.clone();
+        record.warnings = stamp.warnings.clone();
+        return Ok(Status::Unchanged);
+    }
     record.binary = read_options
         .binary
         .as_ref()
@@ -808,32 +819,44 @@ fn convert(
         Some(&options.out_dir),
     );
     record.warnings = progress.warnings();
-    converted.map(|_| Status::Converted)
+    converted?;
+    // Outputs of this run's formats and, made from the same, of others
+    // an earlier run wrote.
+    let mut made: Vec<String> = stamp.map(|s| s.outputs).unwrap_or_default();
+    made.extend(record.outputs.iter().cloned());
+    made.sort();
+    made.dedup();
+    Stamp {
+        made_from,
+        outputs: made,
+        binary: record.binary.clone(),
+        unsymbolized: record.unsymbolized.clone(),
+        warnings: record.warnings.clone(),
+    }
+    .save(&options.out_dir, &stamp_path)?;
+    Ok(Status::Converted)
 }
 
-/// The outputs of `unit` to write: all with `--force`, else those missing,
-/// and with `--resume` also those older than the unit's newest input.
+/// The outputs to write: all with `--force`, else those that are missing
+/// or that `stamp` (the unit's, when it was made from what the outputs are
+/// made from now) does not name.
 fn outputs_to_write<'a>(
-    unit: &Unit,
     options: &ArchiveOptions,
     targets: &'a [(OutputFormat, PathBuf)],
+    stamp: Option<&Stamp>,
 ) -> Vec<&'a (OutputFormat, PathBuf)> {
-    let input_time = newest_input_time(unit);
     targets
         .iter()
         .filter(|(_, out)| {
             if options.force {
                 return true;
             }
+            let Some(stamp) = stamp else { return true };
             // Only a regular file is an output: a folder or a link at its
             // place is no output, and the unit then fails saying so.
-            match std::fs::symlink_metadata(out) {
-                Ok(m) if m.is_file() => {
-                    let t = m.modified().ok();
-                    options.resume && input_time.is_some_and(|i| t.is_some_and(|t| i > t))
-                }
-                _ => true,
-            }
+            let rel = relative(&options.out_dir, out);
+            !(std::fs::symlink_metadata(out).is_ok_and(|m| m.is_file())
+                && stamp.outputs.contains(&rel))
         })
         .collect()
 }
@@ -869,12 +892,17 @@ pub fn run(
     let made = !options.out_dir.exists();
     std::fs::create_dir_all(&options.out_dir).map_err(|e| Error::io(&options.out_dir, e))?;
     on_plan(&units);
-    let neighbours = Neighbours::default();
+    let shared = Shared {
+        options_hash: made_from::hash_hex(
+            made_from::options_text(&options.read, &options.write).as_bytes(),
+        ),
+        ..Shared::default()
+    };
     let inputs: Vec<Record> = pool.install(|| {
         units
             .par_iter()
             .map(|unit| {
-                let mut record = convert_unit_with(unit, options, &neighbours);
+                let mut record = convert_unit_with(unit, options, &shared);
                 // Before `progress` sees it: a report of a stopped run is
                 // made of the records given to `progress`.
                 record.known_failure = record.status == Status::Failed

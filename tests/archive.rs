@@ -75,7 +75,10 @@ fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fn go(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             let p = e.path();
-            if p.is_dir() {
+            if p.ends_with(".profconv") {
+                // The stamps of what each output is made from: not outputs.
+                continue;
+            } else if p.is_dir() {
                 go(root, &p, out);
             } else {
                 let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
@@ -784,4 +787,140 @@ fn the_shared_progress_counts_bytes_as_a_large_input_is_read_and_ends_at_the_tot
         "only whole units were counted: {:?}",
         seen.iter().collect::<std::collections::BTreeSet<_>>()
     );
+}
+
+#[test]
+fn an_input_changed_in_place_with_its_size_and_time_kept_is_converted_again() {
+    let dir = tempdir();
+    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
+    make_archive(&archive);
+    let rep = dir.path().join("r.json");
+    let args = ["--to", "pprof", "-q", "--report", rep.to_str().unwrap()];
+    convert(&archive, &out, &args);
+    let gmon = archive.join("2001/prog/gmon.out");
+    let time = std::fs::metadata(&gmon).unwrap().modified().unwrap();
+    let mut data = std::fs::read(&gmon).unwrap();
+    let last = data.len() - 1;
+    data[last] ^= 1;
+    std::fs::write(&gmon, &data).unwrap();
+    let file = std::fs::File::options().write(true).open(&gmon).unwrap();
+    file.set_modified(time).unwrap();
+    drop(file);
+    assert_eq!(std::fs::metadata(&gmon).unwrap().modified().unwrap(), time);
+    convert(&archive, &out, &args);
+    let r = report(&rep);
+    assert_eq!(record(&r, "2001/prog/gmon.out")["status"], "converted");
+    assert_eq!(
+        (r["converted"].as_u64(), r["unchanged"].as_u64()),
+        (Some(1), Some(4))
+    );
+    let made = &record(&r, "2001/prog/gmon.out")["made_from"];
+    assert_eq!(made["input"]["bytes"].as_u64(), Some(data.len() as u64));
+    assert!(
+        made["binary"]["path"].as_str().unwrap().ends_with("a.out"),
+        "{made}"
+    );
+}
+
+#[test]
+fn adding_a_binary_map_redoes_exactly_the_unsymbolized_outputs() {
+    let dir = tempdir();
+    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
+    make_archive(&archive);
+    let map = dir.path().join("binaries.txt");
+    let binary = fixture("gprof/callgraph-pie");
+    std::fs::write(&map, format!("2002/**/*.gz {}\n", binary.display())).unwrap();
+    let rep = dir.path().join("r.json");
+    let mut args = vec!["--to", "folded", "-q", "--report", rep.to_str().unwrap()];
+    convert(&archive, &out, &args);
+    assert_eq!(report(&rep)["unsymbolized"], 1);
+    args.extend(["--binary-map", map.to_str().unwrap()]);
+    for flags in [&["--resume"][..], &[]] {
+        let mut with = args.clone();
+        with.extend_from_slice(flags);
+        convert(&archive, &out, &with);
+        let r = report(&rep);
+        let again = flags.is_empty();
+        // Redone once (with --resume), unchanged after (a plain re-run).
+        let gz = record(&r, "2002/runs/gmon.out.gz");
+        assert_eq!(gz["status"], if again { "unchanged" } else { "converted" });
+        assert_eq!(r["unsymbolized"], 0, "{r:#}");
+        assert_eq!(r["converted"], if again { 0 } else { 1 });
+    }
+    let folded = std::fs::read_to_string(out.join("2002/runs/gmon.out.folded")).unwrap();
+    assert!(folded.contains("leaf_heavy"), "{folded}");
+    // Without the map again: the unsymbolized output is back, and counted.
+    args.truncate(5);
+    convert(&archive, &out, &args);
+    let r = report(&rep);
+    assert_eq!(
+        (r["converted"].as_u64(), r["unsymbolized"].as_u64()),
+        (Some(1), Some(1))
+    );
+}
+
+#[test]
+fn after_a_killed_run_and_a_resume_the_counts_describe_the_outputs_on_disk() {
+    let dir = tempdir();
+    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
+    // No executable anywhere: every output is unsymbolized.
+    make_big_archive(&archive, 400);
+    let rep = dir.path().join("r.json");
+    let args = |extra: &[&str]| {
+        let mut v = vec![
+            "convert",
+            archive.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        v.extend([
+            "--to",
+            "pprof",
+            "-q",
+            "-j",
+            "2",
+            "--report",
+            rep.to_str().unwrap(),
+        ]);
+        v.extend_from_slice(extra);
+        v.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let mut child = Command::new(profconv_bin())
+        .args(args(&[]))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while tree_len(&out) < 40 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let done = tree(&out).len();
+    assert!(
+        done < 400,
+        "the run was stopped before it finished ({done})"
+    );
+    let run = Command::new(profconv_bin())
+        .args(args(&["--resume"]))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r = report(&rep);
+    assert_eq!(tree(&out).len(), 400);
+    assert_eq!(
+        r["unsymbolized"],
+        400,
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(
+        r["converted"].as_u64().unwrap() + r["unchanged"].as_u64().unwrap(),
+        400
+    );
+    assert!(r["unchanged"].as_u64().unwrap() >= 1);
 }

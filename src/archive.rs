@@ -19,6 +19,7 @@ use crate::read::{self, Format, ReadOptions};
 use crate::write::{self, OutputFormat, WriteOptions};
 
 mod made_from;
+mod merge;
 use made_from::{Binaries, Stamp};
 pub use made_from::{BinaryFingerprint, Fingerprint, MadeFrom};
 
@@ -202,6 +203,18 @@ pub struct Report {
     /// merged report.
     #[serde(default)]
     pub shard: Option<String>,
+    /// The output formats, by their extensions in name order.
+    #[serde(default)]
+    pub formats: Vec<String>,
+    /// The options that change outputs, as text (the readers' and writers'
+    /// options and the profconv version): reports of runs with other
+    /// options are not merged.
+    #[serde(default)]
+    pub options: String,
+    /// For a report merged with `--partial`, the shards (`K/N`) it lacks;
+    /// `[]` otherwise.
+    #[serde(default)]
+    pub missing_shards: Vec<String>,
     /// Units converted in this run.
     pub converted: usize,
     /// Units whose outputs were already up to date.
@@ -237,6 +250,9 @@ impl Report {
             archive,
             out_dir,
             shard: None,
+            formats: Vec::new(),
+            options: String::new(),
+            missing_shards: Vec::new(),
             converted: count(Status::Converted),
             unchanged: count(Status::Unchanged),
             skipped: count(Status::Skipped),
@@ -269,6 +285,13 @@ impl Report {
             inputs,
         );
         report.shard = options.shard.map(|s| s.to_string());
+        report.formats = options
+            .formats
+            .iter()
+            .map(|f| f.extension().to_owned())
+            .collect();
+        report.formats.sort();
+        report.options = made_from::options_text(&options.read, &options.write);
         report
     }
 
@@ -279,34 +302,11 @@ impl Report {
             .map_err(|e| Error::format(path, 0, format!("not a profconv convert report: {e}")))
     }
 
-    /// Joins the reports of the shards of one run into the report one run
-    /// would have made: records in plan order, counts summed, `seconds` the
-    /// longest shard's. A path in two reports is refused (two runs of one
-    /// shard: merge the later one only).
-    pub fn merge(reports: &[Report]) -> Result<Report> {
-        let Some(first) = reports.first() else {
-            return Err(Error::Usage("no report to merge".into()));
-        };
-        let mut seen = std::collections::HashSet::new();
-        let mut inputs = Vec::new();
-        for report in reports {
-            for record in &report.inputs {
-                if !seen.insert((&record.path, &record.path_bytes)) {
-                    return Err(Error::Usage(format!(
-                        "{} is in two of the reports: merge each shard's last report once",
-                        record.path_bytes.as_ref().unwrap_or(&record.path)
-                    )));
-                }
-                inputs.push(record.clone());
-            }
-        }
-        let seconds = reports.iter().map(|r| r.seconds).fold(0.0, f64::max);
-        Ok(Report::of(
-            first.archive.clone(),
-            first.out_dir.clone(),
-            seconds,
-            inputs,
-        ))
+    /// Joins the reports of the shards of one run, each with the file it
+    /// was read from, into the report one run would have made; see
+    /// [`merge::merge`] for what is refused and what `partial` allows.
+    pub fn merge(reports: &[(PathBuf, Report)], partial: bool) -> Result<Report> {
+        merge::merge(reports, partial)
     }
 
     /// Writes the report as pretty JSON, and a newline, to `path`: through

@@ -924,3 +924,80 @@ fn after_a_killed_run_and_a_resume_the_counts_describe_the_outputs_on_disk() {
     );
     assert!(r["unchanged"].as_u64().unwrap() >= 1);
 }
+
+#[test]
+fn report_merge_refuses_missing_or_repeated_shards_and_reports_of_other_runs() {
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    make_archive(&archive);
+    let shard_report = |shard: &str, out: &str, to: &str| -> String {
+        let rep = dir
+            .path()
+            .join(format!("{}-{out}-{to}.json", shard.replace('/', "of")));
+        let args = [
+            "--to",
+            to,
+            "-q",
+            "--shard",
+            shard,
+            "--report",
+            rep.to_str().unwrap(),
+        ];
+        convert(&archive, &dir.path().join(out), &args);
+        rep.to_str().unwrap().to_owned()
+    };
+    let merged = dir.path().join("merged.json");
+    let merge = |reports: &[&str], extra: &[&str]| {
+        let mut args = vec!["report", "merge"];
+        args.extend_from_slice(reports);
+        args.extend(["-o", merged.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let run = profconv(&args);
+        (
+            run.status.code(),
+            String::from_utf8_lossy(&run.stderr).into_owned(),
+        )
+    };
+    let (a0, a1) = (
+        shard_report("0/2", "out", "pprof"),
+        shard_report("1/2", "out", "pprof"),
+    );
+    let (code, stderr) = merge(&[&a0], &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("shard 1/2 of the run missing (found 1 of 2)"),
+        "{stderr}"
+    );
+    assert!(!merged.exists());
+    let (code, stderr) = merge(&[&a0], &["--partial"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("partial: shard 1/2 missing"), "{stderr}");
+    assert_eq!(
+        report(&merged)["missing_shards"],
+        serde_json::json!(["1/2"])
+    );
+    std::fs::remove_file(&merged).unwrap();
+
+    let (code, stderr) = merge(&[&a0, &a1, &a0], &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("shard 0/2 is in"), "{stderr}");
+    let b1 = shard_report("1/3", "out", "pprof");
+    let (code, stderr) = merge(&[&a0, &b1], &[]);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("shard 1/3 (of 3 shards)") && stderr.contains("one of 2 shards"),
+        "{stderr}"
+    );
+    let elsewhere = shard_report("1/2", "other", "pprof");
+    let (code, stderr) = merge(&[&a0, &elsewhere], &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("the output folder differ"), "{stderr}");
+    let folded = shard_report("1/2", "out", "folded");
+    let (code, stderr) = merge(&[&a0, &folded], &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("the formats differ"), "{stderr}");
+    assert!(!merged.exists(), "nothing merged");
+    let (code, stderr) = merge(&[&a1, &a0], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report(&merged)["missing_shards"], serde_json::json!([]));
+}

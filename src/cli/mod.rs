@@ -102,18 +102,32 @@ pub enum ReportCommand {
         /// The merged report.
         #[arg(short, long)]
         output: PathBuf,
+        /// Merge the reports found although shards are missing; the merged
+        /// report lists them in `missing_shards`, and a line says so.
+        #[arg(long)]
+        partial: bool,
     },
 }
 
 /// Joins shard reports (`profconv report merge`).
-fn merge_reports(reports: &[PathBuf], output: &Path) -> Result<()> {
+fn merge_reports(reports: &[PathBuf], output: &Path, partial: bool) -> Result<()> {
     let read: Vec<&Path> = reports.iter().map(PathBuf::as_path).collect();
     profconv::write::refuse_input_as_output(output, &read)?;
     let loaded = reports
         .iter()
-        .map(|p| profconv::archive::Report::load(p))
+        .map(|p| Ok((p.clone(), profconv::archive::Report::load(p)?)))
         .collect::<Result<Vec<_>>>()?;
-    profconv::archive::Report::merge(&loaded)?.save(output)
+    let merged = profconv::archive::Report::merge(&loaded, partial)?;
+    merged.save(output)?;
+    if !merged.missing_shards.is_empty() {
+        say!(
+            "profconv report merge: partial: shard {} missing; {} has {} inputs of the shards found",
+            merged.missing_shards.join(", "),
+            output.display(),
+            merged.inputs.len()
+        );
+    }
+    Ok(())
 }
 
 /// Writes the completion script for `shell` (`profconv completions SHELL`).
@@ -887,9 +901,11 @@ pub fn main() -> u8 {
         Some(Command::Man) => write_man_page(&mut std::io::stdout().lock())
             .and_then(|()| std::io::stdout().flush())
             .map_err(Error::stdout),
-        Some(Command::Report(ReportCommand::Merge { reports, output })) => {
-            merge_reports(reports, output)
-        }
+        Some(Command::Report(ReportCommand::Merge {
+            reports,
+            output,
+            partial,
+        })) => merge_reports(reports, output, *partial),
         Some(Command::Convert(args)) => match run_archive(args) {
             Ok(true) => Ok(()),
             Ok(false) => return 1,

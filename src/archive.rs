@@ -1088,9 +1088,9 @@ impl std::fmt::Display for Shard {
     }
 }
 
-/// The end-of-run summary for standard error: the counts, each failure
-/// (new ones marked), the unsymbolized profiles and, unless `brief`, each
-/// skipped entry.
+/// The end-of-run summary for standard error: the counts, the failures
+/// (new ones marked; with `brief` counted by reason, else each one), the
+/// unsymbolized profiles and, unless `brief`, each skipped entry.
 pub fn summary(report: &Report, brief: bool) -> String {
     let mut out = format!(
         "profconv convert: {} converted, {} unchanged, {} skipped, {} failed",
@@ -1110,7 +1110,11 @@ pub fn summary(report: &Report, brief: bool) -> String {
         out.push_str(&format!(", {} binaries (not profiles)", report.binaries));
     }
     out.push_str(&format!(" in {:.1} s\n", report.seconds));
-    for r in report.inputs.iter().filter(|r| r.status == Status::Failed) {
+    if brief && report.failed > 0 {
+        out.push_str(&failures_by_reason(&report.inputs));
+        out.push_str("  (the report, or a run without -q, names each failed input)\n");
+    }
+    for r in (report.inputs.iter()).filter(|r| !brief && r.status == Status::Failed) {
         let mark = if r.known_failure { "known" } else { "new" };
         out.push_str(&format!(
             "  failed ({mark}): {}: {}\n",
@@ -1138,6 +1142,41 @@ pub fn summary(report: &Report, brief: bool) -> String {
             r.path,
             r.error.as_deref().unwrap_or("")
         ));
+    }
+    out
+}
+
+/// `  failed (new): N × reason` lines, most frequent first: what `-q`
+/// says of the failures. The reason is the error less the file's name,
+/// the byte offset and the details in parentheses, numbers as `N`.
+fn failures_by_reason(inputs: &[Record]) -> String {
+    let mut counts = std::collections::BTreeMap::<(bool, String), usize>::new();
+    for r in inputs.iter().filter(|r| r.status == Status::Failed) {
+        let error = r.error.as_deref().unwrap_or("");
+        let named = format!("{}: ", r.path);
+        let mut reason = error
+            .find(&named)
+            .map_or(error, |i| &error[i + named.len()..]);
+        if let Some(rest) = reason.strip_prefix("at byte ") {
+            reason = rest.split_once(": ").map_or(rest, |(_, r)| r);
+        }
+        let reason = reason.split(" (").next().unwrap_or(reason);
+        let mut masked = String::with_capacity(reason.len());
+        for c in reason.chars() {
+            if !c.is_ascii_digit() {
+                masked.push(c);
+            } else if !masked.ends_with('N') {
+                masked.push('N');
+            }
+        }
+        *counts.entry((r.known_failure, masked)).or_default() += 1;
+    }
+    let mut lines: Vec<_> = counts.into_iter().collect();
+    lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut out = String::new();
+    for ((known, reason), n) in lines {
+        let mark = if known { "known" } else { "new" };
+        out.push_str(&format!("  failed ({mark}): {n} × {reason}\n"));
     }
     out
 }

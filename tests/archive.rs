@@ -587,8 +587,12 @@ fn unsymbolized_profiles_and_binaries_are_reported_and_quiet_prints_only_the_sum
     );
     assert!(!stderr.contains("[1/"), "-q logs no file: {stderr}");
     assert!(
-        stderr.contains("failed (new): 2002/runs/broken.gmon"),
-        "{stderr}"
+        stderr.contains("failed (new): 1 × the records parse neither with N-byte addresses\n"),
+        "-q counts failures by reason: {stderr}"
+    );
+    assert!(
+        !stderr.contains("broken.gmon"),
+        "-q names no failed file: {stderr}"
     );
 }
 
@@ -1000,4 +1004,56 @@ fn report_merge_refuses_missing_or_repeated_shards_and_reports_of_other_runs() {
     let (code, stderr) = merge(&[&a1, &a0], &[]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(report(&merged)["missing_shards"], serde_json::json!([]));
+}
+
+#[test]
+fn after_ctrl_c_nothing_follows_the_summary_but_the_line_saying_so() {
+    if sigint_ignored() {
+        crate::skip_note!("skipping: SIGINT is ignored here (started in the background)");
+        return;
+    }
+    let dir = tempdir();
+    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
+    make_big_archive(&archive, 600);
+    for quiet in [false, true] {
+        let _ = std::fs::remove_dir_all(&out);
+        let mut args = vec![
+            "convert",
+            archive.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend(["--to", "pprof", "--to", "svg", "-j", "2"]);
+        if quiet {
+            args.push("-q");
+        }
+        let child = Command::new(profconv_bin())
+            .args(&args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while tree_len(&out) < 40 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let run = child.wait_with_output().unwrap();
+        assert_eq!(run.status.code(), Some(130));
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let at = stderr.find("profconv convert: ").expect("a summary");
+        let after: Vec<&str> = stderr[at..].lines().skip(1).collect();
+        let (last, summary) = after.split_last().unwrap();
+        assert!(last.contains("interrupted by SIGINT"), "{stderr}");
+        assert!(
+            summary.iter().all(|l| l.starts_with("  ")),
+            "lines after the summary: {after:?}"
+        );
+        assert!(summary.len() <= 3, "{after:?}");
+        if quiet {
+            assert_eq!(at, 0, "-q prints nothing before the summary: {stderr}");
+        }
+    }
 }

@@ -192,8 +192,8 @@ pub struct ArchiveArgs {
     /// Convert again only inputs whose outputs are missing or older than them.
     #[arg(long)]
     pub resume: bool,
-    /// No progress, no per-file log, no list of skipped files: only the
-    /// summary (with each failure) prints.
+    /// No progress, no per-file log: only the summary prints, with the
+    /// failures counted by reason (the report lists each).
     #[arg(short, long)]
     pub quiet: bool,
     /// A file of relative paths (as in the report, one per line, `#`
@@ -639,10 +639,7 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     let report = profconv::archive::run(
         &args.archive,
         &options,
-        &|unit, record| {
-            so_far.add(record);
-            shown.finished(unit, record)
-        },
+        &|unit, record| so_far.add(record, || shown.finished(unit, record)),
         &|units| shown.plan(units),
     );
     shown.stop();

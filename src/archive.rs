@@ -5,7 +5,10 @@
 //! its epochs, an APS capture directory). Units are converted in parallel on
 //! a work-stealing pool; each writes its outputs through a temporary file and
 //! a rename, at the unit's relative path under the output directory with the
-//! output format's extension. One bad unit never stops the run.
+//! output format's extension. One bad unit never stops the run. What each
+//! unit's outputs were made from is kept in a stamp beside them
+//! ([`MadeFrom`], `made_from.rs`), so that a re-run redoes exactly what
+//! changed.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -40,7 +43,8 @@ pub struct ArchiveOptions {
     pub jobs: usize,
     /// Overwrite existing outputs.
     pub force: bool,
-    /// Redo units whose outputs exist but are older than the input.
+    /// `--resume`: what every run does (redo the outputs missing or made
+    /// from other inputs or options, see [`MadeFrom`]); kept for scripts.
     pub resume: bool,
     /// Relative paths (as in the report) whose failure is expected
     /// (`--known-failures`): their records say `known_failure`, and the
@@ -135,7 +139,8 @@ impl Unit {
 pub enum Status {
     /// Outputs written.
     Converted,
-    /// Every output already existed (kept: no `--force`, or fresh with `--resume`).
+    /// Every output exists, made from what it would be made from now
+    /// (its stamp's [`MadeFrom`]): kept.
     Unchanged,
     /// Not a profile of a known format, or not followed (symbolic link).
     Skipped,
@@ -304,7 +309,8 @@ impl Report {
 
     /// Joins the reports of the shards of one run, each with the file it
     /// was read from, into the report one run would have made; see
-    /// [`merge::merge`] for what is refused and what `partial` allows.
+    /// `merge.rs` for what is refused and what `partial` allows: reports
+    /// of different runs, a shard twice, and (unless `partial`) a missing one.
     pub fn merge(reports: &[(PathBuf, Report)], partial: bool) -> Result<Report> {
         merge::merge(reports, partial)
     }

@@ -451,19 +451,7 @@ fn killed_run_leaves_no_partial_output(signal: &str) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until some outputs exist, then kill it mid-run.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while tree_len(&out) < 40 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    if signal == "KILL" {
-        child.kill().unwrap();
-    } else {
-        Command::new("kill")
-            .args([&format!("-{signal}"), &child.id().to_string()])
-            .status()
-            .unwrap();
-    }
+    signal_when_outputs_exist(&child, &out, 40, signal);
     let status = child.wait().unwrap();
     assert!(!status.success(), "the run was stopped before it finished");
     outputs_complete_but_temporaries(&out);
@@ -505,6 +493,28 @@ fn outputs_complete_but_temporaries(out: &Path) {
             );
         }
     }
+}
+
+/// Waits until `out` holds `n` files (a minute at most), then sends
+/// `signal` (`KILL`, `INT`…) to `child`: a run stopped mid-way.
+fn signal_when_outputs_exist(child: &std::process::Child, out: &Path, n: usize, signal: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while tree_len(out) < n && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+}
+
+/// A temporary folder with the archive of [`make_archive`] in it, and the
+/// output folder's path.
+fn archive_and_out() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempdir();
+    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
+    make_archive(&archive);
+    (dir, archive, out)
 }
 
 fn tree_len(dir: &Path) -> usize {
@@ -620,8 +630,8 @@ fn known_failures_exit_0_and_the_summary_says_which_failures_are_new() {
     assert_eq!(run.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("1 failed (1 known, 0 new)"), "{stderr}");
     assert!(
-        stderr.contains("failed (known): 2002/runs/broken.gmon"),
-        "{stderr}"
+        stderr.contains("failed (known): 1 × the records parse neither"),
+        "-q counts the failures by reason, known or new: {stderr}"
     );
     let run = convert(
         &archive,
@@ -795,9 +805,7 @@ fn the_shared_progress_counts_bytes_as_a_large_input_is_read_and_ends_at_the_tot
 
 #[test]
 fn an_input_changed_in_place_with_its_size_and_time_kept_is_converted_again() {
-    let dir = tempdir();
-    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
-    make_archive(&archive);
+    let (dir, archive, out) = archive_and_out();
     let rep = dir.path().join("r.json");
     let args = ["--to", "pprof", "-q", "--report", rep.to_str().unwrap()];
     convert(&archive, &out, &args);
@@ -828,9 +836,7 @@ fn an_input_changed_in_place_with_its_size_and_time_kept_is_converted_again() {
 
 #[test]
 fn adding_a_binary_map_redoes_exactly_the_unsymbolized_outputs() {
-    let dir = tempdir();
-    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
-    make_archive(&archive);
+    let (dir, archive, out) = archive_and_out();
     let map = dir.path().join("binaries.txt");
     let binary = fixture("gprof/callgraph-pie");
     std::fs::write(&map, format!("2002/**/*.gz {}\n", binary.display())).unwrap();
@@ -894,11 +900,7 @@ fn after_a_killed_run_and_a_resume_the_counts_describe_the_outputs_on_disk() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while tree_len(&out) < 40 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child.kill().unwrap();
+    signal_when_outputs_exist(&child, &out, 40, "KILL");
     child.wait().unwrap();
     let done = tree(&out).len();
     assert!(
@@ -1032,14 +1034,7 @@ fn after_ctrl_c_nothing_follows_the_summary_but_the_line_saying_so() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while tree_len(&out) < 40 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
+        signal_when_outputs_exist(&child, &out, 40, "INT");
         let run = child.wait_with_output().unwrap();
         assert_eq!(run.status.code(), Some(130));
         let stderr = String::from_utf8_lossy(&run.stderr);

@@ -36,8 +36,8 @@ pub struct MadeFrom {
     pub input: Fingerprint,
     /// The executable used to symbolize, if any.
     pub binary: Option<BinaryFingerprint>,
-    /// The hash of [`options_text`]: the options that change outputs and
-    /// the profconv version.
+    /// The hash of the options text (the report's `options`): the options
+    /// that change outputs and the profconv version.
     pub options: String,
 }
 

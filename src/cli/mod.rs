@@ -189,7 +189,8 @@ pub struct ArchiveArgs {
     /// Overwrite existing outputs.
     #[arg(long)]
     pub force: bool,
-    /// Convert again only inputs whose outputs are missing or older than them.
+    /// Convert again only the outputs that are missing or made from other
+    /// inputs, executables or options (what every re-run does; for scripts).
     #[arg(long)]
     pub resume: bool,
     /// No progress, no per-file log: only the summary prints, with the

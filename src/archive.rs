@@ -5,10 +5,13 @@
 //! its epochs, an APS capture directory). Units are converted in parallel on
 //! a work-stealing pool; each writes its outputs through a temporary file and
 //! a rename, at the unit's relative path under the output directory with the
-//! output format's extension. One bad unit never stops the run.
+//! output format's extension. One bad unit never stops the run. What each
+//! unit's outputs were made from is kept in a stamp beside them
+//! ([`MadeFrom`], `made_from.rs`), so that a re-run redoes exactly what
+//! changed.
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -17,6 +20,11 @@ use crate::convert::{convert_inputs, Options, Output};
 use crate::error::{Error, Result};
 use crate::read::{self, Format, ReadOptions};
 use crate::write::{self, OutputFormat, WriteOptions};
+
+mod made_from;
+mod merge;
+use made_from::{Binaries, Stamp};
+pub use made_from::{BinaryFingerprint, Fingerprint, MadeFrom};
 
 /// What an archive run is asked to do.
 #[derive(Debug, Clone)]
@@ -35,7 +43,8 @@ pub struct ArchiveOptions {
     pub jobs: usize,
     /// Overwrite existing outputs.
     pub force: bool,
-    /// Redo units whose outputs exist but are older than the input.
+    /// `--resume`: what every run does (redo the outputs missing or made
+    /// from other inputs or options, see [`MadeFrom`]); kept for scripts.
     pub resume: bool,
     /// Relative paths (as in the report) whose failure is expected
     /// (`--known-failures`): their records say `known_failure`, and the
@@ -130,7 +139,8 @@ impl Unit {
 pub enum Status {
     /// Outputs written.
     Converted,
-    /// Every output already existed (kept: no `--force`, or fresh with `--resume`).
+    /// Every output exists, made from what it would be made from now
+    /// (its stamp's [`MadeFrom`]): kept.
     Unchanged,
     /// Not a profile of a known format, or not followed (symbolic link).
     Skipped,
@@ -177,6 +187,11 @@ pub struct Record {
     /// What the reader warned about ([`crate::Profile::warn`]).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// What the outputs on disk are made from (for `unchanged`, what an
+    /// earlier run made them from, the same); `None` when the unit has no
+    /// outputs (skipped, failed before its input was read).
+    #[serde(default)]
+    pub made_from: Option<MadeFrom>,
 }
 
 /// The report of a run: a summary and one record per unit, in plan order.
@@ -193,6 +208,18 @@ pub struct Report {
     /// merged report.
     #[serde(default)]
     pub shard: Option<String>,
+    /// The output formats, by their extensions in name order.
+    #[serde(default)]
+    pub formats: Vec<String>,
+    /// The options that change outputs, as text (the readers' and writers'
+    /// options and the profconv version): reports of runs with other
+    /// options are not merged.
+    #[serde(default)]
+    pub options: String,
+    /// For a report merged with `--partial`, the shards (`K/N`) it lacks;
+    /// `[]` otherwise.
+    #[serde(default)]
+    pub missing_shards: Vec<String>,
     /// Units converted in this run.
     pub converted: usize,
     /// Units whose outputs were already up to date.
@@ -228,6 +255,9 @@ impl Report {
             archive,
             out_dir,
             shard: None,
+            formats: Vec::new(),
+            options: String::new(),
+            missing_shards: Vec::new(),
             converted: count(Status::Converted),
             unchanged: count(Status::Unchanged),
             skipped: count(Status::Skipped),
@@ -260,6 +290,13 @@ impl Report {
             inputs,
         );
         report.shard = options.shard.map(|s| s.to_string());
+        report.formats = options
+            .formats
+            .iter()
+            .map(|f| f.extension().to_owned())
+            .collect();
+        report.formats.sort();
+        report.options = made_from::options_text(&options.read, &options.write);
         report
     }
 
@@ -270,34 +307,12 @@ impl Report {
             .map_err(|e| Error::format(path, 0, format!("not a profconv convert report: {e}")))
     }
 
-    /// Joins the reports of the shards of one run into the report one run
-    /// would have made: records in plan order, counts summed, `seconds` the
-    /// longest shard's. A path in two reports is refused (two runs of one
-    /// shard: merge the later one only).
-    pub fn merge(reports: &[Report]) -> Result<Report> {
-        let Some(first) = reports.first() else {
-            return Err(Error::Usage("no report to merge".into()));
-        };
-        let mut seen = std::collections::HashSet::new();
-        let mut inputs = Vec::new();
-        for report in reports {
-            for record in &report.inputs {
-                if !seen.insert((&record.path, &record.path_bytes)) {
-                    return Err(Error::Usage(format!(
-                        "{} is in two of the reports: merge each shard's last report once",
-                        record.path_bytes.as_ref().unwrap_or(&record.path)
-                    )));
-                }
-                inputs.push(record.clone());
-            }
-        }
-        let seconds = reports.iter().map(|r| r.seconds).fold(0.0, f64::max);
-        Ok(Report::of(
-            first.archive.clone(),
-            first.out_dir.clone(),
-            seconds,
-            inputs,
-        ))
+    /// Joins the reports of the shards of one run, each with the file it
+    /// was read from, into the report one run would have made; see
+    /// `merge.rs` for what is refused and what `partial` allows: reports
+    /// of different runs, a shard twice, and (unless `partial`) a missing one.
+    pub fn merge(reports: &[(PathBuf, Report)], partial: bool) -> Result<Report> {
+        merge::merge(reports, partial)
     }
 
     /// Writes the report as pretty JSON, and a newline, to `path`: through
@@ -619,6 +634,15 @@ fn neighbour_binary(input: &Path, cache: &Neighbours) -> Option<PathBuf> {
 /// Directory → the executable found in it.
 type Neighbours = std::sync::Mutex<std::collections::HashMap<PathBuf, Option<PathBuf>>>;
 
+/// What the units of one run share: the executables found and
+/// fingerprinted, and the hash of the options that change outputs.
+#[derive(Default)]
+struct Shared {
+    neighbours: Neighbours,
+    binaries: Binaries,
+    options_hash: String,
+}
+
 fn find_neighbour_binary(dir: &Path) -> Option<PathBuf> {
     let a_out = dir.join("a.out");
     if is_elf_executable(&a_out) {
@@ -665,36 +689,13 @@ fn binary_for(
         .flatten()
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-fn newest_input_time(unit: &Unit) -> Option<SystemTime> {
-    fn newest(dir: &Path, depth: usize) -> Option<SystemTime> {
-        let mut best = modified(dir);
-        for e in std::fs::read_dir(dir).ok()?.flatten() {
-            let t = match e.file_type() {
-                Ok(t) if t.is_dir() && depth < MAX_DEPTH => newest(&e.path(), depth + 1),
-                _ => modified(&e.path()),
-            };
-            best = best.max(t);
-        }
-        best
-    }
-    if unit.is_dir {
-        newest(&unit.path, 0)
-    } else {
-        modified(&unit.path)
-    }
-}
-
 /// Converts one unit; never fails as a whole: failures are records.
-fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbours) -> Record {
+fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, shared: &Shared) -> Record {
     let progress = std::sync::Arc::new(match &options.progress {
         Some(whole) => read::Progress::part_of(whole.clone(), unit.bytes),
         None => read::Progress::default(),
     });
-    let record = convert_unit_counted(unit, options, neighbours, &progress);
+    let record = convert_unit_counted(unit, options, shared, &progress);
     progress.finish_part();
     record
 }
@@ -703,7 +704,7 @@ fn convert_unit_with(unit: &Unit, options: &ArchiveOptions, neighbours: &Neighbo
 fn convert_unit_counted(
     unit: &Unit,
     options: &ArchiveOptions,
-    neighbours: &Neighbours,
+    shared: &Shared,
     progress: &std::sync::Arc<read::Progress>,
 ) -> Record {
     let started = Instant::now();
@@ -720,6 +721,7 @@ fn convert_unit_counted(
         known_failure: false,
         error: None,
         warnings: Vec::new(),
+        made_from: None,
     };
     if let Some((status, why)) = &unit.problem {
         record.status = *status;
@@ -727,7 +729,7 @@ fn convert_unit_counted(
         return record;
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        convert(unit, options, neighbours, progress, &mut record)
+        convert(unit, options, shared, progress, &mut record)
     }));
     match result {
         Ok(Ok(status)) => record.status = status,
@@ -744,7 +746,7 @@ fn convert_unit_counted(
             );
         }
     }
-    if record.status != Status::Converted {
+    if !matches!(record.status, Status::Converted | Status::Unchanged) {
         record.unsymbolized = None;
     }
     record.seconds = started.elapsed().as_secs_f64();
@@ -755,7 +757,7 @@ fn convert_unit_counted(
 fn convert(
     unit: &Unit,
     options: &ArchiveOptions,
-    neighbours: &Neighbours,
+    shared: &Shared,
     progress: &std::sync::Arc<read::Progress>,
     record: &mut Record,
 ) -> Result<Status> {
@@ -786,13 +788,28 @@ fn convert(
         .iter()
         .map(|(_, p)| relative(&options.out_dir, p))
         .collect();
-    let todo = outputs_to_write(unit, options, &targets);
-    if todo.is_empty() {
-        return Ok(Status::Unchanged);
-    }
     let mut read_options = options.read.clone();
     read_options.format = Some(format);
-    read_options.binary = binary_for(unit, format, options, neighbours);
+    read_options.binary = binary_for(unit, format, options, &shared.neighbours);
+    let made_from = MadeFrom {
+        input: match input.is_dir() {
+            true => made_from::of_folder(&unit.path, MAX_DEPTH)?,
+            false => made_from::of_file(&unit.path, input.bytes())?,
+        },
+        binary: (read_options.binary.as_deref()).map(|b| shared.binaries.of(b)),
+        options: shared.options_hash.clone(),
+    };
+    record.made_from = Some(made_from.clone());
+    let stamp_path = made_from::stamp_path(&options.out_dir, &unit.out_stem);
+    let stamp = Stamp::load(&stamp_path).filter(|s| s.made_from == made_from);
+    let todo = outputs_to_write(options, &targets, stamp.as_ref());
+    if let (true, Some(stamp)) = (todo.is_empty(), &stamp) {
+        // The record describes the outputs on disk: what made them.
+        record.binary = stamp.binary.clone();
+        record.unsymbolized = stamp.unsymbolized.clone();
+        record.warnings = stamp.warnings.clone();
+        return Ok(Status::Unchanged);
+    }
     record.binary = read_options
         .binary
         .as_ref()
@@ -834,32 +851,44 @@ fn convert(
         Some(&options.out_dir),
     );
     record.warnings = progress.warnings();
-    converted.map(|_| Status::Converted)
+    converted?;
+    // Outputs of this run's formats and, made from the same, of others
+    // an earlier run wrote.
+    let mut made: Vec<String> = stamp.map(|s| s.outputs).unwrap_or_default();
+    made.extend(record.outputs.iter().cloned());
+    made.sort();
+    made.dedup();
+    Stamp {
+        made_from,
+        outputs: made,
+        binary: record.binary.clone(),
+        unsymbolized: record.unsymbolized.clone(),
+        warnings: record.warnings.clone(),
+    }
+    .save(&options.out_dir, &stamp_path)?;
+    Ok(Status::Converted)
 }
 
-/// The outputs of `unit` to write: all with `--force`, else those missing,
-/// and with `--resume` also those older than the unit's newest input.
+/// The outputs to write: all with `--force`, else those that are missing
+/// or that `stamp` (the unit's, when it was made from what the outputs are
+/// made from now) does not name.
 fn outputs_to_write<'a>(
-    unit: &Unit,
     options: &ArchiveOptions,
     targets: &'a [(OutputFormat, PathBuf)],
+    stamp: Option<&Stamp>,
 ) -> Vec<&'a (OutputFormat, PathBuf)> {
-    let input_time = newest_input_time(unit);
     targets
         .iter()
         .filter(|(_, out)| {
             if options.force {
                 return true;
             }
+            let Some(stamp) = stamp else { return true };
             // Only a regular file is an output: a folder or a link at its
             // place is no output, and the unit then fails saying so.
-            match std::fs::symlink_metadata(out) {
-                Ok(m) if m.is_file() => {
-                    let t = m.modified().ok();
-                    options.resume && input_time.is_some_and(|i| t.is_some_and(|t| i > t))
-                }
-                _ => true,
-            }
+            let rel = relative(&options.out_dir, out);
+            !(std::fs::symlink_metadata(out).is_ok_and(|m| m.is_file())
+                && stamp.outputs.contains(&rel))
         })
         .collect()
 }
@@ -895,12 +924,17 @@ pub fn run(
     let made = !options.out_dir.exists();
     std::fs::create_dir_all(&options.out_dir).map_err(|e| Error::io(&options.out_dir, e))?;
     on_plan(&units);
-    let neighbours = Neighbours::default();
+    let shared = Shared {
+        options_hash: made_from::hash_hex(
+            made_from::options_text(&options.read, &options.write).as_bytes(),
+        ),
+        ..Shared::default()
+    };
     let inputs: Vec<Record> = pool.install(|| {
         units
             .par_iter()
             .map(|unit| {
-                let mut record = convert_unit_with(unit, options, &neighbours);
+                let mut record = convert_unit_with(unit, options, &shared);
                 // Before `progress` sees it: a report of a stopped run is
                 // made of the records given to `progress`.
                 record.known_failure = record.status == Status::Failed
@@ -1086,9 +1120,9 @@ impl std::fmt::Display for Shard {
     }
 }
 
-/// The end-of-run summary for standard error: the counts, each failure
-/// (new ones marked), the unsymbolized profiles and, unless `brief`, each
-/// skipped entry.
+/// The end-of-run summary for standard error: the counts, the failures
+/// (new ones marked; with `brief` counted by reason, else each one), the
+/// unsymbolized profiles and, unless `brief`, each skipped entry.
 pub fn summary(report: &Report, brief: bool) -> String {
     let mut out = format!(
         "profconv convert: {} converted, {} unchanged, {} skipped, {} failed",
@@ -1108,7 +1142,11 @@ pub fn summary(report: &Report, brief: bool) -> String {
         out.push_str(&format!(", {} binaries (not profiles)", report.binaries));
     }
     out.push_str(&format!(" in {:.1} s\n", report.seconds));
-    for r in report.inputs.iter().filter(|r| r.status == Status::Failed) {
+    if brief && report.failed > 0 {
+        out.push_str(&failures_by_reason(&report.inputs));
+        out.push_str("  (the report, or a run without -q, names each failed input)\n");
+    }
+    for r in (report.inputs.iter()).filter(|r| !brief && r.status == Status::Failed) {
         let mark = if r.known_failure { "known" } else { "new" };
         out.push_str(&format!(
             "  failed ({mark}): {}: {}\n",
@@ -1136,6 +1174,41 @@ pub fn summary(report: &Report, brief: bool) -> String {
             r.path,
             r.error.as_deref().unwrap_or("")
         ));
+    }
+    out
+}
+
+/// `  failed (new): N × reason` lines, most frequent first: what `-q`
+/// says of the failures. The reason is the error less the file's name,
+/// the byte offset and the details in parentheses, numbers as `N`.
+fn failures_by_reason(inputs: &[Record]) -> String {
+    let mut counts = std::collections::BTreeMap::<(bool, String), usize>::new();
+    for r in inputs.iter().filter(|r| r.status == Status::Failed) {
+        let error = r.error.as_deref().unwrap_or("");
+        let named = format!("{}: ", r.path);
+        let mut reason = error
+            .find(&named)
+            .map_or(error, |i| &error[i + named.len()..]);
+        if let Some(rest) = reason.strip_prefix("at byte ") {
+            reason = rest.split_once(": ").map_or(rest, |(_, r)| r);
+        }
+        let reason = reason.split(" (").next().unwrap_or(reason);
+        let mut masked = String::with_capacity(reason.len());
+        for c in reason.chars() {
+            if !c.is_ascii_digit() {
+                masked.push(c);
+            } else if !masked.ends_with('N') {
+                masked.push('N');
+            }
+        }
+        *counts.entry((r.known_failure, masked)).or_default() += 1;
+    }
+    let mut lines: Vec<_> = counts.into_iter().collect();
+    lines.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut out = String::new();
+    for ((known, reason), n) in lines {
+        let mark = if known { "known" } else { "new" };
+        out.push_str(&format!("  failed ({mark}): {n} × {reason}\n"));
     }
     out
 }

@@ -472,6 +472,13 @@ pub fn demangle(raw: &str) -> String {
     demangle_cpp(itanium).unwrap_or_else(|| raw.to_owned())
 }
 
+/// The GNU build id, in hex, of the object file `bytes`; `None` when it is
+/// no object file or has none.
+pub(crate) fn build_id_of(bytes: &[u8]) -> Option<String> {
+    let file = object::File::parse(bytes).ok()?;
+    Some(build_id_hex(&file)).filter(|id| !id.is_empty())
+}
+
 fn build_id_hex(file: &object::File<'_>) -> String {
     match file.build_id() {
         Ok(Some(id)) => id.iter().map(|b| format!("{b:02x}")).collect(),

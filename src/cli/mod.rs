@@ -102,18 +102,32 @@ pub enum ReportCommand {
         /// The merged report.
         #[arg(short, long)]
         output: PathBuf,
+        /// Merge the reports found although shards are missing; the merged
+        /// report lists them in `missing_shards`, and a line says so.
+        #[arg(long)]
+        partial: bool,
     },
 }
 
 /// Joins shard reports (`profconv report merge`).
-fn merge_reports(reports: &[PathBuf], output: &Path) -> Result<()> {
+fn merge_reports(reports: &[PathBuf], output: &Path, partial: bool) -> Result<()> {
     let read: Vec<&Path> = reports.iter().map(PathBuf::as_path).collect();
     profconv::write::refuse_input_as_output(output, &read)?;
     let loaded = reports
         .iter()
-        .map(|p| profconv::archive::Report::load(p))
+        .map(|p| Ok((p.clone(), profconv::archive::Report::load(p)?)))
         .collect::<Result<Vec<_>>>()?;
-    profconv::archive::Report::merge(&loaded)?.save(output)
+    let merged = profconv::archive::Report::merge(&loaded, partial)?;
+    merged.save(output)?;
+    if !merged.missing_shards.is_empty() {
+        say!(
+            "profconv report merge: partial: shard {} missing; {} has {} inputs of the shards found",
+            merged.missing_shards.join(", "),
+            output.display(),
+            merged.inputs.len()
+        );
+    }
+    Ok(())
 }
 
 /// Writes the completion script for `shell` (`profconv completions SHELL`).
@@ -175,11 +189,12 @@ pub struct ArchiveArgs {
     /// Overwrite existing outputs.
     #[arg(long)]
     pub force: bool,
-    /// Convert again only inputs whose outputs are missing or older than them.
+    /// Convert again only the outputs that are missing or made from other
+    /// inputs, executables or options (what every re-run does; for scripts).
     #[arg(long)]
     pub resume: bool,
-    /// No progress, no per-file log, no list of skipped files: only the
-    /// summary (with each failure) prints.
+    /// No progress, no per-file log: only the summary prints, with the
+    /// failures counted by reason (the report lists each).
     #[arg(short, long)]
     pub quiet: bool,
     /// A file of relative paths (as in the report, one per line, `#`
@@ -625,10 +640,7 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     let report = profconv::archive::run(
         &args.archive,
         &options,
-        &|unit, record| {
-            so_far.add(record);
-            shown.finished(unit, record)
-        },
+        &|unit, record| so_far.add(record, || shown.finished(unit, record)),
         &|units| shown.plan(units),
     );
     shown.stop();
@@ -875,9 +887,11 @@ pub fn main() -> u8 {
         Some(Command::Man) => write_man_page(&mut std::io::stdout().lock())
             .and_then(|()| std::io::stdout().flush())
             .map_err(Error::stdout),
-        Some(Command::Report(ReportCommand::Merge { reports, output })) => {
-            merge_reports(reports, output)
-        }
+        Some(Command::Report(ReportCommand::Merge {
+            reports,
+            output,
+            partial,
+        })) => merge_reports(reports, output, *partial),
         Some(Command::Convert(args)) => match run_archive(args) {
             Ok(true) => Ok(()),
             Ok(false) => return 1,

@@ -23,8 +23,12 @@ pub struct SoFar {
     /// The run's options: what its report says besides the records.
     options: ArchiveOptions,
     report: Option<PathBuf>,
+    /// `-q`: the summary counts failures by reason.
+    quiet: bool,
     started: Instant,
-    records: Mutex<Vec<Record>>,
+    /// The records so far, and whether the run is stopped (its summary
+    /// printed, so nothing more is shown).
+    records: Mutex<(Vec<Record>, bool)>,
     bar: indicatif::ProgressBar,
 }
 
@@ -39,29 +43,33 @@ impl SoFar {
             archive: args.archive.clone(),
             options: options.clone(),
             report: args.report.clone(),
+            quiet: args.quiet,
             started: Instant::now(),
-            records: Mutex::new(Vec::new()),
+            records: Mutex::new((Vec::new(), false)),
             bar,
         });
         *RUN.lock().unwrap_or_else(PoisonError::into_inner) = Some(so_far.clone());
         so_far
     }
 
-    /// One more input finished.
-    pub fn add(&self, record: &Record) {
-        self.records
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(record.clone());
+    /// One more input finished: kept, and `show`n unless the run is
+    /// stopped (its summary printed: nothing is shown after it).
+    pub fn add(&self, record: &Record, show: impl FnOnce()) {
+        let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
+        if !records.1 {
+            records.0.push(record.clone());
+            show();
+        }
     }
 
-    /// The report of the inputs finished so far, in path order.
-    fn report(&self) -> Report {
-        let inputs = self
-            .records
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+    /// Stops the run: the report of the inputs finished so far, in path
+    /// order; [`SoFar::add`] shows nothing from now on.
+    fn stop(&self) -> Report {
+        let inputs = {
+            let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
+            records.1 = true;
+            std::mem::take(&mut records.0)
+        };
         Report::of_run(
             &self.archive,
             &self.options,
@@ -103,10 +111,10 @@ fn stop(signal: i32) -> ! {
     let run = RUN.lock().unwrap_or_else(PoisonError::into_inner).clone();
     if let Some(run) = run {
         run.bar.finish_and_clear();
-        let report = run.report();
+        let report = run.stop();
         say!(
             "{}",
-            archive::summary(&report, false).trim_end_matches('\n')
+            archive::summary(&report, run.quiet).trim_end_matches('\n')
         );
         if let Some(path) = &run.report {
             if let Err(e) = save(&report, path) {

@@ -794,7 +794,7 @@ fn convert(
     let made_from = MadeFrom {
         input: match input.is_dir() {
             true => made_from::of_folder(&unit.path, MAX_DEPTH)?,
-            false => made_from::of_file(&unit.path, input.bytes())?,
+            false => made_from::of_input(&unit.path, &input)?,
         },
         binary: (read_options.binary.as_deref()).map(|b| shared.binaries.of(b)),
         options: shared.options_hash.clone(),

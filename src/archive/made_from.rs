@@ -108,6 +108,27 @@ pub(crate) fn of_file(path: &Path, content: &[u8]) -> Result<Fingerprint> {
     })
 }
 
+/// The fingerprint of a file unit read as `input` (a gzip input's
+/// decompressed bytes): its content hashed a megabyte at a time, so that a
+/// large input is never held whole for it.
+pub(crate) fn of_input(path: &Path, input: &crate::read::Input) -> Result<Fingerprint> {
+    const STEP: u64 = 1 << 20;
+    let mut h = rustc_hash::FxHasher::default();
+    let mut buf = Vec::new();
+    let mut offset = 0;
+    while offset < input.len() {
+        let len = (input.len() - offset).min(STEP) as usize;
+        h.write(input.window(offset, len, &mut buf)?);
+        offset += len as u64;
+    }
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    Ok(Fingerprint {
+        bytes: meta.len(),
+        mtime: mtime_text(&meta),
+        hash: format!("{:016x}", h.finish()),
+    })
+}
+
 /// The fingerprint of a folder unit: its regular files below it (at most
 /// `max_depth` levels), in name order.
 pub(crate) fn of_folder(dir: &Path, max_depth: usize) -> Result<Fingerprint> {

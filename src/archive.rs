@@ -21,8 +21,10 @@ use crate::error::{Error, Result};
 use crate::read::{self, Format, ReadOptions};
 use crate::write::{self, OutputFormat, WriteOptions};
 
+mod journal;
 mod made_from;
 mod merge;
+pub use journal::Journal;
 use made_from::{Binaries, Stamp};
 pub use made_from::{BinaryFingerprint, Fingerprint, MadeFrom};
 
@@ -57,6 +59,11 @@ pub struct ArchiveOptions {
     /// [`Unit::bytes`] (a unit skipped, unchanged or failed early counts
     /// whole when it finishes). `None`: nobody watches.
     pub progress: Option<std::sync::Arc<read::Progress>>,
+    /// Where the records go as units finish, kept on disk rather than in
+    /// the returned report (whose `inputs` then hold only the failed and
+    /// skipped records, see [`Journal::head`]); `None`: every record is in
+    /// the returned report.
+    pub journal: Option<std::sync::Arc<Journal>>,
 }
 
 impl ArchiveOptions {
@@ -75,6 +82,7 @@ impl ArchiveOptions {
             known_failures: Default::default(),
             shard: None,
             progress: None,
+            journal: None,
         }
     }
 
@@ -930,10 +938,12 @@ pub fn run(
         ),
         ..Shared::default()
     };
+    let ranks = report_ranks(&units);
     let inputs: Vec<Record> = pool.install(|| {
         units
             .par_iter()
-            .map(|unit| {
+            .zip(ranks.par_iter())
+            .filter_map(|(unit, &rank)| {
                 let mut record = convert_unit_with(unit, options, &shared);
                 // Before `progress` sees it: a report of a stopped run is
                 // made of the records given to `progress`.
@@ -941,16 +951,45 @@ pub fn run(
                     && (options.known_failures.contains(&record.path)
                         || (record.path_bytes.as_ref())
                             .is_some_and(|p| options.known_failures.contains(p)));
-                progress(unit, &record);
-                record
+                match &options.journal {
+                    Some(journal) => {
+                        journal.add(&record, rank, || progress(unit, &record));
+                        None
+                    }
+                    None => {
+                        progress(unit, &record);
+                        Some(record)
+                    }
+                }
             })
             .collect()
     });
-    let report = Report::of_run(archive, options, started.elapsed().as_secs_f64(), inputs);
+    let seconds = started.elapsed().as_secs_f64();
+    let report = Report::of_run(archive, options, seconds, inputs);
+    let report = match &options.journal {
+        Some(journal) => journal.head(report),
+        None => report,
+    };
     if made && report.converted == 0 {
         remove_empty_folders(&options.out_dir, 0);
     }
     Ok(report)
+}
+
+/// Each unit's place in the report's order ([`Report::of`]), which for
+/// names that are not UTF-8 is not the plan's.
+fn report_ranks(units: &[Unit]) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..units.len() as u32).collect();
+    let key = |i: &u32| {
+        let unit = &units[*i as usize];
+        (Path::new(&unit.rel), &unit.rel_bytes)
+    };
+    order.sort_by(|a, b| key(a).cmp(&key(b)));
+    let mut ranks = vec![0; units.len()];
+    for (rank, i) in order.into_iter().enumerate() {
+        ranks[i as usize] = rank as u32;
+    }
+    ranks
 }
 
 /// Refuses an output folder that is a file, or that holds the archive
@@ -1020,53 +1059,47 @@ pub fn check_report_path(
 /// `x.folded` beside a folder `x.folded/`), or one output of two units. The
 /// names alone decide, so every run and every shard agrees.
 fn fail_colliding_outputs(units: &mut [Unit], formats: &[OutputFormat]) {
-    use std::collections::HashMap;
-    let outputs_of = |unit: &Unit| -> Vec<PathBuf> {
-        formats
-            .iter()
-            .map(|&f| output_path(Path::new(""), unit, f))
-            .collect()
-    };
-    let mut files: HashMap<PathBuf, usize> = HashMap::new();
-    let mut folders: HashMap<PathBuf, usize> = HashMap::new();
-    for (i, unit) in units
-        .iter()
-        .enumerate()
-        .filter(|(_, u)| u.problem.is_none())
-    {
-        for out in outputs_of(unit) {
-            for folder in out
-                .ancestors()
-                .skip(1)
-                .filter(|a| !a.as_os_str().is_empty())
-            {
-                folders.entry(folder.to_path_buf()).or_insert(i);
-            }
-            files.entry(out).or_insert(i);
-        }
-    }
-    let mut clashes: Vec<(usize, String)> = Vec::new();
-    for (i, unit) in units
-        .iter()
-        .enumerate()
-        .filter(|(_, u)| u.problem.is_none())
-    {
-        for out in outputs_of(unit) {
-            let (other, what) = match (files.get(&out), folders.get(&out)) {
-                (Some(&j), _) if j != i => (j, "an output"),
-                (_, Some(&j)) => (j, "a folder of the outputs"),
-                _ => continue,
-            };
-            let why = format!(
-                "outputs collide: {}, an output of {}, is also {what} of {}; neither is converted: rename one of them",
-                out.display(),
-                unit.rel,
-                units[other].rel
+    // Every output once, sorted component by component: the outputs below
+    // a path (as a folder) follow it directly. One path per output, no
+    // more, so that planning stays small for many files.
+    let mut outputs: Vec<(PathBuf, usize)> = Vec::new();
+    for (i, unit) in units.iter().enumerate() {
+        if unit.problem.is_none() {
+            outputs.extend(
+                formats
+                    .iter()
+                    .map(|&f| (output_path(Path::new(""), unit, f), i)),
             );
-            clashes.push((i, why.clone()));
-            clashes.push((other, why));
         }
     }
+    outputs.sort();
+    let mut clashes: Vec<(usize, String)> = Vec::new();
+    for (k, (out, i)) in outputs.iter().enumerate() {
+        let Some((next, j)) = outputs.get(k + 1) else {
+            break;
+        };
+        let what = if j == i {
+            continue;
+        } else if next == out {
+            "an output"
+        } else if next.starts_with(out) {
+            "a folder of the outputs"
+        } else {
+            continue;
+        };
+        // The message names the first output's unit as the one whose output
+        // is also the other's (folder of) output.
+        let (unit, other) = (&units[*i], &units[*j]);
+        let why = format!(
+            "outputs collide: {}, an output of {}, is also {what} of {}; neither is converted: rename one of them",
+            out.display(),
+            unit.rel,
+            other.rel
+        );
+        clashes.push((*i, why.clone()));
+        clashes.push((*j, why));
+    }
+    drop(outputs);
     for (i, why) in clashes {
         if units[i].problem.is_none() {
             units[i].problem = Some((Status::Failed, why));
@@ -1124,6 +1157,20 @@ impl std::fmt::Display for Shard {
 /// (new ones marked; with `brief` counted by reason, else each one), the
 /// unsymbolized profiles and, unless `brief`, each skipped entry.
 pub fn summary(report: &Report, brief: bool) -> String {
+    let mut reasons = std::collections::BTreeMap::<String, usize>::new();
+    for why in (report.inputs.iter()).filter_map(|r| r.unsymbolized.as_ref()) {
+        *reasons.entry(why.clone()).or_default() += 1;
+    }
+    summary_with(report, &reasons, brief)
+}
+
+/// [`summary`] of `report`'s counts and listed records, with the
+/// unsymbolized outputs counted by reason in `reasons`.
+fn summary_with(
+    report: &Report,
+    reasons: &std::collections::BTreeMap<String, usize>,
+    brief: bool,
+) -> String {
     let mut out = format!(
         "profconv convert: {} converted, {} unchanged, {} skipped, {} failed",
         report.converted, report.unchanged, report.skipped, report.failed
@@ -1153,14 +1200,6 @@ pub fn summary(report: &Report, brief: bool) -> String {
             r.path,
             r.error.as_deref().unwrap_or("")
         ));
-    }
-    let mut reasons = std::collections::BTreeMap::<&str, usize>::new();
-    for why in report
-        .inputs
-        .iter()
-        .filter_map(|r| r.unsymbolized.as_deref())
-    {
-        *reasons.entry(why).or_default() += 1;
     }
     for (why, n) in reasons {
         out.push_str(&format!("  unsymbolized: {n} ({why})\n"));

@@ -1052,3 +1052,64 @@ fn after_ctrl_c_nothing_follows_the_summary_but_the_line_saying_so() {
         }
     }
 }
+
+/// Peak resident memory (kB) of `profconv convert` over `n` small gmon.out
+/// files (no executable), measured by `/usr/bin/time -v` on the child.
+fn convert_peak_rss_kb(n: usize) -> u64 {
+    let dir = tempdir();
+    let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
+    make_big_archive(&archive, n);
+    let rep = dir.path().join("r.json");
+    let run = Command::new("/usr/bin/time")
+        .arg("-v")
+        .arg(profconv_bin())
+        .args([
+            "convert",
+            archive.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .args([
+            "--to",
+            "folded",
+            "-q",
+            "-j",
+            "2",
+            "--report",
+            rep.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(
+        report(&rep)["converted"].as_u64(),
+        Some(n as u64),
+        "{stderr}"
+    );
+    stderr
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
+        .and_then(|kb| kb.parse().ok())
+        .unwrap_or_else(|| panic!("no peak in {stderr}"))
+}
+
+// Ignored: not yet met. Records no longer stay in memory (the journal), but
+// the plan (one `Unit` of three paths per file) and the walk's transient
+// peak still grow with the number of files: 7.0 MB at 1 000 files and
+// 30 MB at 20 000 measured (release, -j 2).
+#[test]
+#[ignore = "the plan still grows with the number of files: 30 MB at 20 000 against 7 MB at 1 000"]
+fn convert_memory_on_20000_files_is_within_twice_that_on_1000() {
+    if !Path::new("/usr/bin/time").exists() {
+        crate::skip_note!("skipping: no /usr/bin/time to measure the peak");
+        return;
+    }
+    let (small, large) = (convert_peak_rss_kb(1_000), convert_peak_rss_kb(20_000));
+    assert!(
+        large <= 2 * small,
+        "peak RSS {large} kB on 20 000 files, {small} kB on 1 000"
+    );
+}

@@ -636,21 +636,23 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     }
     let shown = ArchiveProgress::new(args.quiet);
     options.progress = Some(shown.read.clone());
-    let so_far = signals::SoFar::start(args, &options, shown.bar.clone());
+    let journal = std::sync::Arc::new(profconv::archive::Journal::new(args.report.as_deref())?);
+    options.journal = Some(journal.clone());
+    signals::SoFar::start(args, &options, shown.bar.clone());
     let report = profconv::archive::run(
         &args.archive,
         &options,
-        &|unit, record| so_far.add(record, || shown.finished(unit, record)),
+        &|unit, record| shown.finished(unit, record),
         &|units| shown.plan(units),
     );
     shown.stop();
     let report = report?;
     say!(
         "{}",
-        profconv::archive::summary(&report, args.quiet).trim_end_matches('\n')
+        journal.summary(&report, args.quiet).trim_end_matches('\n')
     );
     if let Some(path) = &args.report {
-        report.save(path)?;
+        journal.save(&report, path)?;
     }
     Ok(report.new_failures <= args.allow_failures)
 }
@@ -691,6 +693,7 @@ fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptio
         known_failures,
         shard,
         progress: None,
+        journal: None,
     })
 }
 

@@ -11,13 +11,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use profconv::archive::{self, ArchiveOptions, Record, Report};
+use profconv::archive::{self, ArchiveOptions, Report};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use super::message::say;
 
 /// What an archive run has done so far, shared between its workers (which
-/// add records) and the signal thread (which reports them).
+/// add records to its journal) and the signal thread (which reports them).
 pub struct SoFar {
     archive: PathBuf,
     /// The run's options: what its report says besides the records.
@@ -26,56 +26,37 @@ pub struct SoFar {
     /// `-q`: the summary counts failures by reason.
     quiet: bool,
     started: Instant,
-    /// The records so far, and whether the run is stopped (its summary
-    /// printed, so nothing more is shown).
-    records: Mutex<(Vec<Record>, bool)>,
+    /// The records so far, on disk.
+    journal: Arc<archive::Journal>,
     bar: indicatif::ProgressBar,
 }
 
 impl SoFar {
     /// Registers an archive run with the signal thread.
-    pub fn start(
-        args: &super::ArchiveArgs,
-        options: &ArchiveOptions,
-        bar: indicatif::ProgressBar,
-    ) -> Arc<SoFar> {
+    pub fn start(args: &super::ArchiveArgs, options: &ArchiveOptions, bar: indicatif::ProgressBar) {
         let so_far = Arc::new(SoFar {
             archive: args.archive.clone(),
             options: options.clone(),
             report: args.report.clone(),
             quiet: args.quiet,
             started: Instant::now(),
-            records: Mutex::new((Vec::new(), false)),
+            journal: options.journal.clone().unwrap_or_default(),
             bar,
         });
-        *RUN.lock().unwrap_or_else(PoisonError::into_inner) = Some(so_far.clone());
-        so_far
+        *RUN.lock().unwrap_or_else(PoisonError::into_inner) = Some(so_far);
     }
 
-    /// One more input finished: kept, and `show`n unless the run is
-    /// stopped (its summary printed: nothing is shown after it).
-    pub fn add(&self, record: &Record, show: impl FnOnce()) {
-        let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
-        if !records.1 {
-            records.0.push(record.clone());
-            show();
-        }
-    }
-
-    /// Stops the run: the report of the inputs finished so far, in path
-    /// order; [`SoFar::add`] shows nothing from now on.
+    /// Stops the run: the report of the inputs finished so far, less the
+    /// records ([`archive::Journal::head`]); the journal adds and shows
+    /// nothing from now on.
     fn stop(&self) -> Report {
-        let inputs = {
-            let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
-            records.1 = true;
-            std::mem::take(&mut records.0)
-        };
-        Report::of_run(
+        self.journal.stop();
+        self.journal.head(Report::of_run(
             &self.archive,
             &self.options,
             self.started.elapsed().as_secs_f64(),
-            inputs,
-        )
+            Vec::new(),
+        ))
     }
 }
 
@@ -114,11 +95,13 @@ fn stop(signal: i32) -> ! {
         let report = run.stop();
         say!(
             "{}",
-            archive::summary(&report, run.quiet).trim_end_matches('\n')
+            run.journal
+                .summary(&report, run.quiet)
+                .trim_end_matches('\n')
         );
         if let Some(path) = &run.report {
-            if let Err(e) = save(&report, path) {
-                say!("profconv: {}: {e}", path.display());
+            if let Err(e) = run.journal.save(&report, path) {
+                say!("profconv: {e}");
             }
         }
         say!("profconv convert: interrupted by {name}; `--resume` continues the run");
@@ -126,24 +109,4 @@ fn stop(signal: i32) -> ! {
         say!("profconv: interrupted by {name}; no output was left unfinished");
     }
     std::process::exit(128 + signal)
-}
-
-/// Writes the report through a temporary file of its own (the registry is
-/// closed now) renamed into place.
-fn save(report: &Report, path: &std::path::Path) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".report.").suffix(".tmp");
-    // An ordinary file, as `Report::save` makes: 0666 less the umask.
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let mut tmp = builder.tempfile_in(dir)?;
-    serde_json::to_writer_pretty(&mut tmp, report)?;
-    tmp.write_all(b"\n")?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }

@@ -16,10 +16,11 @@ case $target in
     dcpi | dcpicat) dict=dcpi max_len=8192 ;;
     aps) dict=aps max_len=32768 ;;
     pipeline) dict=pipeline max_len=32768 ;;
+    names) dict=pipeline max_len=4096 ;;
     *) echo "unknown target $target" >&2; exit 2 ;;
 esac
 [ -d "corpus/$target" ] || python3 seed.py
-mkdir -p logs "artifacts/$target"
+mkdir -p logs "artifacts/$target" "corpus/$target"
 fork=
 [ -z "${FORK:-}" ] || fork="-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1"
 cargo fuzz run -s none "$target" "corpus/$target" -- \

@@ -495,25 +495,6 @@ fn gzip_compressed_input_is_read() {
 // go tool pprof reads the result like a Go heap profile
 // ---------------------------------------------------------------------------
 
-/// `go tool pprof -top` rows: function name -> flat value text.
-fn top_rows(text: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut in_table = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("flat") {
-            in_table = true;
-            continue;
-        }
-        if in_table {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            if cols.len() >= 6 {
-                out.insert(cols[5..].join(" "), cols[0].to_owned());
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn go_pprof_top_lists_the_functions_with_their_alloc_space() {
     let dir = tempdir();
@@ -531,7 +512,7 @@ fn go_pprof_top_lists_the_functions_with_their_alloc_space() {
         return;
     };
     assert!(text.contains("Type: alloc_space"), "{text}");
-    let rows = top_rows(&text);
+    let rows = top_table(&text);
     assert_eq!(
         rows.get("new_pair").map(String::as_str),
         Some("2970B"),
@@ -556,7 +537,7 @@ fn go_pprof_top_lists_the_functions_with_their_alloc_space() {
     ])
     .unwrap();
     assert_eq!(
-        top_rows(&text).get("new_pair").map(String::as_str),
+        top_table(&text).get("new_pair").map(String::as_str),
         Some("512"),
         "{text}"
     );
@@ -579,7 +560,7 @@ fn go_pprof_reads_inuse_space_as_a_heap_profile() {
         return;
     };
     assert!(text.contains("Type: inuse_space"), "{text}");
-    let rows = top_rows(&text);
+    let rows = top_table(&text);
     assert_eq!(
         rows.get("new_pair").map(String::as_str),
         Some("922B"),
@@ -1166,7 +1147,7 @@ fn real_file_reads_in_go_pprof_as_a_heap_profile() {
     let Some(text) = go_pprof(&["-top", "-sample_index=alloc_space", out.to_str().unwrap()]) else {
         return;
     };
-    let rows = top_rows(&text);
+    let rows = top_table(&text);
     // mprof's direct allocations: make_buffer 6000, push 800, recurse 510, copy_name 310.
     assert_eq!(
         rows.get("make_buffer").map(String::as_str),

@@ -159,25 +159,16 @@ pub fn inclusive_from_pprof(p: &pb::Profile) -> BTreeMap<String, f64> {
 /// the printed unit; `None` when go is not installed.
 pub fn pprof_top(args: &[&str]) -> Option<BTreeMap<String, f64>> {
     let text = super::go_pprof(args)?;
-    let mut out = BTreeMap::new();
-    let mut in_table = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("flat") {
-            in_table = true;
-            continue;
-        }
-        if !in_table {
-            continue;
-        }
-        let tokens: Vec<&str> = line.split_whitespace().collect();
-        if tokens.len() < 6 {
-            continue;
-        }
-        let value: f64 = tokens[0]
-            .trim_end_matches(|c: char| c.is_alphabetic())
+    let number = |flat: &str| {
+        flat.trim_end_matches(|c: char| c.is_alphabetic())
             .parse()
-            .unwrap_or(0.0);
-        out.insert(tokens[5..].join(" "), value);
-    }
-    Some(out)
+            .unwrap_or(0.0)
+    };
+    let table = super::top_table(&text);
+    Some(
+        table
+            .into_iter()
+            .map(|(name, flat)| (name, number(&flat)))
+            .collect(),
+    )
 }

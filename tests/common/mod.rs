@@ -235,6 +235,21 @@ pub fn go_pprof(args: &[&str]) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The rows of `go tool pprof -top`'s table: each function's name (the
+/// columns after the fifth, joined) and its `flat` column as printed
+/// (`2970B`, `0.12s`).
+pub fn top_table(text: &str) -> std::collections::BTreeMap<String, String> {
+    let rows = text
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with("flat"))
+        .skip(1);
+    rows.filter_map(|line| {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        (cols.len() >= 6).then(|| (cols[5..].join(" "), cols[0].to_owned()))
+    })
+    .collect()
+}
+
 /// speedscope's own file-format schema, from the `speedscope` npm package
 /// (`SPEEDSCOPE_SCHEMA` names the file, else it is fetched once with
 /// `npm pack` into target/test-deps). `None` outside CI when npm is missing.

@@ -165,7 +165,10 @@ fn callers_off_calls(data: &GmonData, binary: &Binary) -> Option<String> {
     for &pc in &callers {
         let mut found = false;
         for ret in pc..pc.saturating_add(bucket) {
-            found |= call_ending_at(binary, ret)?.is_some();
+            if call_ending_at(binary, ret)?.is_some() {
+                found = true;
+                break;
+            }
         }
         if !found {
             off.push(pc);

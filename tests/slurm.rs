@@ -126,12 +126,22 @@ fn shell(script: &str, dir: &Path) -> Command {
     sh.args(["-e", "-c", script])
         .current_dir(dir)
         .env("PATH", std::env::join_paths(dirs).unwrap());
+    // A test run inside a job of another cluster (or a Kubernetes Indexed
+    // Job) must not hand its index or its cluster to these jobs:
+    // `--shard auto` reads JOB_COMPLETION_INDEX before SLURM_ARRAY_TASK_ID.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("SLURM_") || key.starts_with("SBATCH_") || key == "JOB_COMPLETION_INDEX"
+        {
+            sh.env_remove(&*key);
+        }
+    }
     sh
 }
 
 /// The merged report (`report.json`) is the one-machine run's
-/// (`one.json`) input for input and but for times and the output folder;
-/// the outputs (`out/`, `one/`) are the same files with the same bytes.
+/// (`one.json`): input for input, and whole but for times and the output
+/// folder; the outputs (`out/`, `one/`) are the same files, byte for byte.
 fn assert_same_as_one_run(work: &Path, inputs: usize) {
     let merged = report(&work.join("report.json"));
     let whole = report(&work.join("one.json"));
@@ -524,8 +534,11 @@ impl Drop for Cluster {
 /// cgroups, no accounting, no systemd (a container has none of them).
 /// Two settings only make the test quicker: `batch_sched_delay=0` starts
 /// the next tasks as soon as a CPU is free (3 s later by default), and
-/// `MinJobAge=0` (ended jobs are kept, for the logs) keeps `sbatch --wait`
-/// polling every 2 s, where it would wait 2, 8, then 32 s between polls.
+/// `MinJobAge=5` (ended jobs forgotten after 5 s rather than 300) keeps
+/// `sbatch --wait` polling every 2 s, where it would wait 2, 8, then 32 s
+/// between polls (its sleep grows while under half of `MinJobAge`). A task
+/// forgotten before `sbatch` saw it end would hide its exit code, but not
+/// its report, which the test reads.
 fn slurm_conf(dir: &Path, node: &str) -> String {
     let (ctld, slurmd) = free_ports();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -558,7 +571,7 @@ SelectTypeParameters=CR_Core
 MpiDefault=none
 MailProg=/bin/true
 ReturnToService=2
-MinJobAge=0
+MinJobAge=5
 SchedulerParameters=batch_sched_delay=0
 NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=100 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP

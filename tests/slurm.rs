@@ -25,10 +25,8 @@ use common::*;
 
 /// The README's Slurm recipe (README.md, "Across machines: shards") as this
 /// test runs it, from the folder holding `archive/`, with `profconv` on
-/// `PATH`. The `mkdir` is not in the README yet: without `reports/` every
-/// task fails (the `--report` folder must exist), and without `out/` made
-/// beforehand a shard that converts nothing removes the `out/` it made
-/// while another shard is about to write there.
+/// `PATH`: the whole code block, which [`the_recipe_run_here_is_the_readmes`]
+/// finds in the README.
 const RECIPE: &str = "mkdir -p out reports
 sbatch --array=0-7 --wrap 'profconv convert archive/ -o out/ --to pprof --resume --shard auto/8 --report reports/$SLURM_ARRAY_TASK_ID.json'";
 
@@ -46,10 +44,9 @@ const ARRAY_LIMIT: Duration = Duration::from_secs(600);
 #[test]
 fn the_recipe_run_here_is_the_readmes() {
     let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
-    let sbatch = RECIPE.lines().find(|l| l.starts_with("sbatch")).unwrap();
     assert!(
-        readme.lines().any(|l| l == sbatch),
-        "README.md's Slurm recipe is no longer `{sbatch}`: update RECIPE in tests/slurm.rs"
+        readme.contains(&format!("```\n{RECIPE}\n```")),
+        "README.md's Slurm recipe is no longer the block `{RECIPE}`: update RECIPE in tests/slurm.rs"
     );
     assert!(
         readme.contains(&format!("`{MERGE}`")),

@@ -64,6 +64,22 @@ fn an_output_inside_a_dcpi_database_input_is_refused() {
 }
 
 #[test]
+fn an_output_that_is_a_hard_link_to_a_database_member_leaves_the_member_whole() {
+    let dir = tempdir();
+    let db = dir.path().join("db");
+    copy_tree(&manifest_dir().join("examples/dcpi/db"), &db);
+    let member = db.join("202601010000/benchhost/lib000.so.cycles");
+    let before = std::fs::read(&member).unwrap();
+    let link = dir.path().join("out.folded");
+    std::fs::hard_link(&member, &link).unwrap();
+    let run = profconv(&[st(&db), "-o", st(&link), "--to", "folded"]);
+    assert!(run.status.success(), "{}", stderr_of(&run));
+    // The rename put a new file at the link's name; the member is untouched.
+    assert_eq!(std::fs::read(&member).unwrap(), before);
+    assert_ne!(std::fs::read(&link).unwrap(), before);
+}
+
+#[test]
 fn an_output_inside_the_image_dir_is_refused() {
     let dir = tempdir();
     let images = dir.path().join("images");

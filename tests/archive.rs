@@ -785,7 +785,7 @@ fn the_shared_progress_counts_bytes_as_a_large_input_is_read_and_ends_at_the_tot
             }
             seen
         });
-        let report = profconv::archive::run(&archive, &options, &|_, _| {}, &|_| {});
+        let report = profconv::archive::run(&archive, &options, &|_| {}, &|_| {});
         done.store(true, Ordering::Relaxed);
         (report.unwrap(), watcher.join().unwrap())
     });

@@ -40,13 +40,6 @@ const MAX_FAST_DEPTH: usize = 11;
 /// finish their first chunks together.
 const PROGRESS_BYTES: usize = CHUNK_BYTES / 4;
 
-/// Records between prefetching a key's index slot and its entry.
-const SLOT_AHEAD: usize = 8;
-/// Records between prefetching a key's index slot and counting it.
-const ADD_AHEAD: usize = 16;
-/// Keys in flight (a power of two above [`ADD_AHEAD`]).
-const RING: usize = 32;
-
 /// Words of a key before the call stack: user, pid, tid, event, pc.
 const KEY_HEAD: usize = 5;
 
@@ -282,39 +275,15 @@ impl<const W: usize, const B: usize> RecordShape<W, B> {
 
     /// Counts the whole records of `bytes` into `table`; returns how many
     /// idle records were left out.
-    ///
-    /// A software pipeline: the index slot of a record's key is prefetched
-    /// when the key is made, its entry [`SLOT_AHEAD`] records later, and the
-    /// count added [`ADD_AHEAD`] records later, so that the cache misses of
-    /// many lookups are under way at once instead of one after another.
     fn count(&self, table: &mut KeyTable<W>, bytes: &[u8]) -> u64 {
         let mut dropped = 0;
-        let mut ring = [([0u32; W], 0u64); RING];
-        let mut n = 0usize;
         for record in bytes.chunks_exact(Self::SIZE) {
             let Ok(record) = <&[u8; B]>::try_from(record) else {
                 continue; // unreachable: the chunks are B bytes long
             };
-            let Some(key) = self.key(record) else {
-                dropped += 1;
-                continue;
-            };
-            let h = table.hash(&key);
-            table.prefetch_slot(h);
-            if let Some(slot) = ring.get_mut(n % RING) {
-                *slot = (key, h);
-            }
-            if let Some((_, h)) = n.checked_sub(SLOT_AHEAD).and_then(|i| ring.get(i % RING)) {
-                table.prefetch_entry(*h);
-            }
-            if let Some((key, h)) = n.checked_sub(ADD_AHEAD).and_then(|i| ring.get(i % RING)) {
-                table.add_hashed(key, *h, 1);
-            }
-            n += 1;
-        }
-        for i in n.saturating_sub(ADD_AHEAD)..n {
-            if let Some((key, h)) = ring.get(i % RING) {
-                table.add_hashed(key, *h, 1);
+            match self.key(record) {
+                Some(key) => table.add(&key, 1),
+                None => dropped += 1,
             }
         }
         dropped

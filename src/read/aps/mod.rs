@@ -23,7 +23,6 @@ mod mapping;
 mod pid_info;
 mod profile;
 mod records;
-mod samples;
 mod source;
 mod tables;
 

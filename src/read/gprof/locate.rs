@@ -28,7 +28,7 @@ fn arc_ends(data: &GmonData) -> Vec<u64> {
         .iter()
         .flat_map(|a| [a.self_pc, a.from_pc])
         .collect();
-    radix_sort(&mut out);
+    out.sort_unstable();
     out.dedup();
     out
 }
@@ -70,14 +70,14 @@ pub(super) fn addresses(
         // The arcs come sorted by `from_pc` (`merge_arcs`): then the sort
         // only looks.
         let mut sites: Vec<u64> = data.arcs.iter().map(|a| a.from_pc).collect();
-        radix_sort(&mut sites);
+        sites.sort_unstable();
         sites.dedup();
         sites
     };
     if rest.is_empty() {
         return (ends, callees);
     }
-    radix_sort(&mut rest);
+    rest.sort_unstable();
     rest.dedup();
     (merge_distinct(&ends, &rest), callees)
 }
@@ -95,12 +95,6 @@ fn merge_distinct(a: &[u64], b: &[u64]) -> Vec<u64> {
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
     out
-}
-
-/// Sorts `values` ([`crate::radix`]: sorted ones, the ticks' addresses made
-/// in histogram order, are left as they are after one look).
-fn radix_sort(values: &mut Vec<u64>) {
-    crate::radix::sort_by_key(values, |&v| v);
 }
 
 /// The frames of each address, innermost first, borrowed from the binary.

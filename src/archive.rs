@@ -42,7 +42,9 @@ pub struct ArchiveOptions {
     pub out_dir: PathBuf,
     /// The output formats, each written for every unit.
     pub formats: Vec<OutputFormat>,
-    /// Options for every reader; `binary` applies to every input.
+    /// Options for every reader; `binary` applies to every input. Each unit
+    /// reads with `read.threads` threads inside the run's pool of `jobs`
+    /// (the command line keeps it at 1: the units are the parallel work).
     pub read: ReadOptions,
     /// Input glob → binary, first match wins (`--binary-map`).
     pub binary_map: Vec<(Glob, PathBuf)>,

@@ -64,7 +64,6 @@ mod convert;
 pub mod error;
 mod file;
 pub mod profile;
-mod radix;
 pub mod read;
 pub mod symbolize;
 pub mod write;

@@ -434,12 +434,12 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     }
     // One symbol per address: prefer a global, non-weak name, then the
     // shortest (aliases such as `__libc_foo`/`foo`), then the first by name,
-    // then the first in the file. Sorted by address alone (a radix sort,
+    // then the first in the file. Sorted by address alone (a stable sort,
     // keeping the table's order), the rule then picks among each address's
     // aliases: a comparison sort of the whole rule took 40 % of the time of
     // opening a binary of 3000 functions. The names are copied (and
     // demangled) for the symbols kept only.
-    crate::radix::sort_by_key(&mut symbols, |s| s.0);
+    symbols.sort_by_key(|s| s.0);
     let rule = |a: &&Entry<'_>, b: &&Entry<'_>| (a.3, a.2.len(), a.2).cmp(&(b.3, b.2.len(), b.2));
     let mut names = SymbolNames::default();
     symbols

@@ -258,6 +258,50 @@ fn outputs_are_byte_identical_whatever_the_parallelism() {
     assert!(differ.is_empty(), "-j 1 and -j 4 differ in {differ:?}");
 }
 
+/// One conversion with `-j 1` and `-j 4`, every output format at once:
+/// the outputs' bytes, by name.
+fn single_conversion_outputs(input: &Path, out: &Path) -> [BTreeMap<String, Vec<u8>>; 2] {
+    const NAMES: [&str; 6] = [
+        "out.pb.gz",
+        "out.pb",
+        "out.folded",
+        "out.svg",
+        "out.json",
+        "out.callgrind",
+    ];
+    ["1", "4"].map(|j| {
+        let dir = out.join(format!("j{j}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut args = vec![input.to_str().unwrap().to_owned(), "-j".into(), j.into()];
+        for name in NAMES {
+            args.extend(["-o".into(), dir.join(name).to_str().unwrap().to_owned()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        profconv_ok(&[&args[..], &["--quiet"]].concat());
+        tree(&dir)
+    })
+}
+
+#[test]
+fn a_single_conversion_writes_the_same_bytes_whatever_the_threads() {
+    let dir = tempdir();
+    // An APS file of 17 MB: 4 chunks of records, counted side by side with
+    // -j 4.
+    let aps = dir.path().join("sample_cpu_0_20150716_130220");
+    std::fs::write(&aps, aps_of_few_stacks(300_000)).unwrap();
+    // A DCPI database of 24 images, scanned side by side by `info -j 4`.
+    let db = dir.path().join("db");
+    common::gen::dcpi::build_db(&db, &common::gen::dcpi::DbSpec::sparse(24, 4000, 100));
+    for input in [&aps, &db] {
+        let [one, four] = single_conversion_outputs(input, &dir.path().join("out"));
+        assert_eq!(one.len(), 6, "{:?}", one.keys().collect::<Vec<_>>());
+        assert!(one == four, "{}: -j 1 and -j 4 differ", input.display());
+        std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+        let info = |j| profconv_ok(&["info", "--json", "-j", j, input.to_str().unwrap()]).stdout;
+        assert_eq!(info("1"), info("4"), "info of {}", input.display());
+    }
+}
+
 #[test]
 fn re_runs_keep_outputs_unless_forced_and_resume_redoes_stale_ones() {
     let dir = tempdir();

@@ -68,12 +68,14 @@ pub struct BinaryFingerprint {
 
 /// The options that change an archive's outputs, as text: the readers' and
 /// writers' options (less what is per unit: the binary, the title, the
-/// progress) and the profconv version. The output formats are not in it:
-/// each output is listed in the stamp by name.
+/// progress; and the threads, which change no output) and the profconv
+/// version. The output formats are not in it: each output is listed in the
+/// stamp by name.
 pub(crate) fn options_text(read: &ReadOptions, write: &WriteOptions) -> String {
     let read = ReadOptions {
         binary: None,
         progress: None,
+        threads: 1,
         ..read.clone()
     };
     let write = WriteOptions {

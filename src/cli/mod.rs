@@ -69,6 +69,10 @@ pub enum Command {
         /// fields, lines, blocks and tables) for scripts.
         #[arg(long)]
         json: bool,
+        /// Threads of work (default 1). With more, a DCPI database's images
+        /// are scanned side by side; the description is the same.
+        #[arg(short, long, value_name = "N")]
+        jobs: Option<usize>,
         #[command(flatten)]
         read: ReadArgs,
     },
@@ -179,7 +183,7 @@ pub struct ArchiveArgs {
     #[arg(long, value_enum, required = true)]
     pub to: Vec<OutputFormat>,
     /// Parallel conversions (default: all cores; at most 4 per core, and no
-    /// more than there are inputs).
+    /// more than there are inputs), each on one thread.
     #[arg(short, long)]
     pub jobs: Option<usize>,
     /// A file of `GLOB BINARY` lines: the binary for inputs whose relative
@@ -237,6 +241,11 @@ pub struct ConvertArgs {
     /// more than a second) and no `wrote FILE (FORMAT, SIZE)` line per output.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Threads of work for this conversion (default 1). With more, an APS
+    /// file's records are counted side by side; the other readers and every
+    /// writer run on one thread. The outputs are the same bytes whatever N is.
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
     #[command(flatten)]
     pub write: WriteArgs,
     #[command(flatten)]
@@ -410,6 +419,8 @@ impl ReadArgs {
                 drop_idle: self.drop_idle,
             },
             progress: None,
+            // `-j` is not a reading option: the caller sets it ([`threads`]).
+            threads: 1,
         }
     }
 }
@@ -440,6 +451,7 @@ pub fn run_convert(args: &ConvertArgs) -> Result<()> {
     let outputs = outputs(args)?;
     let progress = std::sync::Arc::new(read::Progress::default());
     let mut read = args.read.options();
+    read.threads = threads(args.jobs)?;
     read.progress = Some(progress.clone());
     let bar = {
         use std::io::IsTerminal;
@@ -697,6 +709,16 @@ fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptio
     })
 }
 
+/// The threads of one conversion or `info` from `-j` (1 when not given):
+/// the library's [`ReadOptions::threads`]. `profconv convert` runs its
+/// units side by side instead, each on one thread ([`archive_options`]).
+fn threads(jobs: Option<usize>) -> Result<usize> {
+    match jobs.unwrap_or(1) {
+        0 => Err(Error::Usage("-j takes 1 or more".into())),
+        n => Ok(n),
+    }
+}
+
 /// The most conversions per core `-j` runs: enough to overlap reading from
 /// a slow disk or network with computing; more only add threads to start.
 const JOBS_PER_CORE: usize = 4;
@@ -883,7 +905,19 @@ pub fn main() -> u8 {
     };
     signals::watch();
     let result = match &cli.command {
-        Some(Command::Info { inputs, json, read }) => read::info(inputs, &read.options())
+        Some(Command::Info {
+            inputs,
+            json,
+            jobs,
+            read,
+        }) => threads(*jobs)
+            .and_then(|threads| {
+                let options = ReadOptions {
+                    threads,
+                    ..read.options()
+                };
+                read::info(inputs, &options)
+            })
             .and_then(|summary| print_info(&summary, *json).map_err(Error::stdout)),
         Some(Command::Completions { shell }) => {
             write_completions(*shell, &mut std::io::stdout().lock()).map_err(Error::stdout)

@@ -148,12 +148,17 @@ impl<'a> Merger<'a> {
         }
     }
 
+    /// Mappings, each an equal one of `dst` if there is one (as pprof's
+    /// merge.go does): several gmon.out of one program have one executable.
     fn map_mappings(&mut self) {
         for m in &self.src.mappings {
             let mut m = m.clone();
             m.filename = self.str(m.filename);
             m.build_id = self.str(m.build_id);
-            let id = self.dst.add_mapping(m);
+            let id = match self.dst.mappings.iter().position(|d| *d == m) {
+                Some(i) => MappingId::from_index(i),
+                None => self.dst.add_mapping(m),
+            };
             self.mappings.push(id);
         }
     }

@@ -4,7 +4,9 @@
 //! locations, locations with inlined lines, functions, mappings, labels) with
 //! everything interned: strings, functions, locations and samples, so that a
 //! profile of millions of records costs memory in proportion to its distinct
-//! stacks, not to its records.
+//! stacks, not to its records. There is one way in: `intern`,
+//! `add_mapping`, `add_function`, `add_location` and `add_sample`, each
+//! finding an equal row by its value (mappings aside: every one is kept).
 //!
 //! The row types are in `tables.rs`: ids, strings, mappings, functions,
 //! locations and samples; `parts.rs` hands a large profile over in parts;
@@ -20,6 +22,7 @@ mod totals;
 
 use std::hash::{Hash, Hasher};
 
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use rustc_hash::{FxHashMap as HashMap, FxHasher};
 
@@ -78,10 +81,12 @@ pub struct Profile {
     /// Samples, each with a distinct (stack, labels).
     samples: Vec<Sample>,
     function_index: HashMap<Function, FunctionId>,
-    location_index: HashMap<Location, LocationId>,
-    /// Samples as (hash of their stack and labels, index): collisions are
-    /// resolved by comparing, so a repeated stack costs no allocation.
-    sample_index: HashTable<(u64, u32)>,
+    /// Locations by the hash of their content, as indexes into
+    /// `locations` (as the strings' index): no copy of a location is kept.
+    location_index: HashTable<u32>,
+    /// Samples by the hash of their stack and labels, as indexes into
+    /// `samples`: a repeated stack costs no allocation.
+    sample_index: HashTable<u32>,
 }
 
 impl Profile {
@@ -213,13 +218,6 @@ impl Profile {
         self.metadata.push((key.into(), value.into()));
     }
 
-    /// Adds a mapping even when an equal one exists: the same image at the
-    /// same range in two processes is two mappings.
-    pub(crate) fn add_distinct_mapping(&mut self, mapping: Mapping) -> MappingId {
-        self.mappings.push(mapping);
-        MappingId::from_index(self.mappings.len() - 1)
-    }
-
     /// Sets the `has_*` flags of a mapping that `found` sets (never clears one).
     pub(crate) fn add_mapping_flags(&mut self, id: MappingId, found: SymbolFlags) {
         if let Some(m) = self.mappings.get_mut(id.index()) {
@@ -238,11 +236,11 @@ impl Profile {
         }
     }
 
-    /// Adds a mapping, or finds the equal one already there.
+    /// Adds a mapping, even when an equal one is there: mappings are not
+    /// interned, since the same image at the same range in two processes
+    /// is two mappings (a reader knows which mapping it means; merging
+    /// profiles finds equal ones, [`Profile::merge`]).
     pub fn add_mapping(&mut self, mapping: Mapping) -> MappingId {
-        if let Some(i) = self.mappings.iter().position(|m| *m == mapping) {
-            return MappingId::from_index(i);
-        }
         self.mappings.push(mapping);
         MappingId::from_index(self.mappings.len() - 1)
     }
@@ -255,18 +253,17 @@ impl Profile {
         filename: &str,
         start_line: i64,
     ) -> FunctionId {
+        let name_id = self.intern(name);
         let function = Function {
-            name: self.intern(name),
-            system_name: self.intern(system_name),
+            name: name_id,
+            // C names are their own system names: one string, looked up once.
+            system_name: match system_name == name {
+                true => name_id,
+                false => self.intern(system_name),
+            },
             filename: self.intern(filename),
             start_line,
         };
-        self.intern_function(function)
-    }
-
-    /// Adds a function whose strings are interned here already (or finds
-    /// the equal one): [`Profile::add_function`] without interning.
-    pub(crate) fn add_interned_function(&mut self, function: Function) -> FunctionId {
         self.intern_function(function)
     }
 
@@ -280,73 +277,42 @@ impl Profile {
         id
     }
 
-    /// Interns a location; equal locations get the same id.
+    /// Interns a location; equal locations get the same id, new ones the
+    /// next id in order.
     pub fn add_location(&mut self, location: Location) -> LocationId {
-        if let Some(&id) = self.location_index.get(&location) {
-            return id;
+        let locations = &self.locations;
+        let entry = self.location_index.entry(
+            location_hash(&location),
+            |&i| locations[i as usize] == location,
+            |&i| location_hash(&locations[i as usize]),
+        );
+        match entry {
+            Entry::Occupied(found) => LocationId::from_index(*found.get() as usize),
+            Entry::Vacant(slot) => {
+                let id = LocationId::from_index(self.locations.len());
+                slot.insert(id.index() as u32);
+                self.locations.push(location);
+                id
+            }
         }
-        let id = LocationId::from_index(self.locations.len());
-        self.location_index.insert(location.clone(), id);
-        self.locations.push(location);
-        id
     }
 
     /// Makes room for `locations` more locations and `samples` more samples
-    /// (a reader that knows how many it is about to add).
-    pub(crate) fn reserve(&mut self, locations: usize, samples: usize) {
+    /// (their tables and indexes), and `functions` more functions with two
+    /// strings each: a reader that knows how many it is about to add, so
+    /// that the hash tables are not rebuilt as they grow.
+    pub(crate) fn reserve(&mut self, locations: usize, samples: usize, functions: usize) {
         self.locations.reserve(locations);
+        let rows = &self.locations;
+        let hash = |&i: &u32| location_hash(&rows[i as usize]);
+        self.location_index.reserve(locations, hash);
         self.samples.reserve(samples);
-    }
-
-    /// Makes room for `samples` more samples through [`Profile::add_sample`]
-    /// (their index, which [`Profile::reserve`] leaves alone since distinct
-    /// samples need none) and `functions` more functions with two strings
-    /// each, so that the hash tables are not rebuilt as they grow.
-    pub(crate) fn reserve_interned(&mut self, samples: usize, functions: usize) {
-        self.sample_index.reserve(samples, |&(h, _)| h);
+        let rows = &self.samples;
+        let hash = |&i: &u32| sample_hash(&rows[i as usize].stack, &rows[i as usize].labels);
+        self.sample_index.reserve(samples, hash);
         self.functions.reserve(functions);
         self.function_index.reserve(functions);
         self.strings.reserve(functions.saturating_mul(2));
-    }
-
-    /// Adds a location without looking for an equal one: for readers that
-    /// know their locations are distinct (one per sampled address of an
-    /// image), so that no index entry is kept per location. A later
-    /// [`Profile::add_location`] of an equal location gets an id of its own.
-    pub(crate) fn add_distinct_location(&mut self, location: Location) -> LocationId {
-        self.locations.push(location);
-        LocationId::from_index(self.locations.len() - 1)
-    }
-
-    /// Adds `locations` as [`Profile::add_distinct_location`] would one by
-    /// one: the first gets the id [`Profile::locations`]`.len()`, the next
-    /// one more, and so on (moved in whole when there are none yet).
-    pub(crate) fn add_distinct_locations(&mut self, locations: Vec<Location>) {
-        if self.locations.is_empty() {
-            self.locations = locations;
-        } else {
-            self.locations.extend(locations);
-        }
-    }
-
-    /// Adds a sample without looking for one with the same stack and labels:
-    /// for readers that know their stacks are distinct, so that no index
-    /// entry is kept per sample (a later [`Profile::add_sample`] of the same
-    /// stack makes a second sample, which every writer sums). `values` must
-    /// have one entry per sample type; `labels` sorted by key.
-    pub(crate) fn add_distinct_sample(
-        &mut self,
-        stack: &[LocationId],
-        values: &[i64],
-        labels: &[Label],
-    ) {
-        debug_assert_eq!(values.len(), self.sample_types.len());
-        debug_assert!(labels.is_sorted());
-        self.samples.push(Sample {
-            stack: Stack::from_slice(stack),
-            values: Values::from_slice(values),
-            labels: labels.to_vec(),
-        });
     }
 
     /// An unsymbolized location at `address`.
@@ -366,16 +332,30 @@ impl Profile {
 
     /// Replaces the lines of a location (symbolization), keeping the index
     /// consistent. If an equal location already exists the two stay distinct
-    /// ids with equal content, which every writer accepts.
+    /// ids with equal content, which every writer accepts, and the index
+    /// keeps finding the first.
     pub(crate) fn set_location_lines(&mut self, id: LocationId, lines: Vec<Line>) {
         let Some(location) = self.locations.get_mut(id.index()) else {
             return;
         };
-        if self.location_index.get(location) == Some(&id) {
-            self.location_index.remove(location);
+        let at = id.index() as u32;
+        if let Ok(entry) = self
+            .location_index
+            .find_entry(location_hash(location), |&i| i == at)
+        {
+            entry.remove();
         }
         location.lines = Lines::from_vec(lines);
-        self.location_index.entry(location.clone()).or_insert(id);
+        let (locations, location) = (&self.locations, &self.locations[id.index()]);
+        let hash = location_hash(location);
+        if self
+            .location_index
+            .find(hash, |&i| locations[i as usize] == *location)
+            .is_none()
+        {
+            let rehash = |&i: &u32| location_hash(&locations[i as usize]);
+            self.location_index.insert_unique(hash, at, rehash);
+        }
     }
 
     /// Records a diagnostic about the input (an assumed clock rate, totals
@@ -412,34 +392,43 @@ impl Profile {
     }
 
     /// Adds `values` to the sample with this stack and these labels, creating
-    /// it if needed. `values` must have one entry per sample type.
+    /// it if needed. `values` must have one entry per sample type; labels
+    /// sorted by key cost no copy.
     pub fn add_sample(&mut self, stack: &[LocationId], values: &[i64], labels: &[Label]) {
         debug_assert_eq!(values.len(), self.sample_types.len());
-        let width = self.sample_types.len();
-        add_sample_to(
-            &mut self.samples,
-            &mut self.sample_index,
-            width,
-            stack,
-            values,
-            labels,
-        );
-    }
-
-    /// Adds `samples` without looking for equal ones, as
-    /// [`Profile::add_distinct_sample`] adds one: for readers that know them
-    /// distinct from each other and from the profile's (their stacks naming
-    /// this profile's locations, their labels sorted, one value per sample
-    /// type).
-    pub(crate) fn add_distinct_samples(&mut self, samples: Vec<Sample>) {
-        debug_assert!(samples
-            .iter()
-            .all(|s| s.values.len() == self.sample_types.len() && s.labels.is_sorted()));
-        if self.samples.is_empty() {
-            self.samples = samples;
+        let sorted;
+        let labels = if labels.is_sorted() {
+            labels
         } else {
-            self.samples.extend(samples);
-        }
+            let mut own = labels.to_vec();
+            own.sort();
+            sorted = own;
+            &sorted[..]
+        };
+        let samples = &self.samples;
+        let entry = self.sample_index.entry(
+            sample_hash(stack, labels),
+            |&i| {
+                let s = &samples[i as usize];
+                s.stack[..] == *stack && s.labels == labels
+            },
+            |&i| sample_hash(&samples[i as usize].stack, &samples[i as usize].labels),
+        );
+        let slot = match entry {
+            Entry::Occupied(found) => {
+                add_values(&mut self.samples[*found.get() as usize].values, values);
+                return;
+            }
+            Entry::Vacant(slot) => slot,
+        };
+        slot.insert(self.samples.len() as u32);
+        let mut own = Values::from_slice(values);
+        own.resize(self.sample_types.len(), 0);
+        self.samples.push(Sample {
+            stack: Stack::from_slice(stack),
+            values: own,
+            labels: labels.to_vec(),
+        });
     }
 
     /// Checks the invariants every writer relies on: ids in range (strings,
@@ -522,7 +511,7 @@ impl Profile {
     pub(crate) fn clear_locations_and_samples(&mut self) {
         self.locations = Vec::new();
         self.samples = Vec::new();
-        self.location_index = HashMap::default();
+        self.location_index = HashTable::new();
         self.sample_index = HashTable::new();
     }
 
@@ -600,65 +589,11 @@ impl Profile {
     }
 }
 
-/// Samples gathered apart from a profile (e.g. on another thread, once the
-/// location ids they name are known), aggregated as [`Profile::add_sample`]
-/// does, then added with [`Profile::add_distinct_samples`].
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SampleSet {
-    /// Values per sample.
-    width: usize,
-    samples: Vec<Sample>,
-    /// How many samples the set began with ([`SampleSet::after`]), which
-    /// the index leaves out.
-    first: usize,
-    /// As [`Profile`]'s `sample_index`.
-    index: HashTable<(u64, u32)>,
-}
-
-impl SampleSet {
-    /// A set that begins with `first` (distinct samples of `width` values,
-    /// kept first and in their order; [`SampleSet::add`] does not look
-    /// among them), with room for `more` samples after them.
-    pub fn after(width: usize, mut first: Vec<Sample>, more: usize) -> Self {
-        first.reserve(more);
-        SampleSet {
-            width,
-            first: first.len(),
-            samples: first,
-            index: HashTable::new(),
-        }
-    }
-
-    /// The samples the set began with ([`SampleSet::after`]), to add to
-    /// their values.
-    pub fn first_mut(&mut self) -> &mut [Sample] {
-        &mut self.samples[..self.first]
-    }
-
-    /// Adds `values` to the sample with this stack and these labels,
-    /// creating it if needed: [`Profile::add_sample`]. `values` has one entry
-    /// per sample type.
-    pub fn add(&mut self, stack: &[LocationId], values: &[i64], labels: &[Label]) {
-        debug_assert_eq!(values.len(), self.width);
-        add_sample_to(
-            &mut self.samples,
-            &mut self.index,
-            self.width,
-            stack,
-            values,
-            labels,
-        );
-    }
-
-    /// Values per sample.
-    pub fn width(&self) -> usize {
-        self.width
-    }
-
-    /// The samples, in the order their stacks and labels first came.
-    pub fn into_samples(self) -> Vec<Sample> {
-        self.samples
-    }
+/// The hash a location is indexed by.
+fn location_hash(location: &Location) -> u64 {
+    let mut hasher = FxHasher::default();
+    location.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The hash a sample is indexed by: of its stack and (sorted) labels.
@@ -667,57 +602,6 @@ fn sample_hash(stack: &[LocationId], labels: &[Label]) -> u64 {
     stack.hash(&mut hasher);
     labels.hash(&mut hasher);
     hasher.finish()
-}
-
-/// The sample of `samples` with this stack and labels, found through
-/// `index` by `hash`.
-fn find_sample(
-    samples: &[Sample],
-    index: &HashTable<(u64, u32)>,
-    hash: u64,
-    stack: &[LocationId],
-    labels: &[Label],
-) -> Option<usize> {
-    let found = index.find(hash, |&(h, i)| {
-        let sample = &samples[i as usize];
-        h == hash && sample.stack[..] == *stack && sample.labels == labels
-    });
-    found.map(|&(_, i)| i as usize)
-}
-
-/// Adds `values` to the sample of `samples` with this stack and labels (found
-/// through `index`), or a new sample of `width` values.
-fn add_sample_to(
-    samples: &mut Vec<Sample>,
-    index: &mut HashTable<(u64, u32)>,
-    width: usize,
-    stack: &[LocationId],
-    values: &[i64],
-    labels: &[Label],
-) {
-    let sorted;
-    let labels = if labels.is_sorted() {
-        labels
-    } else {
-        let mut own = labels.to_vec();
-        own.sort();
-        sorted = own;
-        &sorted[..]
-    };
-    let hash = sample_hash(stack, labels);
-    if let Some(i) = find_sample(samples, index, hash, stack, labels) {
-        add_values(&mut samples[i].values, values);
-        return;
-    }
-    let at = samples.len() as u32;
-    index.insert_unique(hash, (hash, at), |&(h, _)| h);
-    let mut own = Values::from_slice(values);
-    own.resize(width, 0);
-    samples.push(Sample {
-        stack: Stack::from_slice(stack),
-        values: own,
-        labels: labels.to_vec(),
-    });
 }
 
 /// Adds `values` to a sample's `sums`, one by one, saturating: how samples

@@ -3,7 +3,7 @@
 //! column form ([`AddressPart`]), and the sink that merges them back into
 //! one profile ([`CollectParts`]).
 
-use super::{Label, Lines, Location, MappingId, Profile};
+use super::{Label, MappingId, Profile};
 use crate::error::Result;
 
 /// profile piece by piece so that it never has to be whole in memory.
@@ -90,15 +90,10 @@ impl AddressPart {
     /// one-frame sample per row, in row order.
     pub fn to_profile(&self) -> Profile {
         let mut part = self.tables.clone();
-        part.reserve(self.addresses.len(), self.addresses.len());
+        part.reserve(self.addresses.len(), self.addresses.len(), 0);
         for (address, values) in self.rows() {
-            let location = part.add_distinct_location(Location {
-                mapping: Some(self.mapping),
-                address,
-                is_return_address: false,
-                lines: Lines::new(),
-            });
-            part.add_distinct_sample(&[location], values, &self.labels);
+            let location = part.address_location(Some(self.mapping), address, false);
+            part.add_sample(&[location], values, &self.labels);
         }
         part
     }

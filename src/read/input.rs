@@ -254,7 +254,8 @@ impl Input {
             Data::File { file, whole, .. } => match whole.get() {
                 Some(bytes) => bytes.as_slice(),
                 None => {
-                    buf.clear();
+                    // Only what the buffer grows by is zeroed (the read
+                    // overwrites every byte): a reused buffer costs no memset.
                     buf.resize(len, 0);
                     file.read_at(&self.name, offset, buf)?;
                     return Ok(buf);

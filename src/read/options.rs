@@ -1,7 +1,10 @@
 //! What a reading is asked to do: the options every reader shares and one
-//! options struct per format.
+//! options struct per format, and the one place a reading's threads are
+//! made ([`ReadOptions::pool`]).
 
 use std::path::PathBuf;
+
+use crate::error::{Error, Result};
 
 /// The legacy formats profconv reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -188,7 +191,7 @@ impl Progress {
 }
 
 /// Options of every reader: the shared ones, and one struct per format.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ReadOptions {
     /// Force the input format instead of detecting it.
     pub format: Option<Format>,
@@ -209,9 +212,47 @@ pub struct ReadOptions {
     pub aps: ApsOptions,
     /// Where readers report the bytes they have read, if anyone watches.
     pub progress: Option<std::sync::Arc<Progress>>,
+    /// Threads of work for one reading (default 1: all of it on the calling
+    /// thread, and no thread started; 0 is taken as 1). With more, the
+    /// steps that split over threads, the APS reader's counting of a file's
+    /// records and the DCPI reader's scan of a database's images for
+    /// `info`, run in one rayon pool of this many threads made for the
+    /// reading; the other steps run on the calling thread. What is read is
+    /// the same whatever the number: outputs never depend on it.
+    pub threads: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            format: None,
+            binary: None,
+            max_input_size: None,
+            gprof: GprofOptions::default(),
+            mpatrol: MpatrolOptions::default(),
+            dcpi: DcpiOptions::default(),
+            aps: ApsOptions::default(),
+            progress: None,
+            threads: 1,
+        }
+    }
 }
 
 impl ReadOptions {
+    /// The pool of [`ReadOptions::threads`] threads a reader's parallel
+    /// step runs in, made once per reading; `None` for one thread: the
+    /// step then runs in sequence on the calling thread.
+    pub(crate) fn pool(&self) -> Result<Option<rayon::ThreadPool>> {
+        if self.threads <= 1 {
+            return Ok(None);
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .build()
+            .map(Some)
+            .map_err(|e| Error::Usage(format!("cannot start {} threads: {e}", self.threads)))
+    }
+
     /// Reports `bytes` more of input read.
     pub(crate) fn advance(&self, bytes: u64) {
         if let Some(p) = &self.progress {

@@ -222,7 +222,7 @@ pub(super) fn code_entries(file: &object::File<'_>) -> Vec<u64> {
             s.address() & if odd { !1 } else { !0 }
         })
         .collect();
-    crate::radix::sort_by_key(&mut out, |&a| a);
+    out.sort_unstable();
     out.dedup();
     out
 }
@@ -312,12 +312,9 @@ fn finalize<'d>(
     text_end: Option<u64>,
     leading: Option<char>,
 ) -> Vec<FunctionSymbol> {
-    // By address (a radix sort: tens of thousands of symbols), then each
-    // address's few aliases by kind, both stable.
-    crate::radix::sort_by_key(&mut all, |c| c.address);
-    for aliases in all.chunk_by_mut(|a, b| a.address == b.address) {
-        aliases.sort_by_key(|c| (!c.is_func, c.is_static));
-    }
+    // By address, then each address's aliases by kind, in table order
+    // among equals (a stable sort).
+    all.sort_by_key(|c| (c.address, !c.is_func, c.is_static));
     // One per address, in place: a later alias replaces the kept one
     // when preferred.
     all.dedup_by(|c, kept| {

@@ -512,6 +512,28 @@ pub fn big_aps(n: u32) -> Vec<u8> {
     .bytes()
 }
 
+/// An APS file of `n` samples over at most 6 000 distinct stacks (500
+/// leaves under 4 callers, 3 threads), every stack met all along the file:
+/// a file of several chunks whose distinct stacks stay few.
+pub fn aps_of_few_stacks(n: u32) -> Vec<u8> {
+    let records = (0..n)
+        .map(|i| {
+            let pc = 0x8000 + (i % 500) * 4;
+            let caller = 0x9000 + (i / 500 % 4) * 4;
+            gen::aps::user(100, 100 + (i % 3) as i32, 17, pc, &[caller])
+        })
+        .collect();
+    gen::aps::Aps {
+        records,
+        modules: vec![(0xc000_8000, 0xc03f_ffff, "vmlinux".into())],
+        vmas: vec![gen::aps::vma(100, 0x8000, 0x7_ffff, "/usr/bin/app")],
+        begin: (1_437_051_740, 0),
+        end: (1_437_051_752, 0),
+        ..gen::aps::Aps::default()
+    }
+    .bytes()
+}
+
 /// Starts profconv with `args`, reads its standard error until it holds
 /// `line` (a unit's line of an archive run's log), sends it `signal` (a
 /// `kill` name: `INT`, `TERM`), and returns how it ended and all it printed.

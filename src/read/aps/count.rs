@@ -2,11 +2,13 @@
 //! (§10), at the speed of memory: memory grows with the distinct stacks,
 //! not with the records.
 //!
-//! The records are parsed in chunks of a few megabytes counted on every
-//! core (the records have a fixed size, so chunk boundaries are record
-//! boundaries): in place in a decompressed input's bytes, else each chunk
-//! read into a buffer of the task counting it, so that memory holds a few
-//! chunks, never the file. Each
+//! The records are parsed in chunks of a few megabytes (the records have a
+//! fixed size, so chunk boundaries are record boundaries): in place in a
+//! decompressed input's bytes, else each chunk read into a buffer, so that
+//! memory holds a chunk per thread, never the file. One thread counts them
+//! in order; with [`ReadOptions::threads`] above 1 the chunks are counted
+//! side by side in the reading's pool, one table per thread, merged at the
+//! end (the keys are sorted, so the result is the same). Each
 //! record becomes a fixed-size key of `5 + D` words, `[user, pid, tid,
 //! event, pc, cs…]` with `user` made 0/1 and the `cs` entries past the
 //! stack's end (§10: `cs_layer` clamped to [0, D], cut at the first 0)
@@ -19,6 +21,7 @@
 use std::sync::Mutex;
 
 use rayon::prelude::*;
+use rayon::ThreadPool;
 use rustc_hash::FxHashMap;
 
 use super::head::FILE_HEAD_SIZE;
@@ -33,16 +36,9 @@ use crate::read::options::ReadOptions;
 const MAX_FAST_DEPTH: usize = 11;
 
 /// Bytes of records between two progress reports: a quarter of a chunk, so
-/// that the progress bar moves on an 8 MB file even though both cores
+/// that the progress bar moves on an 8 MB file even when two threads
 /// finish their first chunks together.
 const PROGRESS_BYTES: usize = CHUNK_BYTES / 4;
-
-/// Records between prefetching a key's index slot and its entry.
-const SLOT_AHEAD: usize = 8;
-/// Records between prefetching a key's index slot and counting it.
-const ADD_AHEAD: usize = 16;
-/// Keys in flight (a power of two above [`ADD_AHEAD`]).
-const RING: usize = 32;
 
 /// Words of a key before the call stack: user, pid, tid, event, pc.
 const KEY_HEAD: usize = 5;
@@ -84,7 +80,7 @@ impl FileCounts {
     /// The counts of fixed-width keys: sorted here.
     fn from_keys<const W: usize>(mut entries: Vec<([u32; W], u64)>, dropped_idle: u64) -> Self {
         // Sorted, so that outputs do not depend on hash order or chunking.
-        entries.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut keys = Vec::with_capacity(entries.len() * W);
         let mut counts = Vec::with_capacity(entries.len());
         for (key, n) in entries {
@@ -100,16 +96,18 @@ impl FileCounts {
     }
 }
 
-/// Counts the records of `file` (§10).
+/// Counts the records of `file` (§10), in `pool` when the reading has one
+/// ([`ReadOptions::pool`]).
 pub(super) fn count_records(
     file: &ApsFile,
     src: &Source<'_>,
     options: &ReadOptions,
+    pool: Option<&ThreadPool>,
 ) -> Result<FileCounts> {
     macro_rules! fast {
         ($($depth:literal => $words:literal),*) => {
             match file.layout.call_depth {
-                $($depth => count_fast::<$words, { 16 + 4 * $words }>(file, src, options),)*
+                $($depth => count_fast::<$words, { 16 + 4 * $words }>(file, src, options, pool),)*
                 _ => count_slow(file, src, options),
             }
         };
@@ -120,11 +118,12 @@ pub(super) fn count_records(
 }
 
 /// Counts with keys of `W = 5 + D` words, records of `B = 16 + 4·W`
-/// bytes, on every core.
+/// bytes.
 fn count_fast<const W: usize, const B: usize>(
     file: &ApsFile,
     src: &Source<'_>,
     options: &ReadOptions,
+    pool: Option<&ThreadPool>,
 ) -> Result<FileCounts> {
     let size = RecordShape::<W, B>::SIZE;
     debug_assert_eq!(size as u64, file.layout.record_size());
@@ -133,47 +132,85 @@ fn count_fast<const W: usize, const B: usize>(
         swap: file.head.endian != native_endian(),
         drop_idle: options.aps.drop_idle,
     };
-    let (table, dropped_idle) = count_in_parallel::<W, B>(
+    let count = |table: &mut KeyTable<W>, bytes: &[u8]| {
+        let step = (PROGRESS_BYTES / size).max(1) * size;
+        let mut dropped = 0;
+        for piece in bytes.chunks(step) {
+            dropped += shape.count(table, piece);
+            options.advance(piece.len() as u64);
+        }
+        dropped
+    };
+    let chunks = Chunks {
         records_len,
-        |table, bytes| {
-            let step = (PROGRESS_BYTES / size).max(1) * size;
-            let mut dropped = 0;
-            for piece in bytes.chunks(step) {
-                dropped += shape.count(table, piece);
-                options.advance(piece.len() as u64);
-            }
-            dropped
-        },
-        src,
-    )?;
+        chunk: ((CHUNK_BYTES / size).max(1) * size) as u64,
+    };
+    let (table, dropped_idle) = match pool {
+        None => count_in_order(chunks, count, src)?,
+        Some(pool) => pool.install(|| count_in_parallel(chunks, count, src))?,
+    };
     let entries = table.into_entries().map(|(key, n)| (shape.decode(key), n));
     Ok(FileCounts::from_keys(entries.collect(), dropped_idle))
 }
 
-/// Counts the `records_len` bytes of records after the file head of `src`
-/// in chunks on every core, one table per thread (work stealing keeps a busy
-/// core from holding the others up), then merges the tables. Each task reads
-/// its chunk into a buffer of its own, reused for its next chunk; the first
-/// chunk that cannot be read (the file got shorter) fails the count.
-fn count_in_parallel<const W: usize, const B: usize>(
+/// The records of a file in chunks: `records_len` bytes after the file
+/// head, `chunk` bytes (whole records) at a time.
+#[derive(Clone, Copy)]
+struct Chunks {
     records_len: u64,
+    chunk: u64,
+}
+
+impl Chunks {
+    fn len(self) -> u64 {
+        self.records_len.div_ceil(self.chunk)
+    }
+
+    /// Chunk `i`'s bytes, read into `buf` unless they are in memory.
+    fn read<'b>(self, src: &'b Source<'_>, i: u64, buf: &'b mut Vec<u8>) -> Result<&'b [u8]> {
+        let offset = i * self.chunk;
+        let len = self.chunk.min(self.records_len - offset) as usize;
+        src.window(FILE_HEAD_SIZE + offset, len, buf)
+    }
+}
+
+/// Counts the chunks one after the other into one table, reading each
+/// into one buffer; the first chunk that cannot be read (the file got
+/// shorter) fails the count.
+fn count_in_order<const W: usize>(
+    chunks: Chunks,
+    count: impl Fn(&mut KeyTable<W>, &[u8]) -> u64,
+    src: &Source<'_>,
+) -> Result<(KeyTable<W>, u64)> {
+    let mut table = KeyTable::new(random_seed());
+    let mut dropped = 0;
+    let mut buf = Vec::new();
+    for i in 0..chunks.len() {
+        dropped += count(&mut table, chunks.read(src, i, &mut buf)?);
+    }
+    Ok((table, dropped))
+}
+
+/// Counts the chunks on the threads of the current pool, one table per
+/// thread (work stealing keeps a busy thread from holding the others up),
+/// then merges the tables. Each task reads its chunk into a buffer of its
+/// own, reused for its next chunk; the first chunk that cannot be read
+/// (the file got shorter) fails the count.
+fn count_in_parallel<const W: usize>(
+    chunks: Chunks,
     count: impl Fn(&mut KeyTable<W>, &[u8]) -> u64 + Sync,
     src: &Source<'_>,
 ) -> Result<(KeyTable<W>, u64)> {
     let seed = random_seed();
-    let size = RecordShape::<W, B>::SIZE;
-    let chunk = ((CHUNK_BYTES / size).max(1) * size) as u64;
     let threads = rayon::current_num_threads().max(1);
     let tables: Vec<Mutex<(KeyTable<W>, u64)>> = (0..threads)
         .map(|_| Mutex::new((KeyTable::new(seed), 0)))
         .collect();
     let failed: Mutex<Option<(u64, Error)>> = Mutex::new(None);
-    (0..records_len.div_ceil(chunk))
+    (0..chunks.len())
         .into_par_iter()
         .for_each_init(Vec::new, |buf, i| {
-            let offset = i * chunk;
-            let len = chunk.min(records_len - offset) as usize;
-            let bytes = match src.window(FILE_HEAD_SIZE + offset, len, buf) {
+            let bytes = match chunks.read(src, i, buf) {
                 Ok(bytes) => bytes,
                 Err(e) => {
                     if let Ok(mut first) = failed.lock() {
@@ -238,39 +275,15 @@ impl<const W: usize, const B: usize> RecordShape<W, B> {
 
     /// Counts the whole records of `bytes` into `table`; returns how many
     /// idle records were left out.
-    ///
-    /// A software pipeline: the index slot of a record's key is prefetched
-    /// when the key is made, its entry [`SLOT_AHEAD`] records later, and the
-    /// count added [`ADD_AHEAD`] records later, so that the cache misses of
-    /// many lookups are under way at once instead of one after another.
     fn count(&self, table: &mut KeyTable<W>, bytes: &[u8]) -> u64 {
         let mut dropped = 0;
-        let mut ring = [([0u32; W], 0u64); RING];
-        let mut n = 0usize;
         for record in bytes.chunks_exact(Self::SIZE) {
             let Ok(record) = <&[u8; B]>::try_from(record) else {
                 continue; // unreachable: the chunks are B bytes long
             };
-            let Some(key) = self.key(record) else {
-                dropped += 1;
-                continue;
-            };
-            let h = table.hash(&key);
-            table.prefetch_slot(h);
-            if let Some(slot) = ring.get_mut(n % RING) {
-                *slot = (key, h);
-            }
-            if let Some((_, h)) = n.checked_sub(SLOT_AHEAD).and_then(|i| ring.get(i % RING)) {
-                table.prefetch_entry(*h);
-            }
-            if let Some((key, h)) = n.checked_sub(ADD_AHEAD).and_then(|i| ring.get(i % RING)) {
-                table.add_hashed(key, *h, 1);
-            }
-            n += 1;
-        }
-        for i in n.saturating_sub(ADD_AHEAD)..n {
-            if let Some((key, h)) = ring.get(i % RING) {
-                table.add_hashed(key, *h, 1);
+            match self.key(record) {
+                Some(key) => table.add(&key, 1),
+                None => dropped += 1,
             }
         }
         dropped

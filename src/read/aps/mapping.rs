@@ -104,7 +104,7 @@ impl Mapper {
         // Distinct, not shared: equal ranges of two processes stay two
         // mappings (pprof mappings are global, processes overlap, §10).
         let filename = profile.intern(&filename);
-        let id = profile.add_distinct_mapping(Mapping::new(
+        let id = profile.add_mapping(Mapping::new(
             u64::from(start),
             u64::from(end) + 1,
             0,

@@ -23,7 +23,6 @@ mod mapping;
 mod pid_info;
 mod profile;
 mod records;
-mod samples;
 mod source;
 mod tables;
 
@@ -84,10 +83,11 @@ pub fn read(inputs: &[Input], options: &ReadOptions) -> Result<Profile> {
     let pid_info = inputs.pid_info.as_deref().map(PidInfo::load).transpose()?;
     let mut files = Vec::with_capacity(inputs.files.len());
     let mut counts = Vec::with_capacity(inputs.files.len());
+    let pool = options.pool()?;
     for sample_file in &inputs.files {
         sample_file.with(options, |input| {
             let (file, src) = ApsFile::open(input, options)?;
-            counts.push(count_records(&file, &src, options)?);
+            counts.push(count_records(&file, &src, options, pool.as_ref())?);
             files.push(file);
             Ok(())
         })?;

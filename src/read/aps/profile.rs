@@ -9,7 +9,6 @@ use super::head::event_name;
 use super::mapping::{main_executables, FileMaps, Image, Mapper};
 use super::pid_info::PidInfo;
 use super::records::ApsFile;
-use super::samples::{LabelSets, Locations, Samples};
 use crate::error::{Error, Result};
 use crate::profile::{too_many_values, Label, Profile};
 
@@ -45,17 +44,10 @@ pub(super) fn build_profile(
         executables: main_executables(files),
         event_type,
     };
-    let mut builder = SampleBuilder {
-        locations: Locations::new(&mut profile, frames(&counts)),
-        label_sets: LabelSets::default(),
-        samples: Samples::new(profile.sample_types().len(), stacks),
-    };
+    profile.reserve(frames(&counts), stacks, 0);
     for (file, file_counts) in files.iter().zip(&counts) {
-        builder.add_file(&mut profile, &mut mapper, &context, file, file_counts);
+        add_file(&mut profile, &mut mapper, &context, file, file_counts);
     }
-    builder
-        .samples
-        .into_profile(&mut profile, &builder.label_sets);
     Ok((profile, mapper.images))
 }
 
@@ -178,61 +170,49 @@ struct SampleContext<'a> {
     event_type: HashMap<u32, usize>,
 }
 
-/// The locations, label sets and samples made so far, across files.
-struct SampleBuilder {
-    locations: Locations,
-    label_sets: LabelSets,
-    samples: Samples,
-}
-
-impl SampleBuilder {
-    /// Adds the counted records of one file as samples (§10): the stack's
-    /// locations, the labels and the values.
-    fn add_file(
-        &mut self,
-        profile: &mut Profile,
-        mapper: &mut Mapper,
-        context: &SampleContext<'_>,
-        file: &ApsFile,
-        counts: &FileCounts,
-    ) {
-        let mut maps = FileMaps::new(file);
-        let reset = i64::try_from(file.head.reset_value).unwrap_or(i64::MAX);
-        let mut stack = Vec::new();
-        let mut values = vec![0i64; profile.sample_types().len()];
-        // Labels depend on (user, pid, tid) only, and the keys are sorted by it.
-        let mut labels: Vec<Label> = Vec::new();
-        let mut labelled = None;
-        let mut label_set = 0;
-        for (key, count) in counts.iter() {
-            let [user, pid, tid, event, frames @ ..] = key else {
-                continue;
-            };
-            let (user, pid, tid) = (*user != 0, *pid as i32, *tid as i32);
-            stack.clear();
-            for (i, &address) in frames.iter().enumerate() {
-                let mapping = maps.find(profile, mapper, user, pid, address);
-                stack.push(self.locations.get(profile, mapping, address, i > 0));
-            }
-            if labelled != Some((user, pid, tid)) {
-                sample_labels(profile, context, file, (user, pid, tid), &mut labels);
-                label_set = self.label_sets.id(&labels);
-                labelled = Some((user, pid, tid));
-            }
-            values.fill(0);
-            let samples = i64::try_from(count).unwrap_or(i64::MAX);
-            if let Some(v) = values.first_mut() {
-                *v = samples;
-            }
-            if let Some(v) = context
-                .event_type
-                .get(event)
-                .and_then(|&t| values.get_mut(t))
-            {
-                *v = samples.saturating_mul(reset);
-            }
-            self.samples.add(label_set, &stack, &values);
+/// Adds the counted records of one file as samples (§10): the stack's
+/// locations, the labels and the values.
+fn add_file(
+    profile: &mut Profile,
+    mapper: &mut Mapper,
+    context: &SampleContext<'_>,
+    file: &ApsFile,
+    counts: &FileCounts,
+) {
+    let mut maps = FileMaps::new(file);
+    let reset = i64::try_from(file.head.reset_value).unwrap_or(i64::MAX);
+    let mut stack = Vec::new();
+    let mut values = vec![0i64; profile.sample_types().len()];
+    // Labels depend on (user, pid, tid) only, and the keys are sorted by it.
+    let mut labels: Vec<Label> = Vec::new();
+    let mut labelled = None;
+    for (key, count) in counts.iter() {
+        let [user, pid, tid, event, frames @ ..] = key else {
+            continue;
+        };
+        let (user, pid, tid) = (*user != 0, *pid as i32, *tid as i32);
+        stack.clear();
+        for (i, &address) in frames.iter().enumerate() {
+            let mapping = maps.find(profile, mapper, user, pid, address);
+            stack.push(profile.address_location(mapping, u64::from(address), i > 0));
         }
+        if labelled != Some((user, pid, tid)) {
+            sample_labels(profile, context, file, (user, pid, tid), &mut labels);
+            labelled = Some((user, pid, tid));
+        }
+        values.fill(0);
+        let samples = i64::try_from(count).unwrap_or(i64::MAX);
+        if let Some(v) = values.first_mut() {
+            *v = samples;
+        }
+        if let Some(v) = context
+            .event_type
+            .get(event)
+            .and_then(|&t| values.get_mut(t))
+        {
+            *v = samples.saturating_mul(reset);
+        }
+        profile.add_sample(&stack, &values, &labels);
     }
 }
 
@@ -261,4 +241,6 @@ fn sample_labels(
     if let Some(name) = pid_info.and_then(|p| p.thread_name(i64::from(pid), i64::from(tid))) {
         labels.push(profile.label_str("thread_name", name));
     }
+    // Sorted once here, as the IR keeps labels.
+    labels.sort();
 }

@@ -76,16 +76,30 @@ pub fn read_parts(inputs: &[Input], options: &ReadOptions, sink: &mut dyn PartSi
 }
 
 /// Describes DCPI inputs: files, images, events, epochs and warnings. The
-/// counts are summed as they are read, never stored.
+/// counts are summed as they are read, never stored. The images are
+/// scanned one after the other, or side by side in the reading's pool
+/// ([`ReadOptions::threads`]) and applied in image order.
 pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
     let mut c = index::index(inputs, options)?;
-    let images: Vec<usize> = (0..c.images.len()).collect();
-    let scans: Vec<Result<scan::ImageScan>> = images
-        .par_iter()
-        .map(|&i| scan::scan_image(&c, inputs, options, i, scan::Keep::Sums))
-        .collect();
-    for result in scans {
-        scan::apply(&mut c, &mut result?);
+    let scan = |c: &_, i| scan::scan_image(c, inputs, options, i, scan::Keep::Sums);
+    match options.pool()? {
+        None => {
+            for i in 0..c.images.len() {
+                let mut one = scan(&c, i)?;
+                scan::apply(&mut c, &mut one);
+            }
+        }
+        Some(pool) => {
+            let scans: Vec<Result<scan::ImageScan>> = pool.install(|| {
+                (0..c.images.len())
+                    .into_par_iter()
+                    .map(|i| scan(&c, i))
+                    .collect()
+            });
+            for result in scans {
+                scan::apply(&mut c, &mut result?);
+            }
+        }
     }
     Ok(info::describe(&c))
 }

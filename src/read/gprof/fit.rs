@@ -103,7 +103,7 @@ fn summed_by_gprof(data: &GmonData, binary: &Binary) -> bool {
 /// The distinct values of `key` over the arcs, sorted.
 fn distinct(data: &GmonData, key: fn(&super::data::CallArc) -> u64) -> Vec<u64> {
     let mut out: Vec<u64> = data.arcs.iter().map(key).collect();
-    crate::radix::sort_by_key(&mut out, |&a| a);
+    out.sort_unstable();
     out.dedup();
     out
 }

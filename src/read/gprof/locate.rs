@@ -3,10 +3,10 @@
 //! each distinct address is looked up once, in address order
 //! ([`Resolved::new`]: one pass over the line tables). [`Numbering`]
 //! numbers the locations of the addresses the samples will name, in address
-//! order, before any is made, so that the locations are built
-//! ([`add_all_locations`]) while another thread builds the
-//! call graph, the stacks and the samples. Memory: the frames of each
-//! distinct address, and the file names of the units they fall in.
+//! order, before any is made: the call graph's call sites and the samples
+//! name them by these numbers, which [`add_all_locations`] makes the
+//! locations' ids. Memory: the frames of each distinct address, and the
+//! file names of the units they fall in.
 
 use std::borrow::Cow;
 
@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::data::GmonData;
 use super::ticks::{callee_at, function_at, index_of, Func, Tick, UNCREDITED, UNCREDITED_NAME};
 use crate::profile::{
-    Function, FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, StrId, SymbolFlags,
+    FunctionId, Line, Lines, Location, LocationId, MappingId, Profile, SymbolFlags,
 };
 use crate::symbolize::lines::{Found, SortedLines};
 use crate::symbolize::{Binary, FunctionSymbol, RawFrame};
@@ -28,7 +28,7 @@ fn arc_ends(data: &GmonData) -> Vec<u64> {
         .iter()
         .flat_map(|a| [a.self_pc, a.from_pc])
         .collect();
-    radix_sort(&mut out);
+    out.sort_unstable();
     out.dedup();
     out
 }
@@ -70,14 +70,14 @@ pub(super) fn addresses(
         // The arcs come sorted by `from_pc` (`merge_arcs`): then the sort
         // only looks.
         let mut sites: Vec<u64> = data.arcs.iter().map(|a| a.from_pc).collect();
-        radix_sort(&mut sites);
+        sites.sort_unstable();
         sites.dedup();
         sites
     };
     if rest.is_empty() {
         return (ends, callees);
     }
-    radix_sort(&mut rest);
+    rest.sort_unstable();
     rest.dedup();
     (merge_distinct(&ends, &rest), callees)
 }
@@ -95,12 +95,6 @@ fn merge_distinct(a: &[u64], b: &[u64]) -> Vec<u64> {
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
     out
-}
-
-/// Sorts `values` ([`crate::radix`]: sorted ones, the ticks' addresses made
-/// in histogram order, are left as they are after one look).
-fn radix_sort(values: &mut Vec<u64>) {
-    crate::radix::sort_by_key(values, |&v| v);
 }
 
 /// The frames of each address, innermost first, borrowed from the binary.
@@ -278,65 +272,46 @@ impl<'a> Resolved<'a> {
 }
 
 /// Adds every location `numbering` names to `profile`, in its order (of
-/// `addresses` in `mapping`, their frames `resolved`), their functions
-/// interned as they are met. Returns what they carry.
+/// `addresses` in `mapping`, their frames `resolved`), with their
+/// functions. Returns what they carry.
 pub(super) fn add_all_locations(
     profile: &mut Profile,
-    inputs: (&[u64], &Resolved<'_>, MappingId),
+    (addresses, resolved, mapping): (&[u64], &Resolved<'_>, MappingId),
     numbering: &Numbering,
 ) -> SymbolFlags {
     let order = &numbering.order[..];
-    let mut locations = Vec::with_capacity(order.len());
-    let found = add_here(profile, inputs, order, &mut locations);
-    profile.add_distinct_locations(locations);
-    found
-}
-
-/// The locations of `order`, each new function interned when met.
-fn add_here(
-    profile: &mut Profile,
-    inputs: (&[u64], &Resolved<'_>, MappingId),
-    order: &[u32],
-    out: &mut Vec<Location>,
-) -> SymbolFlags {
     let mut found = SymbolFlags::default();
-    let mut keys = FunctionKeys::with_capacity(0);
-    let mut files = HashMap::default();
-    let mut filenames = false;
-    push_locations(inputs, order, &mut found, out, |_, _, one, frame| {
-        keys.get_or(one, &frame, || {
-            intern_function(profile, &mut files, &mut filenames, frame)
-        })
-    });
-    found.filenames |= filenames;
+    // The function of a single frame, by its symbol and file in `resolved`
+    // (most frames): a lookup of two numbers instead of three strings.
+    let mut single: HashMap<(u32, u32), FunctionId> = HashMap::default();
+    single.reserve(resolved.symbols.len());
+    for (n, &index) in order.iter().enumerate() {
+        let count = resolved.frame_count(index as usize);
+        found.inline_frames |= count > 1;
+        let one = resolved.one[index as usize];
+        let mut lines = Lines::with_capacity(count);
+        for k in 0..count {
+            let (name, system, file, line) = resolved.frame(index as usize, k);
+            found.line_numbers |= line > 0;
+            found.filenames |= !file.is_empty();
+            let mut add = || profile.add_function(name, system, file, 0);
+            let function = match one.is_none() {
+                true => add(),
+                false => *single.entry((one.symbol, one.file)).or_insert_with(add),
+            };
+            lines.push(Line { function, line });
+        }
+        let id = profile.add_location(Location {
+            mapping: Some(mapping),
+            address: addresses[index as usize],
+            is_return_address: false,
+            lines,
+        });
+        // Each address is a location of its own, and the profile has no
+        // other: the ids are the numbering's.
+        debug_assert_eq!(id.index(), n);
+    }
     found
-}
-
-/// A frame's function added to `profile` (its strings in add_function's
-/// order, files found once by where their bytes are): [`add_functions`]'
-/// step for one function.
-fn intern_function(
-    profile: &mut Profile,
-    files: &mut HashMap<[usize; 2], StrId>,
-    filenames: &mut bool,
-    (name, system, file, _): Frame<'_>,
-) -> FunctionId {
-    *filenames |= !file.is_empty();
-    let name_id = profile.intern(name);
-    let system_name = if system == name {
-        name_id
-    } else {
-        profile.intern(system)
-    };
-    let filename = *files
-        .entry(at(file))
-        .or_insert_with(|| profile.intern(file));
-    profile.add_interned_function(Function {
-        name: name_id,
-        system_name,
-        filename,
-        start_line: 0,
-    })
 }
 
 /// Location ids in address order: the `i`-th location of the profile is
@@ -369,6 +344,11 @@ impl Numbering {
         Numbering { ids, order }
     }
 
+    /// How many locations there are: the addresses named.
+    pub(super) fn len(&self) -> usize {
+        self.order.len()
+    }
+
     /// The location of the `index`-th address (one named).
     #[inline]
     pub(super) fn at(&self, index: u32) -> LocationId {
@@ -383,86 +363,6 @@ impl Numbering {
     }
 }
 
-/// A function's names and file, by where their bytes are: equal keys are
-/// equal strings (every string is alive while the locator is), so a hit
-/// skips interning three strings; equal strings elsewhere only miss.
-type FunctionKey = [usize; 6];
-
-/// The key of a frame's function.
-fn function_key((name, system, file, _): &Frame<'_>) -> FunctionKey {
-    let ([a, b], [c, d], [e, f]) = (at(name), at(system), at(file));
-    [a, b, c, d, e, f]
-}
-
-/// Where a string's bytes are: equal keys are equal strings.
-fn at(s: &str) -> [usize; 2] {
-    [s.as_ptr() as usize, s.len()]
-}
-
-/// The functions met, each once: a single frame's by its symbol and file
-/// (a key of 8 bytes instead of 48: most frames are single), any other by
-/// where its strings are ([`function_key`]). A function met both ways gets
-/// two entries, which the profile's function index makes one function.
-struct FunctionKeys<T> {
-    keys: HashMap<FunctionKey, T>,
-    one_keys: HashMap<u64, T>,
-}
-
-impl<T: Copy> FunctionKeys<T> {
-    fn with_capacity(singles: usize) -> Self {
-        FunctionKeys {
-            keys: HashMap::default(),
-            one_keys: HashMap::with_capacity_and_hasher(singles, Default::default()),
-        }
-    }
-
-    /// The entry of the function of `frame` (the address's [`OneFrame`]
-    /// `one`), made by `new` when it is met for the first time.
-    fn get_or(&mut self, one: OneFrame, frame: &Frame<'_>, new: impl FnOnce() -> T) -> T {
-        if one.is_none() {
-            *self.keys.entry(function_key(frame)).or_insert_with(new)
-        } else {
-            let key = u64::from(one.symbol) << 32 | u64::from(one.file);
-            *self.one_keys.entry(key).or_insert_with(new)
-        }
-    }
-}
-
-/// Pushes to `out` the locations of the addresses `order` indexes, in that
-/// order, each frame's function given by `function` (with the address's
-/// index, the frame's number, the address's [`OneFrame`] and the frame);
-/// what they carry (but files) goes into `found`.
-fn push_locations(
-    (addresses, resolved, mapping): (&[u64], &Resolved<'_>, MappingId),
-    order: &[u32],
-    found: &mut SymbolFlags,
-    out: &mut Vec<Location>,
-    mut function: impl FnMut(u32, usize, OneFrame, Frame<'_>) -> FunctionId,
-) {
-    out.reserve(order.len());
-    for &index in order {
-        let count = resolved.frame_count(index as usize);
-        found.inline_frames |= count > 1;
-        let mut lines = Lines::with_capacity(count);
-        let one = resolved.one[index as usize];
-        for k in 0..count {
-            let frame = resolved.frame(index as usize, k);
-            found.line_numbers |= frame.3 > 0;
-            lines.push(Line {
-                function: function(index, k, one, frame),
-                line: frame.3,
-            });
-        }
-        // Each address is one location: nothing to look up.
-        out.push(Location {
-            mapping: Some(mapping),
-            address: addresses[index as usize],
-            is_return_address: false,
-            lines,
-        });
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::borrow::Cow;
@@ -472,10 +372,10 @@ mod tests {
     use crate::symbolize::FunctionSymbol;
 
     /// Locations as add_all_locations makes them, for 2 × `n` addresses: the
-    /// function `f{i % 7}` (inlined into `g` at odd addresses), its name
-    /// borrowed at even addresses and an owned copy (elsewhere in memory,
-    /// another key) at odd ones, for the addresses `named` names (in any
-    /// order, some more than once).
+    /// function `f{i % 7}` (inlined into `g` at odd addresses), a single
+    /// frame of the symbol table at even addresses and an owned copy of its
+    /// name at odd ones, for the addresses `named` names (in any order, some
+    /// more than once).
     fn locations_of(n: usize, named: &[u32]) -> Profile {
         let names: Vec<String> = (0..7).map(|i| format!("f{i}")).collect();
         let symbols: Vec<FunctionSymbol> = names
@@ -543,7 +443,7 @@ mod tests {
                 let function = profile.add_function("g", "_Z1gv", "b.c", 0);
                 lines.push(crate::profile::Line { function, line: 7 });
             }
-            profile.add_distinct_location(crate::profile::Location {
+            profile.add_location(crate::profile::Location {
                 mapping: Some(MappingId::from_index(0)),
                 address: 0x1000 + index as u64,
                 is_return_address: false,

@@ -6,10 +6,7 @@ use super::callgraph::{CallGraph, Caller, Path, Stacks};
 use super::data::GmonData;
 use super::locate::{add_all_locations, addresses, Numbering, Resolved};
 use super::ticks::{assign_ticks, gprof_functions, index_of, ArcEnds, Func, Tick};
-use crate::profile::{
-    add_values, apportion, LocationId, Mapping, MappingId, Profile, Sample, SampleSet, Stack,
-    SymbolFlags, Values,
-};
+use crate::profile::{apportion, LocationId, Mapping, MappingId, Profile, SymbolFlags};
 use crate::read::options::GprofStacks;
 use crate::symbolize::lines::SortedLines;
 use crate::symbolize::Binary;
@@ -114,76 +111,27 @@ pub(super) fn kept_arcs(
     }
 }
 
-/// The `calls` samples, with `width` values each: one per stack (a callee's
-/// location under its call site's) of the arcs kept, their counts summed,
-/// as value 2 (`calls`), or value `recursive_type` for the arcs `recursive`
-/// marks (a function calling itself: its stack is never another arc's).
-/// The arcs come by call site (sorted by `from_pc`), so the samples do too,
-/// and the arcs of one stack are among those of one site: no index is
-/// needed to find them.
-fn arc_samples(
+/// Adds the `calls` samples: one per stack (a callee's location under its
+/// call site's) of the arcs kept, their counts summed, as value 2
+/// (`calls`), or value `recursive_type` for the arcs `recursive` marks (a
+/// function calling itself: its stack is never another arc's).
+fn add_arcs(
+    profile: &mut Profile,
     (kept, recursive): (&[(u32, u32, u64)], &[bool]),
     numbering: &Numbering,
-    (width, recursive_type): (usize, usize),
-) -> Vec<Sample> {
-    let mut samples: Vec<Sample> = Vec::with_capacity(kept.len());
-    let mut site_first = 0; // the first sample of the current call site
+    recursive_type: usize,
+) {
+    let mut values = vec![0i64; profile.sample_types().len()];
     for (i, &(callee, site, count)) in kept.iter().enumerate() {
         let value = match recursive.get(i) {
             Some(true) => recursive_type,
             _ => 2,
         };
+        values.fill(0);
+        values[value] = count as i64;
         let stack = [numbering.at(callee), numbering.at(site)];
-        match samples.last() {
-            Some(last) if last.stack[1] == stack[1] => {}
-            last => {
-                debug_assert!(
-                    last.is_none_or(|l| l.stack[1] < stack[1]),
-                    "arcs by call site"
-                );
-                site_first = samples.len();
-            }
-        }
-        let count = count as i64;
-        match samples[site_first..]
-            .iter_mut()
-            .find(|s| s.stack[..] == stack)
-        {
-            Some(same) => same.values[value] = same.values[value].saturating_add(count),
-            None => {
-                let mut values = Values::from_elem(0, width);
-                values[value] = count;
-                samples.push(Sample {
-                    stack: Stack::from_slice(&stack),
-                    values,
-                    labels: Vec::new(),
-                });
-            }
-        }
+        profile.add_sample(&stack, &values, &[]);
     }
-    samples
-}
-
-/// Adds a tick's sample (of stack `stack`) to `out`, which began with the
-/// arcs' samples (by call site, as [`arc_samples`] makes them, and not
-/// looked up by [`SampleSet::add`]): summed into the arc's sample of
-/// the same stack (a tick at a callee's entry under one call site) if there
-/// is one, else added as `add` adds it. Every stack is then once, in the
-/// order [`Profile::add_sample`] would have them.
-fn add_tick(out: &mut SampleSet, stack: &[LocationId], values: &[i64]) {
-    if let [_, site] = *stack {
-        let arcs = out.first_mut();
-        let first = arcs.partition_point(|s| s.stack[1] < site);
-        let same = arcs[first..]
-            .iter_mut()
-            .take_while(|s| s.stack[1] == site)
-            .find(|s| s.stack[..] == *stack);
-        if let Some(same) = same {
-            add_values(&mut same.values, values);
-            return;
-        }
-    }
-    out.add(stack, values, &[]);
 }
 
 /// Says how many calls the arcs dropped carried.
@@ -334,10 +282,9 @@ fn split_ticks(
 }
 
 /// Adds the samples of a batch of synthesized stacks (their call sites
-/// location ids, as [`Between::graph`] gives them) after the arcs'
-/// ([`add_tick`]).
-fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &Numbering) {
-    let mut values = vec![0i64; out.width()];
+/// location ids, as [`Between::graph`] gives them).
+fn add_synthesized(profile: &mut Profile, synth: &Synthesized, numbering: &Numbering) {
+    let mut values = vec![0i64; profile.sample_types().len()];
     let mut stack = Vec::new();
     for piece in &synth.pieces {
         stack.clear();
@@ -348,34 +295,34 @@ fn add_synthesized(out: &mut SampleSet, synth: &Synthesized, numbering: &Numberi
         }
         values[0] = piece.samples;
         values[1] = piece.nanos;
-        add_tick(out, &stack, &values);
+        profile.add_sample(&stack, &values, &[]);
     }
 }
 
 /// Adds one sample per tick, its function alone on the stack.
-fn add_flat(out: &mut SampleSet, ticks: &[Tick], addresses: &[u64], numbering: &Numbering) {
-    let mut values = vec![0i64; out.width()];
+fn add_flat(profile: &mut Profile, ticks: &[Tick], addresses: &[u64], numbering: &Numbering) {
+    let mut values = vec![0i64; profile.sample_types().len()];
     for t in ticks {
         let leaf = numbering.location(addresses, t.address);
         values[0] = t.samples;
         values[1] = t.nanos;
-        add_tick(out, &[leaf], &values);
+        profile.add_sample(&[leaf], &values, &[]);
     }
 }
 
 /// Adds a `bb_executions` sample (type `bt`) per basic-block count.
 fn add_basic_blocks(
-    out: &mut SampleSet,
+    profile: &mut Profile,
     data: &GmonData,
     bt: usize,
     addresses: &[u64],
     numbering: &Numbering,
 ) {
-    let mut values = vec![0i64; out.width()];
+    let mut values = vec![0i64; profile.sample_types().len()];
     for (&addr, &count) in &data.basic_blocks {
         let loc = numbering.location(addresses, addr);
         values[bt] = count as i64;
-        add_tick(out, &[loc], &values);
+        profile.add_sample(&[loc], &values, &[]);
     }
 }
 
@@ -394,32 +341,26 @@ fn named<'a>(
     ends.chain(ticks.chain(blocks).map(|a| index_of(addresses, a)))
 }
 
-/// The arcs' samples (`arcs`), then the ticks' (on their synthesized
-/// stacks when `synthesized`, else one each) after them, with `width`
-/// values each: one per stack, in the order their stacks first come.
-fn tick_samples(
-    data: &GmonData,
-    (between, arcs): (Between, Vec<Sample>),
+/// Adds the ticks' samples: on their synthesized stacks when
+/// `synthesized`, else one each.
+fn add_ticks(
+    profile: &mut Profile,
+    between: Between,
     (funcs, ticks, addresses): (&[Func<'_>], &[Tick], &[u64]),
     numbering: &Numbering,
-    (width, synthesized): (usize, bool),
-) -> SampleSet {
-    // Room for a sample per piece: the pieces number at most the ticks and
-    // the stacks, the stacks at most the arcs and the functions (a flow
-    // decomposition, [`synthesize`]), then the basic blocks'. Room not
-    // filled is not touched; the samples made are never copied to grow.
-    let bound = ticks.len() + between.arcs.len() + funcs.len() + data.basic_blocks.len();
-    let graph = synthesized.then(|| between.graph(funcs.len(), numbering));
-    let mut samples = SampleSet::after(width, arcs, bound);
-    match graph {
-        Some(graph) => synthesize(ticks, &graph, addresses, |mut batch| {
-            add_synthesized(&mut samples, &batch, numbering);
-            batch.clear();
-            batch
-        }),
-        None => add_flat(&mut samples, ticks, addresses, numbering),
+    synthesized: bool,
+) {
+    match synthesized {
+        true => {
+            let graph = between.graph(funcs.len(), numbering);
+            synthesize(ticks, &graph, addresses, |mut batch| {
+                add_synthesized(profile, &batch, numbering);
+                batch.clear();
+                batch
+            })
+        }
+        false => add_flat(profile, ticks, addresses, numbering),
     }
-    samples
 }
 
 /// The profile gprof's data stands for (§4). `lines` looks the sorted
@@ -450,9 +391,10 @@ pub(super) fn to_profile(
         true => profile.add_sample_type("recursive_calls", "count"),
         false => 2,
     };
-    let width = profile.sample_types().len();
-    let arcs = arc_samples((&kept, &recursive), &numbering, (width, recursive_type));
-    profile.reserve_interned(0, funcs.len());
+    // Room for a sample per arc kept and per tick (a tick on synthesized
+    // stacks can be several, the tables then grow).
+    let samples = kept.len() + ticks.len() + data.basic_blocks.len();
+    profile.reserve(numbering.len(), samples, funcs.len());
     let mut files = Vec::new();
     let sorted = |addresses: &[u64]| binary.and_then(|b| lines(b, addresses));
     let resolved = Resolved::new(binary, &funcs, (&addresses, sorted), &mut files);
@@ -461,13 +403,17 @@ pub(super) fn to_profile(
         (&addresses[..], &resolved, mapping),
         &numbering,
     );
+    add_arcs(
+        &mut profile,
+        (&kept, &recursive),
+        &numbering,
+        recursive_type,
+    );
     let inputs = (&funcs[..], &ticks[..], &addresses[..]);
-    let shape = (width, synthesized);
-    let mut samples = tick_samples(data, (between, arcs), inputs, &numbering, shape);
+    add_ticks(&mut profile, between, inputs, &numbering, synthesized);
     if let Some(bt) = bb_type {
-        add_basic_blocks(&mut samples, data, bt, &addresses, &numbering);
+        add_basic_blocks(&mut profile, data, bt, &addresses, &numbering);
     }
-    profile.add_distinct_samples(samples.into_samples());
     note_dropped_calls(&mut profile, dropped_calls);
     profile.add_comment(stacks_comment(binary.is_some(), stacks));
     let flags = SymbolFlags {
@@ -635,57 +581,5 @@ mod tests {
         let sites: usize = new.iter().map(|b| b.1).sum();
         assert_eq!(sites, 400 * 200, "every leaf's stack climbs the chain");
         assert_eq!(again, new);
-    }
-
-    /// The ticks' samples added after the arcs' are the samples
-    /// [`Profile::add_sample`] makes of the arcs then the ticks one by one:
-    /// two arcs of one stack (one site, two addresses of one callee) are one
-    /// sample, a tick at a callee's entry under a call site counts in that
-    /// arc's sample, and two ticks of one stack are one sample.
-    #[test]
-    fn arc_and_tick_samples_join_as_added_one_by_one() {
-        let numbering = Numbering::new(8, 0..8);
-        let l = |i: usize| LocationId::from_index(i);
-        // (callee, site, count), by site.
-        let kept = [(5, 1, 3), (6, 1, 1), (5, 1, 4), (5, 2, 7), (7, 4, 2)];
-        let tick_stacks: [&[LocationId]; 6] = [
-            &[l(5), l(2)],
-            &[l(5), l(3)],
-            &[l(6), l(1), l(0)],
-            &[l(7)],
-            &[l(6), l(1)],
-            &[l(5), l(3)],
-        ];
-        let arcs = arc_samples((&kept, &[]), &numbering, (3, 2));
-        let mut set = SampleSet::after(3, arcs, 0);
-        for (k, stack) in tick_stacks.iter().enumerate() {
-            add_tick(&mut set, stack, &[1, 10 * k as i64, 0]);
-        }
-        let joined = set.into_samples();
-
-        let mut one_by_one = Profile::new(&[("a", "count"), ("b", "count"), ("calls", "count")]);
-        for i in 0..8 {
-            one_by_one.address_location(None, 0x10 * i, false);
-        }
-        for &(callee, site, count) in &kept {
-            one_by_one.add_sample(
-                &[l(callee as usize), l(site as usize)],
-                &[0, 0, count as i64],
-                &[],
-            );
-        }
-        for (k, stack) in tick_stacks.iter().enumerate() {
-            one_by_one.add_sample(stack, &[1, 10 * k as i64, 0], &[]);
-        }
-        assert_eq!(joined, one_by_one.samples());
-        let stacks: Vec<_> = joined
-            .iter()
-            .map(|s| (s.stack.to_vec(), s.values.to_vec()))
-            .collect();
-        assert_eq!(stacks[0], (vec![l(5), l(1)], vec![0, 0, 7]));
-        assert_eq!(stacks[2], (vec![l(5), l(2)], vec![1, 0, 7]));
-        assert_eq!(stacks[1], (vec![l(6), l(1)], vec![1, 40, 1]));
-        assert_eq!(stacks[4], (vec![l(5), l(3)], vec![2, 60, 0]));
-        assert_eq!(joined.len(), 7);
     }
 }

@@ -792,7 +792,9 @@ pub fn run(
         Some(journal) => journal.head(report),
         None => report,
     };
-    if made && report.converted == 0 {
+    // A shard leaves the folder it made: other shards write into it at the
+    // same time, and one about to place an output there would find it gone.
+    if made && report.converted == 0 && options.shard.is_none() {
         remove_empty_folders(&options.out_dir, 0);
     }
     Ok(report)

@@ -243,6 +243,10 @@ fn a_run_that_converts_nothing_removes_the_output_folder_it_made() {
     assert_eq!(run.status.code(), Some(1), "{}", stderr_of(&run));
     assert!(stderr_of(&run).contains("1 failed"), "{}", stderr_of(&run));
     assert!(!a.out.exists(), "the output folder it made is gone");
+    // A shard keeps it: the other shards write there at the same time.
+    let run = a.convert(&["--to", "folded", "--shard", "0/1"]);
+    assert_eq!(run.status.code(), Some(1), "{}", stderr_of(&run));
+    assert!(a.out.is_dir(), "a shard removed the shared output folder");
 }
 
 #[test]

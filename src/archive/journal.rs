@@ -320,3 +320,54 @@ impl Files {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(path: &str) -> Record {
+        Record {
+            path: path.into(),
+            path_bytes: None,
+            format: None,
+            status: Status::Converted,
+            outputs: Vec::new(),
+            bytes: 0,
+            seconds: 0.0,
+            binary: None,
+            unsymbolized: None,
+            known_failure: false,
+            error: None,
+            warnings: Vec::new(),
+            made_from: None,
+        }
+    }
+
+    /// The paths of the records of the report `journal` saves to `path`.
+    fn saved(journal: &Journal, path: &Path) -> Vec<String> {
+        let head = journal.head(Report::of(String::new(), String::new(), 0.0, Vec::new()));
+        journal.save(&head, path).unwrap();
+        let report = Report::load(path).unwrap();
+        assert_eq!(report.converted, report.inputs.len());
+        report.inputs.into_iter().map(|r| r.path).collect()
+    }
+
+    #[test]
+    fn records_finished_out_of_order_are_saved_in_walk_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        let journal = Journal::new(Some(&path)).unwrap();
+        for n in [2, 0, 4, 3] {
+            journal.add(&record(&format!("r{n}")), n, || {});
+        }
+        // Stopped here, the report has what finished: those after the
+        // missing one too, in order.
+        assert_eq!(saved(&journal, &path), ["r0", "r2", "r3", "r4"]);
+        assert_eq!(journal.lock().waiting.len(), 3);
+        journal.add(&record("r1"), 1, || {});
+        assert!(journal.lock().waiting.is_empty());
+        assert_eq!(journal.lock().files.as_ref().unwrap().waiting_len, 0);
+        journal.add(&record("r5"), 5, || {});
+        assert_eq!(saved(&journal, &path), ["r0", "r1", "r2", "r3", "r4", "r5"]);
+    }
+}

@@ -216,7 +216,8 @@ fn outputs_are_byte_identical_whatever_the_parallelism() {
     let dir = tempdir();
     let archive = dir.path().join("archive");
     make_archive(&archive);
-    // An APS file too, whose records are counted in chunks by rayon.
+    // An APS file too. Each unit is read on one thread whatever -j is; a
+    // single conversion's threads are compared below.
     std::fs::create_dir_all(archive.join("board")).unwrap();
     std::fs::copy(
         manifest_dir().join("examples/aps/sample_cpu_0_20150716_130220"),

@@ -80,7 +80,7 @@ impl FileCounts {
     /// The counts of fixed-width keys: sorted here.
     fn from_keys<const W: usize>(mut entries: Vec<([u32; W], u64)>, dropped_idle: u64) -> Self {
         // Sorted, so that outputs do not depend on hash order or chunking.
-        entries.sort_unstable_by_key(|e| e.0);
+        entries.sort_unstable_by_key(|a| a.0);
         let mut keys = Vec::with_capacity(entries.len() * W);
         let mut counts = Vec::with_capacity(entries.len());
         for (key, n) in entries {

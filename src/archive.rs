@@ -178,6 +178,28 @@ pub struct Record {
     pub made_from: Option<MadeFrom>,
 }
 
+impl Record {
+    /// A record of `path` (and its exact bytes, see [`Record::path_bytes`])
+    /// with `status` and nothing else known yet.
+    pub(crate) fn new(path: String, path_bytes: Option<String>, status: Status) -> Record {
+        Record {
+            path,
+            path_bytes,
+            format: None,
+            status,
+            outputs: Vec::new(),
+            bytes: 0,
+            seconds: 0.0,
+            binary: None,
+            unsymbolized: None,
+            known_failure: false,
+            error: None,
+            warnings: Vec::new(),
+            made_from: None,
+        }
+    }
+}
+
 /// The report of a run: a summary and one record per unit, in walk order
 /// ([`walk_order`]).
 /// Every report and every record has every field (`null`, `false` or `[]`
@@ -546,19 +568,8 @@ fn convert_unit_counted(
 ) -> Record {
     let started = Instant::now();
     let mut record = Record {
-        path: unit.rel.clone(),
-        path_bytes: unit.rel_bytes.clone(),
-        format: None,
-        status: Status::Failed,
-        outputs: Vec::new(),
         bytes: unit.bytes,
-        seconds: 0.0,
-        binary: None,
-        unsymbolized: None,
-        known_failure: false,
-        error: None,
-        warnings: Vec::new(),
-        made_from: None,
+        ..Record::new(unit.rel.clone(), unit.rel_bytes.clone(), Status::Failed)
     };
     if let Some((status, why)) = &unit.problem {
         record.status = *status;
@@ -1184,20 +1195,8 @@ mod tests {
 
     #[test]
     fn records_are_ordered_by_exact_path_component_by_component() {
-        let record = |path: &str, path_bytes: Option<&str>| Record {
-            path: path.into(),
-            path_bytes: path_bytes.map(String::from),
-            format: None,
-            status: Status::Converted,
-            outputs: Vec::new(),
-            bytes: 0,
-            seconds: 0.0,
-            binary: None,
-            unsymbolized: None,
-            known_failure: false,
-            error: None,
-            warnings: Vec::new(),
-            made_from: None,
+        let record = |path: &str, path_bytes: Option<&str>| {
+            Record::new(path.into(), path_bytes.map(String::from), Status::Converted)
         };
         let mut records = [
             record("\u{fffd}/a", Some("\\xff/a")),

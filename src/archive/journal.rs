@@ -326,21 +326,7 @@ mod tests {
     use super::*;
 
     fn record(path: &str) -> Record {
-        Record {
-            path: path.into(),
-            path_bytes: None,
-            format: None,
-            status: Status::Converted,
-            outputs: Vec::new(),
-            bytes: 0,
-            seconds: 0.0,
-            binary: None,
-            unsymbolized: None,
-            known_failure: false,
-            error: None,
-            warnings: Vec::new(),
-            made_from: None,
-        }
+        Record::new(path.into(), None, Status::Converted)
     }
 
     /// The paths of the records of the report `journal` saves to `path`.

@@ -501,6 +501,12 @@ pub fn big_aps(n: u32) -> Vec<u8> {
         ];
         records.push(gen::aps::user(100, 100 + (i % 8) as i32, 17, pc, &cs));
     }
+    app_samples(records)
+}
+
+/// An APS file of `records` from process 100 running `/usr/bin/app`
+/// (text at 0x8000) under a `vmlinux` kernel.
+fn app_samples(records: Vec<gen::aps::Rec>) -> Vec<u8> {
     gen::aps::Aps {
         records,
         modules: vec![(0xc000_8000, 0xc03f_ffff, "vmlinux".into())],
@@ -523,15 +529,7 @@ pub fn aps_of_few_stacks(n: u32) -> Vec<u8> {
             gen::aps::user(100, 100 + (i % 3) as i32, 17, pc, &[caller])
         })
         .collect();
-    gen::aps::Aps {
-        records,
-        modules: vec![(0xc000_8000, 0xc03f_ffff, "vmlinux".into())],
-        vmas: vec![gen::aps::vma(100, 0x8000, 0x7_ffff, "/usr/bin/app")],
-        begin: (1_437_051_740, 0),
-        end: (1_437_051_752, 0),
-        ..gen::aps::Aps::default()
-    }
-    .bytes()
+    app_samples(records)
 }
 
 /// Starts profconv with `args`, reads its standard error until it holds

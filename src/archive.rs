@@ -1,19 +1,24 @@
 //! Archive migration: convert a whole tree of legacy profiles in one run.
 //!
-//! The tree is walked once (sorted, so the plan is the same every time) into
+//! The tree is walked one folder at a time, in name order (`walk.rs`), into
 //! units: a file, or a directory that is one profile (a DCPI database with
-//! its epochs, an APS capture directory). Units are converted in parallel on
-//! a work-stealing pool; each writes its outputs through a temporary file and
-//! a rename, at the unit's relative path under the output directory with the
+//! its epochs, an APS capture directory). A first walk counts the units
+//! and their bytes (for the progress display); the second hands each unit,
+//! as it is reached, to a work-stealing pool, a bounded number ahead of
+//! the conversions, so that memory follows the largest folder and not the
+//! tree. Each unit writes its outputs through a temporary file and a
+//! rename, at the unit's relative path under the output directory with the
 //! output format's extension. One bad unit never stops the run. What each
 //! unit's outputs were made from is kept in a stamp beside them
 //! ([`MadeFrom`], `made_from.rs`), so that a re-run redoes exactly what
-//! changed.
+//! changed; the records go to a journal on disk ([`Journal`]) in walk
+//! order, which is the report's.
 
+use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::convert::{convert_inputs, Options, Output};
@@ -24,9 +29,11 @@ use crate::write::{self, OutputFormat, WriteOptions};
 mod journal;
 mod made_from;
 mod merge;
+mod walk;
 pub use journal::Journal;
 use made_from::{Binaries, Stamp};
 pub use made_from::{BinaryFingerprint, Fingerprint, MadeFrom};
+use walk::{relative, Listing, Unit, Visit, Walk, MAX_DEPTH};
 
 /// What an archive run is asked to do.
 #[derive(Debug, Clone)]
@@ -57,8 +64,8 @@ pub struct ArchiveOptions {
     /// Convert only shard `K` of `N` ([`Shard`]); `None`: every unit.
     pub shard: Option<Shard>,
     /// Where the run reports input bytes as units read them, for a progress
-    /// display that polls it: it ends at the sum of the units'
-    /// [`Unit::bytes`] (a unit skipped, unchanged or failed early counts
+    /// display that polls it: it ends at the sum of the units' bytes
+    /// ([`Plan::bytes`]; a unit skipped, unchanged or failed early counts
     /// whole when it finishes). `None`: nobody watches.
     pub progress: Option<std::sync::Arc<read::Progress>>,
     /// Where the records go as units finish, kept on disk rather than in
@@ -98,49 +105,16 @@ impl ArchiveOptions {
     }
 }
 
-/// One input of the archive: a file, or a directory that is one profile.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unit {
-    /// The unit's path (a file, or a folder that is one profile).
-    pub path: PathBuf,
-    /// Path relative to the archive root, with `/` separators (lossy for
-    /// names that are not UTF-8: for display and globs only).
-    pub rel: String,
-    /// The exact relative path when `rel` is lossy (a name that is not
-    /// UTF-8), escaped as [`Record::path_bytes`] says; `None` when `rel` is
-    /// exact.
-    pub rel_bytes: Option<String>,
-    /// The outputs' path relative to the output directory, less the format's
-    /// extension: the input's own relative path (not lossy), less a `.gz`
-    /// unless another input already has that name.
-    pub out_stem: PathBuf,
-    /// True for a folder unit (a DCPI database, an APS capture).
-    pub is_dir: bool,
-    /// Input bytes, for the progress bar.
+/// What a run is about to convert, counted by a walk before it starts:
+/// for a progress display.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Units (inputs) the run converts: of its shard, with those listed
+    /// and not converted (links, special files, collisions).
+    pub units: usize,
+    /// Their input bytes, what [`ArchiveOptions::progress`] ends at when
+    /// the archive does not change while the run goes.
     pub bytes: u64,
-    /// Why the entry is listed but cannot be converted (a FIFO, a folder
-    /// too deep or unreadable, a symbolic link), with the status to report.
-    pub problem: Option<(Status, String)>,
-}
-
-impl Unit {
-    fn new(root: &Path, path: PathBuf, is_dir: bool, bytes: u64) -> Unit {
-        let rel_path = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
-        Unit {
-            rel: relative(root, &path),
-            rel_bytes: escaped_if_not_utf8(&rel_path),
-            out_stem: rel_path,
-            path,
-            is_dir,
-            bytes,
-            problem: None,
-        }
-    }
-
-    fn with_problem(mut self, status: Status, why: impl Into<String>) -> Unit {
-        self.problem = Some((status, why.into()));
-        self
-    }
 }
 
 /// What happened to one unit.
@@ -204,7 +178,8 @@ pub struct Record {
     pub made_from: Option<MadeFrom>,
 }
 
-/// The report of a run: a summary and one record per unit, in plan order.
+/// The report of a run: a summary and one record per unit, in walk order
+/// ([`walk_order`]).
 /// Every report and every record has every field (`null`, `false` or `[]`
 /// when there is nothing to say), whether the run finished, was stopped by
 /// a signal or is a merge.
@@ -253,13 +228,10 @@ pub struct Report {
 
 impl Report {
     /// A report of `inputs` with the counts made from them, the records in
-    /// plan order (by path, component by component; names that are not
-    /// UTF-8 by their exact form next): for a run stopped early, what it
+    /// walk order ([`walk_order`]): for a run stopped early, what it
     /// finished.
     pub fn of(archive: String, out_dir: String, seconds: f64, mut inputs: Vec<Record>) -> Report {
-        inputs.sort_by(|a, b| {
-            (Path::new(&a.path), &a.path_bytes).cmp(&(Path::new(&b.path), &b.path_bytes))
-        });
+        inputs.sort_by(walk_order);
         let count = |s: Status| inputs.iter().filter(|r| r.status == s).count();
         Report {
             archive,
@@ -336,174 +308,42 @@ impl Report {
     }
 }
 
-/// How deep the walk goes.
-const MAX_DEPTH: usize = 64;
-
-/// Walks `root` into units, sorted by relative path. The output directory,
-/// when it lies inside the archive, is left out. Every entry is listed: what
-/// cannot be converted (unreadable folders, folders deeper than
-/// `MAX_DEPTH` (64), FIFOs and devices, symbolic links) is a unit with a
-/// problem, so the report accounts for the whole tree.
-pub(crate) fn plan(root: &Path, exclude: Option<&Path>) -> Result<Vec<Unit>> {
-    let meta = std::fs::metadata(root).map_err(|e| Error::io(root, e))?;
-    if !meta.is_dir() {
-        return Err(Error::Usage(format!(
-            "{} is not a directory",
-            root.display()
-        )));
-    }
-    let exclude = exclude.and_then(|p| p.canonicalize().ok());
-    let mut units = Vec::new();
-    walk(root, root, 0, exclude.as_deref(), &mut units);
-    units.sort_by(|a, b| a.path.cmp(&b.path));
-    keep_gz_where_names_collide(&mut units);
-    Ok(units)
+/// The order of the walk, of the report's records and of a merged
+/// report's: by exact relative path (a record's `path_bytes` when it has
+/// one, else its `path`), component by component, byte by byte.
+pub fn walk_order(a: &Record, b: &Record) -> Ordering {
+    let (a, b) = (exact_path(a), exact_path(b));
+    let slash = |c: &u8| *c == b'/';
+    a.split(slash).cmp(b.split(slash))
 }
 
-/// `path` written losslessly when it is not UTF-8: its UTF-8 runs as they
-/// are (a backslash doubled), every other byte as `\xHH`. `None` for a UTF-8
-/// path, which its plain text already names exactly.
-fn escaped_if_not_utf8(path: &Path) -> Option<String> {
-    use std::fmt::Write as _;
-    #[cfg(unix)]
-    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
-    #[cfg(not(unix))]
-    let bytes = path.as_os_str().as_encoded_bytes();
-    if std::str::from_utf8(bytes).is_ok() {
-        return None;
-    }
-    let mut out = String::with_capacity(bytes.len() + 8);
-    for chunk in bytes.utf8_chunks() {
-        out.push_str(&chunk.valid().replace('\\', "\\\\"));
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\x{b:02x}");
-        }
-    }
-    Some(out)
-}
-
-fn relative(root: &Path, path: &Path) -> String {
-    let rel = path.strip_prefix(root).unwrap_or(path);
-    rel.components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
-/// Drops a `.gz` from the output names of compressed inputs, except where
-/// the shorter name is another input's (`gmon.out` beside `gmon.out.gz`):
-/// every input gets outputs of its own.
-fn keep_gz_where_names_collide(units: &mut [Unit]) {
-    let names: std::collections::HashSet<PathBuf> =
-        units.iter().map(|u| u.out_stem.clone()).collect();
-    for unit in units.iter_mut() {
-        if let Some(short) = strip_gz(&unit.out_stem) {
-            if !names.contains(&short) {
-                unit.out_stem = short;
-            }
-        }
-    }
-}
-
-/// `name.gz` → `name`, for any file name (not only UTF-8 ones).
-fn strip_gz(path: &Path) -> Option<PathBuf> {
-    #[cfg(unix)]
-    let short = {
-        use std::os::unix::ffi::OsStrExt;
-        let bytes = path.as_os_str().as_bytes().strip_suffix(b".gz")?;
-        PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+/// A record's exact relative path as bytes: its `path_bytes` unescaped
+/// (`\xHH` a byte, `\\` a backslash), else its `path`.
+fn exact_path(record: &Record) -> std::borrow::Cow<'_, [u8]> {
+    let Some(escaped) = &record.path_bytes else {
+        return record.path.as_bytes().into();
     };
-    #[cfg(not(unix))]
-    let short = PathBuf::from(path.to_str()?.strip_suffix(".gz")?);
-    (short.file_name().is_some()).then_some(short)
-}
-
-fn walk(root: &Path, dir: &Path, depth: usize, exclude: Option<&Path>, out: &mut Vec<Unit>) {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) => {
-            let unit = Unit::new(root, dir.to_path_buf(), true, 0);
-            out.push(unit.with_problem(Status::Failed, format!("cannot read the folder: {e}")));
-            return;
-        }
-    };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
-        let meta = match std::fs::symlink_metadata(&path) {
-            Ok(m) => m,
-            Err(e) => {
-                let unit = Unit::new(root, path, false, 0);
-                out.push(unit.with_problem(Status::Failed, e.to_string()));
-                continue;
-            }
-        };
-        let kind = meta.file_type();
-        if kind.is_symlink() {
-            // Not followed: links can loop or leave the archive.
-            let unit = Unit::new(root, path, false, 0);
-            out.push(unit.with_problem(Status::Skipped, "symbolic link, not followed"));
-        } else if kind.is_dir() {
-            if exclude.is_some_and(|x| path.canonicalize().is_ok_and(|p| p == x)) {
-                continue;
-            }
-            walk_dir(root, path, depth, exclude, out);
-        } else if kind.is_file() {
-            out.push(Unit::new(root, path, false, meta.len()));
+    let mut out = Vec::with_capacity(escaped.len());
+    let mut rest = escaped.as_bytes();
+    while let Some((&c, tail)) = rest.split_first() {
+        rest = tail;
+        if c != b'\\' {
+            out.push(c);
+        } else if let Some(tail) = rest.strip_prefix(b"\\") {
+            out.push(b'\\');
+            rest = tail;
+        } else if let Some(byte) = (rest.strip_prefix(b"x"))
+            .and_then(|t| t.get(..2))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(byte);
+            rest = rest.get(3..).unwrap_or_default();
         } else {
-            // Opening a FIFO would wait for a writer; devices are no profiles.
-            let unit = Unit::new(root, path, false, 0);
-            out.push(unit.with_problem(
-                Status::Skipped,
-                "not a regular file (FIFO, socket or device)",
-            ));
+            out.push(c);
         }
     }
-}
-
-/// A folder: one unit when it is a DCPI database; an APS capture folder is
-/// one unit for its sample files, and what else it holds is walked on.
-fn walk_dir(root: &Path, path: PathBuf, depth: usize, exclude: Option<&Path>, out: &mut Vec<Unit>) {
-    if read::is_whole_profile_dir(&path) {
-        let bytes = dir_bytes(&path, 0);
-        out.push(Unit::new(root, path, true, bytes));
-    } else if depth >= MAX_DEPTH {
-        let unit = Unit::new(root, path, true, 0);
-        out.push(unit.with_problem(
-            Status::Skipped,
-            format!("folder deeper than {MAX_DEPTH} levels, not walked"),
-        ));
-    } else if let Some(is_member) = read::capture_dir(&path) {
-        let before = out.len();
-        walk(root, &path, depth + 1, exclude, out);
-        // The sample files are read together, as the capture.
-        let mut bytes = 0;
-        let mut i = before;
-        while i < out.len() {
-            if out[i].problem.is_none() && is_member(&out[i].path) {
-                bytes += out.remove(i).bytes;
-            } else {
-                i += 1;
-            }
-        }
-        out.push(Unit::new(root, path, true, bytes));
-    } else {
-        walk(root, &path, depth + 1, exclude, out);
-    }
-}
-
-fn dir_bytes(dir: &Path, depth: usize) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() && depth < MAX_DEPTH => dir_bytes(&e.path(), depth + 1),
-            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
-            _ => 0,
-        })
-        .sum()
+    out.into()
 }
 
 /// The output path of a unit in a format: its relative path (less a `.gz`,
@@ -627,76 +467,63 @@ fn is_elf_executable(path: &Path) -> bool {
         && magic == *b"\x7fELF"
 }
 
-/// The executable a gmon.out lies next to: `a.out`, else the one ELF
-/// executable in its directory. Looked up once per directory: an archive
-/// directory holds many gmon files and one program.
-fn neighbour_binary(input: &Path, cache: &Neighbours) -> Option<PathBuf> {
-    let dir = input.parent()?;
-    let mut cache = cache
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    cache
-        .entry(dir.to_path_buf())
-        .or_insert_with(|| find_neighbour_binary(dir))
-        .clone()
-}
-
-/// Directory → the executable found in it.
-type Neighbours = std::sync::Mutex<std::collections::HashMap<PathBuf, Option<PathBuf>>>;
-
-/// What the units of one run share: the executables found and
-/// fingerprinted, and the hash of the options that change outputs.
+/// What the units of one run share: the executables of `--binary` and
+/// `--binary-map` fingerprinted, and the hash of the options that change
+/// outputs. (An executable found beside the inputs is kept with their
+/// folder, [`walk::Folder::neighbour`], for as long as a unit of it is.)
 #[derive(Default)]
 struct Shared {
-    neighbours: Neighbours,
     binaries: Binaries,
     options_hash: String,
 }
 
+/// The executable in the folder `dir`, for its gmon.out files: `a.out`,
+/// else the only ELF executable there (none when there are several).
 fn find_neighbour_binary(dir: &Path) -> Option<PathBuf> {
     let a_out = dir.join("a.out");
     if is_elf_executable(&a_out) {
         return Some(a_out);
     }
-    let mut found = None;
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+    let mut found = std::fs::read_dir(dir)
         .ok()?
         .flatten()
         .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if is_elf_executable(&path) {
-            if found.is_some() {
-                return None; // several: ambiguous, say nothing
-            }
-            found = Some(path);
-        }
-    }
-    found
+        .filter(|p| is_elf_executable(p));
+    let one = found.next();
+    // Several: ambiguous, say nothing.
+    found.next().is_none().then_some(one).flatten()
 }
 
-/// The binary for a unit: `--binary`, else the first `--binary-map` glob
-/// that matches, else (gprof) an executable next to the input.
+/// The binary for a unit, with its fingerprint: `--binary`, else the first
+/// `--binary-map` glob that matches, else (gprof) an executable next to
+/// the input, looked up once per folder: an archive folder holds many gmon
+/// files and one program.
 fn binary_for(
     unit: &Unit,
     format: Format,
     options: &ArchiveOptions,
-    cache: &Neighbours,
-) -> Option<PathBuf> {
-    if let Some(b) = &options.read.binary {
-        return Some(b.clone());
+    shared: &Shared,
+) -> Option<(PathBuf, BinaryFingerprint)> {
+    let given = options.read.binary.as_ref().or_else(|| {
+        (options.binary_map.iter())
+            .find(|(g, _)| g.is_match(&unit.rel))
+            .map(|(_, b)| b)
+    });
+    if let Some(b) = given {
+        return Some((b.clone(), shared.binaries.of(b)));
     }
-    if let Some((_, b)) = options
-        .binary_map
-        .iter()
-        .find(|(g, _)| g.is_match(&unit.rel))
-    {
-        return Some(b.clone());
+    if format != Format::Gprof || unit.is_dir {
+        return None;
     }
-    (format == Format::Gprof && !unit.is_dir)
-        .then(|| neighbour_binary(&unit.path, cache))
-        .flatten()
+    let folder = &unit.folder;
+    folder
+        .neighbour
+        .get_or_init(|| {
+            let found = find_neighbour_binary(&folder.path)?;
+            let fingerprint = made_from::fingerprint_binary(&found);
+            Some((found, fingerprint))
+        })
+        .clone()
 }
 
 /// Converts one unit; never fails as a whole: failures are records.
@@ -800,13 +627,14 @@ fn convert(
         .collect();
     let mut read_options = options.read.clone();
     read_options.format = Some(format);
-    read_options.binary = binary_for(unit, format, options, &shared.neighbours);
+    let binary = binary_for(unit, format, options, shared);
+    read_options.binary = binary.as_ref().map(|(path, _)| path.clone());
     let made_from = MadeFrom {
         input: match input.is_dir() {
             true => made_from::of_folder(&unit.path, MAX_DEPTH)?,
             false => made_from::of_input(&unit.path, &input)?,
         },
-        binary: (read_options.binary.as_deref()).map(|b| shared.binaries.of(b)),
+        binary: binary.map(|(_, fingerprint)| fingerprint),
         options: shared.options_hash.clone(),
     };
     record.made_from = Some(made_from.clone());
@@ -845,10 +673,6 @@ fn convert(
     for output in &outputs {
         write::target::within(&options.out_dir, &output.path, true)?;
         write::refuse_input_as_output(&output.path, &read_besides)?;
-        // This unit is the only writer of its outputs (the plan gives each
-        // output one unit, and a unit one shard): the marked temporaries of
-        // these outputs are a stopped run's, never a live one's.
-        write::remove_stale(&output.path);
     }
     let convert_options = Options {
         read: read_options,
@@ -903,95 +727,213 @@ fn outputs_to_write<'a>(
         .collect()
 }
 
-/// Runs the whole migration. `progress` is called once per unit as it
-/// finishes (from worker threads), with the unit's record.
+/// Runs the whole migration. `on_plan` is told what the run will convert
+/// (a first walk counts it) before any unit is; `progress` is called once
+/// per unit as it finishes (from worker threads), with the unit's record.
 ///
-/// Every output name is decided before anything is converted: units whose
-/// outputs collide (an output that is also a folder of another unit's
-/// output, or two units with one output) all fail, saying with which, the
-/// same in every run and every shard. The output folder is made once the
-/// plan is known; a run that made it and converted nothing removes the
-/// empty folders it leaves there.
+/// Every output name is decided before anything of its folder is
+/// converted: units whose outputs collide (an output that is also a folder
+/// of another unit's outputs, or two units with one output) all fail,
+/// saying with which, the same in every run and every shard. The output
+/// folder is made once the plan is counted; a run that made it and
+/// converted nothing removes the empty folders it leaves there.
 pub fn run(
     archive: &Path,
     options: &ArchiveOptions,
-    progress: &(dyn Fn(&Unit, &Record) + Sync),
-    on_plan: &dyn Fn(&[Unit]),
+    progress: &(dyn Fn(&Record) + Sync),
+    on_plan: &dyn Fn(&Plan),
 ) -> Result<Report> {
     let started = Instant::now();
     check_out_dir(archive, &options.out_dir)?;
-    let mut units = plan(archive, Some(&options.out_dir))?;
-    fail_colliding_outputs(&mut units, &options.formats);
-    if let Some(shard) = options.shard {
-        units.retain(|u| shard.takes(&u.rel));
-    }
+    let walk = || Walk::new(archive, Some(&options.out_dir), &options.formats);
+    let plan = Count::of(walk()?, options.shard);
     // No thread without a unit to convert (0 stays rayon's "all cores").
-    let threads = options.jobs.min(units.len().max(1));
+    let threads = options.jobs.min(plan.units.max(1));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .map_err(|e| Error::Usage(format!("cannot start {threads} worker threads: {e}")))?;
     let made = !options.out_dir.exists();
     std::fs::create_dir_all(&options.out_dir).map_err(|e| Error::io(&options.out_dir, e))?;
-    on_plan(&units);
+    on_plan(&plan);
     let shared = Shared {
         options_hash: made_from::hash_hex(
             made_from::options_text(&options.read, &options.write).as_bytes(),
         ),
         ..Shared::default()
     };
-    let ranks = report_ranks(&units);
-    let inputs: Vec<Record> = pool.install(|| {
-        units
-            .par_iter()
-            .zip(ranks.par_iter())
-            .filter_map(|(unit, &rank)| {
-                let mut record = convert_unit_with(unit, options, &shared);
-                // Before `progress` sees it: a report of a stopped run is
-                // made of the records given to `progress`.
-                record.known_failure = record.status == Status::Failed
-                    && (options.known_failures.contains(&record.path)
-                        || (record.path_bytes.as_ref())
-                            .is_some_and(|p| options.known_failures.contains(p)));
-                match &options.journal {
-                    Some(journal) => {
-                        journal.add(&record, rank, || progress(unit, &record));
-                        None
-                    }
-                    None => {
-                        progress(unit, &record);
-                        Some(record)
-                    }
-                }
-            })
-            .collect()
+    let window = Window::new(WINDOW_PER_THREAD * pool.current_num_threads());
+    let records = Mutex::new(Vec::new());
+    let finish = |record: Record, number: u64| match &options.journal {
+        Some(journal) => journal.add(&record, number, || progress(&record)),
+        None => {
+            progress(&record);
+            records
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(record);
+        }
+    };
+    let walk = walk()?;
+    pool.in_place_scope_fifo(|scope| {
+        walk.run(&mut Dispatch {
+            scope,
+            window: &window,
+            options,
+            shared: &shared,
+            finish: &finish,
+            next: 0,
+        })
     });
+    let inputs = records.into_inner().unwrap_or_else(PoisonError::into_inner);
     let seconds = started.elapsed().as_secs_f64();
     let report = Report::of_run(archive, options, seconds, inputs);
     let report = match &options.journal {
         Some(journal) => journal.head(report),
         None => report,
     };
-    if made && report.converted == 0 {
+    // A shard leaves the folder it made: other shards write into it at the
+    // same time, and one about to place an output there would find it gone.
+    if made && report.converted == 0 && options.shard.is_none() {
         remove_empty_folders(&options.out_dir, 0);
     }
     Ok(report)
 }
 
-/// Each unit's place in the report's order ([`Report::of`]), which for
-/// names that are not UTF-8 is not the plan's.
-fn report_ranks(units: &[Unit]) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..units.len() as u32).collect();
-    let key = |i: &u32| {
-        let unit = &units[*i as usize];
-        (Path::new(&unit.rel), &unit.rel_bytes)
-    };
-    order.sort_by(|a, b| key(a).cmp(&key(b)));
-    let mut ranks = vec![0; units.len()];
-    for (rank, i) in order.into_iter().enumerate() {
-        ranks[i as usize] = rank as u32;
+/// Counts the units of a shard and their bytes, as a walk hands them on.
+struct Count {
+    shard: Option<Shard>,
+    plan: Plan,
+}
+
+impl Count {
+    /// The units of `shard` that `walk` reaches, and their bytes.
+    fn of(walk: Walk<'_>, shard: Option<Shard>) -> Plan {
+        let mut count = Count {
+            shard,
+            plan: Plan::default(),
+        };
+        walk.run(&mut count);
+        count.plan
     }
-    ranks
+}
+
+impl Visit for Count {
+    fn folder(&mut self, _: &Listing) {}
+
+    fn unit(&mut self, unit: Unit) {
+        if self.shard.is_none_or(|s| s.takes(&unit.rel)) {
+            self.plan.units += 1;
+            self.plan.bytes += unit.bytes;
+        }
+    }
+}
+
+/// Units handed to the pool and not finished, at most, per thread: enough
+/// that no thread waits while the walk lists the next folder, few enough
+/// that memory does not follow the number of files.
+const WINDOW_PER_THREAD: usize = 16;
+
+/// The units handed to the pool and not yet finished, and how many may be.
+struct Window {
+    most: usize,
+    busy: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Window {
+    fn new(most: usize) -> Window {
+        Window {
+            most: most.max(1),
+            busy: Mutex::new(0),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Waits for room, then takes a place, given back when the slot drops
+    /// (also when the conversion panics).
+    fn enter(&self) -> Slot<'_> {
+        let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        while *busy >= self.most {
+            busy = self
+                .freed
+                .wait(busy)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *busy += 1;
+        Slot(self)
+    }
+}
+
+/// A place in the [`Window`], held by a unit being converted.
+struct Slot<'a>(&'a Window);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let window = self.0;
+        *window.busy.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
+        window.freed.notify_one();
+    }
+}
+
+/// Hands the units of a run's shard to the pool as the walk reaches them,
+/// numbered in walk order, waiting while the [`Window`] is full.
+struct Dispatch<'a, 'scope> {
+    scope: &'a rayon::ScopeFifo<'scope>,
+    window: &'scope Window,
+    options: &'scope ArchiveOptions,
+    shared: &'scope Shared,
+    /// Takes a unit's finished record with its number.
+    finish: &'scope (dyn Fn(Record, u64) + Sync),
+    /// The number of the next unit of the shard.
+    next: u64,
+}
+
+impl Visit for Dispatch<'_, '_> {
+    /// Removes the temporaries a stopped run left for the outputs of the
+    /// folder's units of this shard: it alone writes them (the walk gives
+    /// each output one unit, and a unit one shard), so they are a stopped
+    /// run's, never a live one's. The output folder is read once.
+    fn folder(&mut self, listing: &Listing) {
+        let out_dir = &self.options.out_dir;
+        let folder = out_dir.join(&listing.folder().rel);
+        if !write::target::is_folder_within(out_dir, &folder) {
+            return;
+        }
+        let (shard, formats) = (self.options.shard, &self.options.formats);
+        write::remove_stale_in(&folder, || {
+            let ours = listing
+                .units()
+                .filter(move |u| u.problem.is_none() && shard.is_none_or(|s| s.takes(&u.rel)));
+            ours.flat_map(|u| {
+                let stem = u.out_stem.file_name().unwrap_or_default().to_os_string();
+                formats.iter().map(move |&f| walk::output_name(&stem, f))
+            })
+            .collect::<Vec<_>>()
+        });
+    }
+
+    fn unit(&mut self, unit: Unit) {
+        let options = self.options;
+        if !options.shard.is_none_or(|s| s.takes(&unit.rel)) {
+            return;
+        }
+        let number = self.next;
+        self.next += 1;
+        let slot = self.window.enter();
+        let (shared, finish) = (self.shared, self.finish);
+        self.scope.spawn_fifo(move |_| {
+            let _slot = slot;
+            let mut record = convert_unit_with(&unit, options, shared);
+            // Before `progress` sees it: a report of a stopped run is
+            // made of the records given to `progress`.
+            record.known_failure = record.status == Status::Failed
+                && (options.known_failures.contains(&record.path)
+                    || (record.path_bytes.as_ref())
+                        .is_some_and(|p| options.known_failures.contains(p)));
+            finish(record, number);
+        });
+    }
 }
 
 /// Refuses an output folder that is a file, or that holds the archive
@@ -1050,63 +992,34 @@ pub fn check_report_path(
         .ok()
         .zip(options.out_dir.canonicalize().ok())
         .is_some_and(|(f, out)| f.starts_with(out));
-    if !in_out_dir && report.exists() && Report::load(report).is_err() {
+    if !in_out_dir && report.exists() && !is_report(report) {
         read.push(archive);
     }
     write::refuse_input_as_output(report, &read)
 }
 
-/// Fails every unit whose outputs collide with another unit's: an output
-/// file that is also a folder on the way to another output (`x` →
-/// `x.folded` beside a folder `x.folded/`), or one output of two units. The
-/// names alone decide, so every run and every shard agrees.
-fn fail_colliding_outputs(units: &mut [Unit], formats: &[OutputFormat]) {
-    // Every output once, sorted component by component: the outputs below
-    // a path (as a folder) follow it directly. One path per output, no
-    // more, so that planning stays small for many files.
-    let mut outputs: Vec<(PathBuf, usize)> = Vec::new();
-    for (i, unit) in units.iter().enumerate() {
-        if unit.problem.is_none() {
-            outputs.extend(
-                formats
-                    .iter()
-                    .map(|&f| (output_path(Path::new(""), unit, f), i)),
-            );
-        }
+/// Whether `path` is a regular file holding a report of `profconv convert`:
+/// read as it is parsed, its records passed over unkept, so that memory
+/// does not follow their number.
+fn is_report(path: &Path) -> bool {
+    /// A report's fields that say it is one; the records only parsed.
+    #[derive(Deserialize)]
+    #[allow(dead_code)] // Read to be checked, not used.
+    struct Head {
+        archive: String,
+        out_dir: String,
+        converted: usize,
+        failed: usize,
+        inputs: Vec<serde::de::IgnoredAny>,
     }
-    outputs.sort();
-    let mut clashes: Vec<(usize, String)> = Vec::new();
-    for (k, (out, i)) in outputs.iter().enumerate() {
-        let Some((next, j)) = outputs.get(k + 1) else {
-            break;
-        };
-        let what = if j == i {
-            continue;
-        } else if next == out {
-            "an output"
-        } else if next.starts_with(out) {
-            "a folder of the outputs"
-        } else {
-            continue;
-        };
-        // The message names the first output's unit as the one whose output
-        // is also the other's (folder of) output.
-        let (unit, other) = (&units[*i], &units[*j]);
-        let why = format!(
-            "outputs collide: {}, an output of {}, is also {what} of {}; neither is converted: rename one of them",
-            out.display(),
-            unit.rel,
-            other.rel
-        );
-        clashes.push((*i, why.clone()));
-        clashes.push((*j, why));
-    }
-    drop(outputs);
-    for (i, why) in clashes {
-        if units[i].problem.is_none() {
-            units[i].problem = Some((Status::Failed, why));
-        }
-    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let small = file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.len() <= REPORT_LIMIT.bytes);
+    let text = std::io::BufReader::new(std::io::Read::take(file, REPORT_LIMIT.bytes));
+    small && serde_json::from_reader::<_, Head>(text).is_ok()
 }
 
 /// Removes the empty folders below and including `dir`, deepest first: what
@@ -1270,22 +1183,45 @@ mod tests {
     }
 
     #[test]
-    fn output_paths_keep_the_relative_path_and_drop_gz() {
-        let mut units = vec![Unit::new(
-            Path::new("/a"),
-            "/a/run1/gmon.out.gz".into(),
-            false,
-            0,
-        )];
-        keep_gz_where_names_collide(&mut units);
-        let unit = &units[0];
+    fn records_are_ordered_by_exact_path_component_by_component() {
+        let record = |path: &str, path_bytes: Option<&str>| Record {
+            path: path.into(),
+            path_bytes: path_bytes.map(String::from),
+            format: None,
+            status: Status::Converted,
+            outputs: Vec::new(),
+            bytes: 0,
+            seconds: 0.0,
+            binary: None,
+            unsymbolized: None,
+            known_failure: false,
+            error: None,
+            warnings: Vec::new(),
+            made_from: None,
+        };
+        let mut records = [
+            record("\u{fffd}/a", Some("\\xff/a")),
+            record("a.x", None),
+            record("\u{fffd}/b", Some("\\xfe/b")),
+            record("a/b", None),
+            record("a\\b", None),
+            record("a", None),
+        ];
+        records.sort_by(walk_order);
+        let order: Vec<(&str, Option<&str>)> = records
+            .iter()
+            .map(|r| (r.path.as_str(), r.path_bytes.as_deref()))
+            .collect();
         assert_eq!(
-            output_path(Path::new("/o"), unit, OutputFormat::Pprof),
-            Path::new("/o/run1/gmon.out.pb.gz")
-        );
-        assert_eq!(
-            output_path(Path::new("/o"), unit, OutputFormat::Speedscope),
-            Path::new("/o/run1/gmon.out.speedscope.json")
+            order,
+            [
+                ("a", None),
+                ("a/b", None),
+                ("a.x", None),
+                ("a\\b", None),
+                ("\u{fffd}/b", Some("\\xfe/b")),
+                ("\u{fffd}/a", Some("\\xff/a")),
+            ]
         );
     }
 }

@@ -16,6 +16,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+use std::rc::Rc;
 use std::time::SystemTime;
 
 use crate::error::{Error, Result};
@@ -96,11 +97,36 @@ impl RegularFile {
     /// when it ended early or changed (its length or modification time)
     /// while it was read.
     pub(crate) fn read_all(&self, name: &Path) -> Result<Vec<u8>> {
-        let len = usize::try_from(self.len).map_err(|_| {
+        let mut bytes = vec![0u8; self.len_in_memory(name)?];
+        self.fill_whole(name, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// [`RegularFile::read_all`] into one shared buffer, without a copy:
+    /// for bytes that several readers keep (an executable and the DWARF
+    /// reader of its own debug information).
+    pub(crate) fn read_all_shared(&self, name: &Path) -> Result<Rc<[u8]>> {
+        // Collected from an iterator of known length: one allocation, which
+        // the fresh `Rc` owns alone.
+        let mut bytes: Rc<[u8]> = std::iter::repeat_n(0u8, self.len_in_memory(name)?).collect();
+        match Rc::get_mut(&mut bytes) {
+            Some(buf) => self.fill_whole(name, buf)?,
+            None => unreachable!("a fresh Rc is not shared"),
+        }
+        Ok(bytes)
+    }
+
+    /// The file's length at open as a buffer length.
+    fn len_in_memory(&self, name: &Path) -> Result<usize> {
+        usize::try_from(self.len).map_err(|_| {
             Error::unsupported(name, format!("{} bytes do not fit in memory", self.len))
-        })?;
-        let mut bytes = vec![0u8; len];
-        self.read_at(name, 0, &mut bytes)?;
+        })
+    }
+
+    /// Fills `bytes` (as long as the file was at open) with the whole
+    /// file, as [`RegularFile::read_all`] says.
+    fn fill_whole(&self, name: &Path, bytes: &mut [u8]) -> Result<()> {
+        self.read_at(name, 0, bytes)?;
         let now = self.file.metadata().map_err(|e| Error::io(name, e))?;
         if now.len() != self.len || now.modified().ok() != self.modified {
             return Err(Error::format(
@@ -113,7 +139,7 @@ impl RegularFile {
                 ),
             ));
         }
-        Ok(bytes)
+        Ok(())
     }
 
     /// The error of a file that ended at or before `at`, short of its

@@ -1,11 +1,15 @@
 //! Symbolization: addresses → functions, files and lines, from an ELF
-//! executable's symbol table and DWARF (through `object` and `addr2line`).
+//! executable's symbol table and DWARF (through `object` and `addr2line`,
+//! over bytes read into memory: `symbolize/dwarf.rs`).
 //!
 //! Separate debug files are found by build id (`/usr/lib/debug/.build-id/..`)
 //! and by `.gnu_debuglink` (next to the binary, in `.debug/`, and under
 //! `/usr/lib/debug`), as gdb does.
 
 mod demangle;
+mod dwarf;
+#[cfg(test)]
+mod dwarf_tests;
 pub(crate) mod gmon_text;
 mod gprof_rules;
 pub(crate) mod images;
@@ -17,6 +21,7 @@ mod lines_tests;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -24,6 +29,7 @@ use smallvec::SmallVec;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
 
 pub use demangle::{demangle_cpp, demangle_cpp_verbose};
+pub(crate) use dwarf::DwarfReader;
 
 use crate::error::{Error, Result};
 use crate::profile::{Line, LocationId, MappingId, Profile, SymbolFlags};
@@ -130,6 +136,18 @@ pub(crate) struct LoadSegment {
 /// the rest is read, and a file that shrinks while read is an error, not a
 /// crash.
 pub(crate) fn read_object(path: &Path) -> Result<Vec<u8>> {
+    open_object(path)?.read_all(path)
+}
+
+/// [`read_object`] into a buffer that can be shared (an executable's bytes,
+/// which the reader of its own DWARF keeps too).
+pub(crate) fn read_object_shared(path: &Path) -> Result<Rc<[u8]>> {
+    open_object(path)?.read_all_shared(path)
+}
+
+/// The file at `path`, opened for [`read_object`] once its first bytes
+/// are an object file's magic.
+fn open_object(path: &Path) -> Result<crate::file::RegularFile> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {
@@ -152,7 +170,7 @@ pub(crate) fn read_object(path: &Path) -> Result<Vec<u8>> {
             ),
         ));
     }
-    file.read_all(path)
+    Ok(file)
 }
 
 /// Which of an executable's symbols are its functions.
@@ -273,8 +291,8 @@ pub(crate) struct Binary {
     /// With [`SymbolRules::Gprof`], what its gmon.out must repeat
     /// (from the separate debug file when the executable is stripped).
     pub(crate) gmon_text: gmon_text::GmonText,
-    /// addr2line's reader of `debug_file`, once opened ([`Binary::dwarf_reader`]):
-    /// `None` inside when it does not open.
+    /// The DWARF reader of `debug_file`, once opened ([`Binary::dwarf_reader`]):
+    /// `None` inside when it does not open (symbols alone name frames then).
     dwarf: std::cell::OnceCell<Option<DwarfReader>>,
     /// Each address has one frame: its function and the line table's file
     /// and line ([`single_frames`]), because the DWARF declares no inlined
@@ -282,9 +300,9 @@ pub(crate) struct Binary {
     single_frames: bool,
     /// Whether inlined frames were asked for ([`Binary::open_with`]).
     inline_frames: bool,
-    /// The executable's bytes: [`Binary::sorted_lines`] reads its DWARF
-    /// there instead of reading the file again.
-    image: Option<Vec<u8>>,
+    /// The executable's bytes: [`Binary::sorted_lines`] and the DWARF
+    /// reader read its DWARF there instead of reading the file again.
+    image: Option<Rc<[u8]>>,
 }
 
 impl std::fmt::Debug for Binary {
@@ -611,12 +629,7 @@ fn load_segments(file: &object::File<'_>) -> Vec<LoadSegment> {
 const CACHED_BINARIES: usize = 8;
 
 /// An opened binary with the path, modification time and size it was opened at.
-type CachedBinary = (
-    PathBuf,
-    Option<std::time::SystemTime>,
-    u64,
-    std::rc::Rc<Binary>,
-);
+type CachedBinary = (PathBuf, Option<std::time::SystemTime>, u64, Rc<Binary>);
 
 thread_local! {
     static OPENED: std::cell::RefCell<Vec<CachedBinary>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -629,13 +642,9 @@ impl Binary {
     /// most of the cost of a small conversion.
     ///
     /// For callers that look addresses up with [`Binary::sorted_lines`]
-    /// (gprof): when addresses have single frames, addr2line's reader is
+    /// (gprof): when addresses have single frames, the DWARF reader is
     /// opened only when an address needs it ([`Binary::open_with`]).
-    pub fn open_cached(
-        path: &Path,
-        rules: SymbolRules,
-        inline_frames: bool,
-    ) -> Result<std::rc::Rc<Binary>> {
+    pub fn open_cached(path: &Path, rules: SymbolRules, inline_frames: bool) -> Result<Rc<Binary>> {
         let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         let (mtime, len) = (meta.modified().ok(), meta.len());
         let hit = OPENED.with(|c| {
@@ -653,7 +662,7 @@ impl Binary {
         if let Some(b) = hit {
             return Ok(b);
         }
-        let binary = std::rc::Rc::new(Binary::open_with(path, true, rules, inline_frames)?);
+        let binary = Rc::new(Binary::open_with(path, true, rules, inline_frames)?);
         OPENED.with(|c| {
             let mut c = c.borrow_mut();
             if c.len() >= CACHED_BINARIES {
@@ -671,10 +680,11 @@ impl Binary {
         Binary::open_with(path, false, SymbolRules::Linker, true)
     }
 
-    /// [`Binary::open`]; with `lazy_single`, addr2line's reader of DWARF
-    /// whose addresses have single frames is left unopened until
-    /// [`Binary::dwarf_reader`] needs it (the file and line of such frames
-    /// come from [`Binary::sorted_lines`], which does not use it). Without
+    /// [`Binary::open`]; with `lazy_single`, the DWARF reader
+    /// ([`DwarfReader`]) of DWARF whose addresses have single frames is
+    /// left unopened until [`Binary::dwarf_reader`] needs it (the file and
+    /// line of such frames come from [`Binary::sorted_lines`], which does
+    /// not use it). Without
     /// `inline_frames`, an address's one frame is the function that holds
     /// it (the symbol's, as gprof credits it), with the line table's file
     /// and line (as `gprof -l` shows them), wherever its code was inlined
@@ -685,21 +695,18 @@ impl Binary {
         rules: SymbolRules,
         inline_frames: bool,
     ) -> Result<Binary> {
-        let data = read_object(path)?;
-        let mut binary = Binary::parse(path, &data, lazy_single, rules, inline_frames)?;
+        let data = read_object_shared(path)?;
+        let mut binary = Binary::parse(path, &data, rules, inline_frames)?;
         binary.image = Some(data);
+        if !(lazy_single && binary.single_frames) {
+            let _ = binary.dwarf.set(binary.open_dwarf());
+        }
         Ok(binary)
     }
 
-    /// [`Binary::open_with`] of the executable's bytes (`image` left for
-    /// the caller to set).
-    fn parse(
-        path: &Path,
-        data: &[u8],
-        lazy_single: bool,
-        rules: SymbolRules,
-        inline_frames: bool,
-    ) -> Result<Binary> {
+    /// [`Binary::open_with`] of the executable's bytes (`image` and the
+    /// DWARF reader left for the caller to set).
+    fn parse(path: &Path, data: &[u8], rules: SymbolRules, inline_frames: bool) -> Result<Binary> {
         let file = object::File::parse(data).map_err(|e| {
             Error::unsupported(path, format!("not an executable profconv can read: {e}"))
         })?;
@@ -716,12 +723,6 @@ impl Binary {
         if symbols.is_empty() && rules == SymbolRules::Gprof {
             // No symbol table (gprof gives up): the dynamic symbols.
             symbols = text_symbols(&file);
-        }
-        // addr2line's reader parses the DWARF and builds its own symbol map:
-        // opened now unless `lazy_single` leaves it for when it is needed.
-        let dwarf = std::cell::OnceCell::new();
-        if !(lazy_single && single_frames) {
-            let _ = dwarf.set(debug_file.as_deref().and_then(DwarfReader::open));
         }
         let gmon_text = match rules {
             SymbolRules::Gprof => gmon_text_of(path, &file, debug_file.as_deref()),
@@ -746,7 +747,8 @@ impl Binary {
                 SymbolRules::Linker => Vec::new(),
             },
             gmon_text,
-            dwarf,
+            // Opened by the caller, which holds the bytes it may share.
+            dwarf: std::cell::OnceCell::new(),
             single_frames,
             inline_frames,
             image: None,
@@ -780,7 +782,7 @@ impl Binary {
     /// [`SymbolView::single_frame_index_with`] takes. `None` when the DWARF has
     /// inlined frames or was not loaded.
     pub fn sorted_lines(&self, addresses: &[u64]) -> Option<lines::SortedLines> {
-        // Where addr2line's reader would not open (unit headers, unit
+        // Where the DWARF reader would not open (unit headers, unit
         // entries or .debug_aranges that do not parse), this pass gives up
         // too: same file, same sections, read with the same gimli (lines.rs).
         let debug_file = self.line_tables_file()?;
@@ -798,9 +800,23 @@ impl Binary {
     /// The reader of the binary's DWARF, when it loads (opened here if
     /// [`Binary::open_with`] left it).
     pub fn dwarf_reader(&self) -> Option<&DwarfReader> {
-        self.dwarf
-            .get_or_init(|| self.debug_file.as_deref().and_then(DwarfReader::open))
-            .as_ref()
+        self.dwarf.get_or_init(|| self.open_dwarf()).as_ref()
+    }
+
+    /// The reader of the DWARF of `debug_file` (from the executable's bytes
+    /// when it is its own debug file); `None` when there is none or it does
+    /// not open: a file that changed while it was read, DWARF that does not
+    /// parse. Frames then come from the symbol table alone, as without
+    /// DWARF.
+    fn open_dwarf(&self) -> Option<DwarfReader> {
+        let debug_file = self.debug_file.as_deref()?;
+        let opened = match &self.image {
+            Some(image) if debug_file == self.path => {
+                DwarfReader::from_bytes(debug_file, image.clone())
+            }
+            _ => DwarfReader::open(debug_file),
+        };
+        opened.ok()
     }
 
     /// The link-time address of the first section called `name` (`.text`).
@@ -882,20 +898,6 @@ impl Binary {
     }
 }
 
-/// addr2line's reader of a binary's DWARF: inlined frames, and the files
-/// and lines of addresses the sorted pass ([`lines`]) leaves to it. Opening
-/// it parses the unit headers (and builds a symbol map of its own); it
-/// parses the line tables of the units it is asked about.
-pub(crate) struct DwarfReader(addr2line::Loader);
-
-impl DwarfReader {
-    /// Opens the DWARF of `path` (the binary or its debug file); `None` when
-    /// it does not open.
-    pub fn open(path: &Path) -> Option<DwarfReader> {
-        addr2line::Loader::new(path).ok().map(DwarfReader)
-    }
-}
-
 /// A binary's symbols, as [`Binary::symbol_view`] lends them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SymbolView<'a> {
@@ -943,7 +945,7 @@ impl<'a> SymbolView<'a> {
             return None;
         }
         let sym = self.symbol_at(svma)?;
-        let location = dwarf.0.find_location(svma).ok()?;
+        let location = dwarf.find_location(svma).ok()?;
         let (file, line) = location.map_or(("", 0), |l| {
             (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
         });
@@ -994,8 +996,8 @@ impl<'a> SymbolView<'a> {
             return frames;
         }
         let symbol = self.symbol_at(svma);
-        if let Some(loader) = dwarf.filter(|_| svma != u64::MAX) {
-            dwarf_frames(&loader.0, svma, &mut frames);
+        if let Some(dwarf) = dwarf.filter(|_| svma != u64::MAX) {
+            dwarf_frames(dwarf, svma, &mut frames);
         }
         // The outermost frame is the symbol's function: name it as the symbol
         // table does, which is what the linker and gprof know it as (DWARF
@@ -1015,19 +1017,15 @@ impl<'a> SymbolView<'a> {
 }
 
 /// The DWARF frames at `svma` (inlined ones first), names demangled.
-fn dwarf_frames<'a>(
-    loader: &'a addr2line::Loader,
-    svma: u64,
-    frames: &mut SmallVec<[RawFrame<'a>; 4]>,
-) {
-    let Ok(mut iter) = loader.find_frames(svma) else {
+fn dwarf_frames<'a>(dwarf: &'a DwarfReader, svma: u64, frames: &mut SmallVec<[RawFrame<'a>; 4]>) {
+    let Some(mut iter) = dwarf.find_frames(svma) else {
         return;
     };
     while let Ok(Some(frame)) = iter.next() {
         let raw = frame
             .function
             .as_ref()
-            .map(|f| f.name.to_string_lossy())
+            .map(|f| dwarf.text(&f.name))
             .unwrap_or_default();
         let name = if is_mangled(&raw) {
             Cow::Owned(demangle(&raw))

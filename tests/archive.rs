@@ -830,7 +830,7 @@ fn the_shared_progress_counts_bytes_as_a_large_input_is_read_and_ends_at_the_tot
             }
             seen
         });
-        let report = profconv::archive::run(&archive, &options, &|_, _| {}, &|_| {});
+        let report = profconv::archive::run(&archive, &options, &|_| {}, &|_| {});
         done.store(true, Ordering::Relaxed);
         (report.unwrap(), watcher.join().unwrap())
     });
@@ -1098,12 +1098,30 @@ fn after_ctrl_c_nothing_follows_the_summary_but_the_line_saying_so() {
     }
 }
 
-/// Peak resident memory (kB) of `profconv convert` over `n` small gmon.out
-/// files (no executable), measured by `/usr/bin/time -v` on the child.
-fn convert_peak_rss_kb(n: usize) -> u64 {
+/// An archive laid out as real ones are: `n` copies of a small gmon.out
+/// (no executable), `crowded` of them in one folder, the others in folders
+/// of 100.
+fn make_wide_archive(root: &Path, n: usize, crowded: usize) {
+    let gmon = std::fs::read(fixture("gprof/callgraph-nopie.gmon")).unwrap();
+    for i in 0..n {
+        let d = match i.checked_sub(crowded) {
+            None => root.join("crowded"),
+            Some(k) => root.join(format!("run{:04}", k / 100)),
+        };
+        if i == 0 || i == crowded || i.checked_sub(crowded).is_some_and(|k| k % 100 == 0) {
+            std::fs::create_dir_all(&d).unwrap();
+        }
+        std::fs::write(d.join(format!("gmon.{i:06}.out")), &gmon).unwrap();
+    }
+}
+
+/// Peak resident memory (kB) of `profconv convert` over
+/// [`make_wide_archive`]`(n, crowded)`, measured by `/usr/bin/time -v` on
+/// the child.
+fn convert_peak_rss_kb(n: usize, crowded: usize) -> u64 {
     let dir = tempdir();
     let (archive, out) = (dir.path().join("archive"), dir.path().join("out"));
-    make_big_archive(&archive, n);
+    make_wide_archive(&archive, n, crowded);
     let rep = dir.path().join("r.json");
     let run = Command::new("/usr/bin/time")
         .arg("-v")
@@ -1141,20 +1159,37 @@ fn convert_peak_rss_kb(n: usize) -> u64 {
         .unwrap_or_else(|| panic!("no peak in {stderr}"))
 }
 
-// Ignored: not yet met. Records no longer stay in memory (the journal), but
-// the plan (one `Unit` of three paths per file) and the walk's transient
-// peak still grow with the number of files: 7.0 MB at 1 000 files and
-// 30 MB at 20 000 measured (release, -j 2).
+/// Memory follows the largest folder, not the number of files: the peak
+/// over 10 000 files (80 folders of 100 and one of 2 000) is within twice
+/// the peak over 1 000 (10 folders of 100), and less than 2 MB above it.
+///
+/// The issue asks this of 100 000 files. In the debug build `cargo test`
+/// makes, a conversion takes about a millisecond of CPU, so 100 000 files
+/// would take minutes on CI's 2 cores; 10 000 is the most that runs in
+/// about 30 s, the archive's making included. 100 000 was measured by hand
+/// (release, -j 2, one folder of 5 000 and folders of 100): 8.0 MB against
+/// 7.2 MB at 1 000.
+///
+/// The second bound is the one that catches a regression at 10 000 files:
+/// the debug binary's code alone makes the smaller peak about 17 MB, so
+/// twice that would let through 2 KB a file, while a plan of every file's
+/// paths costs about 400 bytes a file (+3.8 MB at 10 000, release). Measured:
+/// +0.4 MB (17.0 against 16.5 MB in debug, 7.4 against 7.0 MB in release),
+/// the listing of the crowded folder and allocator slack.
 #[test]
-#[ignore = "the plan still grows with the number of files: 30 MB at 20 000 against 7 MB at 1 000"]
-fn convert_memory_on_20000_files_is_within_twice_that_on_1000() {
+fn convert_memory_on_10000_files_is_within_twice_that_on_1000() {
     if !Path::new("/usr/bin/time").exists() {
         crate::skip_note!("skipping: no /usr/bin/time to measure the peak");
         return;
     }
-    let (small, large) = (convert_peak_rss_kb(1_000), convert_peak_rss_kb(20_000));
+    let small = convert_peak_rss_kb(1_000, 0);
+    let large = convert_peak_rss_kb(10_000, 2_000);
     assert!(
         large <= 2 * small,
-        "peak RSS {large} kB on 20 000 files, {small} kB on 1 000"
+        "peak RSS {large} kB on 10 000 files, {small} kB on 1 000"
+    );
+    assert!(
+        large <= small + 2048,
+        "peak RSS {large} kB on 10 000 files, more than 2 MB above the {small} kB on 1 000"
     );
 }

@@ -161,7 +161,7 @@ fn an_archive_migration_streams_the_database_too() {
         vec![profconv::OutputFormat::Pprof],
     );
     let (report, peak) =
-        peak_heap(|| profconv::archive::run(&archive, &options, &|_, _| {}, &|_| {}).unwrap());
+        peak_heap(|| profconv::archive::run(&archive, &options, &|_| {}, &|_| {}).unwrap());
     let out = dir.path().join("out/host1/db.pb.gz");
     assert!(out.is_file(), "{report:?}");
     check_streamed(peak, &out, &truth);

@@ -220,6 +220,12 @@ fn collect(dir: &Path, into: &mut Vec<PathBuf>) {
 // The kept inputs.
 
 case!(
+    names_ending_in_a_number_stay_names_in_the_flamegraph,
+    "names",
+    "name-ending-in-a-number"
+);
+
+case!(
     gprof_bsd_total_of_tick_nanos_does_not_overflow,
     "gprof_bsd",
     "tick-nanos-sum-overflow"

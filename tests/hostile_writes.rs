@@ -64,6 +64,22 @@ fn an_output_inside_a_dcpi_database_input_is_refused() {
 }
 
 #[test]
+fn an_output_that_is_a_hard_link_to_a_database_member_leaves_the_member_whole() {
+    let dir = tempdir();
+    let db = dir.path().join("db");
+    copy_tree(&manifest_dir().join("examples/dcpi/db"), &db);
+    let member = db.join("202601010000/benchhost/lib000.so.cycles");
+    let before = std::fs::read(&member).unwrap();
+    let link = dir.path().join("out.folded");
+    std::fs::hard_link(&member, &link).unwrap();
+    let run = profconv(&[st(&db), "-o", st(&link), "--to", "folded"]);
+    assert!(run.status.success(), "{}", stderr_of(&run));
+    // The rename put a new file at the link's name; the member is untouched.
+    assert_eq!(std::fs::read(&member).unwrap(), before);
+    assert_ne!(std::fs::read(&link).unwrap(), before);
+}
+
+#[test]
 fn an_output_inside_the_image_dir_is_refused() {
     let dir = tempdir();
     let images = dir.path().join("images");
@@ -227,6 +243,10 @@ fn a_run_that_converts_nothing_removes_the_output_folder_it_made() {
     assert_eq!(run.status.code(), Some(1), "{}", stderr_of(&run));
     assert!(stderr_of(&run).contains("1 failed"), "{}", stderr_of(&run));
     assert!(!a.out.exists(), "the output folder it made is gone");
+    // A shard keeps it: the other shards write there at the same time.
+    let run = a.convert(&["--to", "folded", "--shard", "0/1"]);
+    assert_eq!(run.status.code(), Some(1), "{}", stderr_of(&run));
+    assert!(a.out.is_dir(), "a shard removed the shared output folder");
 }
 
 #[test]

@@ -3,12 +3,14 @@
 //!
 //! Each record is written as one JSON line to an unnamed temporary file
 //! beside the report (removed by the system when the run ends, however it
-//! ends); memory keeps each record's place and rank in the report (16
-//! bytes, in one vector), the counts, the
-//! failed and skipped records (which the summary lists) and the
-//! unsymbolized reasons counted. [`Journal::save`] writes the report in
-//! plan order from the file: the same JSON as [`Report::save`], one record
-//! a line.
+//! ends), in walk order: the units are numbered as the walk hands them on,
+//! and a record that finishes before an earlier one waits in a second such
+//! file until the records before it are in. Memory keeps the places of those
+//! waiting records only (a few dozen bytes each, and few: the pool converts
+//! units in walk order), the counts, the failed and skipped records (which
+//! the summary lists) and the unsymbolized reasons counted.
+//! [`Journal::save`] writes the report from the files: the same JSON as
+//! [`Report::save`], one record a line.
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -24,47 +26,64 @@ pub struct Journal {
 }
 
 struct Inner {
-    /// The records, one JSON line each; `None` when no report is written.
-    file: Option<BufWriter<std::fs::File>>,
-    /// Bytes written to `file`.
-    at: u64,
-    /// Per record: its rank in the report, offset and length.
-    places: Vec<(u32, u32, u64)>,
+    /// The records' files; `None` when no report is written.
+    files: Option<Files>,
+    /// The number of the next record in walk order.
+    next: u64,
+    /// The records finished before an earlier one, by number: their offset
+    /// and length in the waiting file.
+    waiting: BTreeMap<u64, (u64, u32)>,
     /// The counts so far, with the failed and skipped records.
     head: Report,
     /// Unsymbolized outputs by reason.
     unsymbolized: BTreeMap<String, usize>,
     /// The run is stopped (a signal): nothing more is added.
     stopped: bool,
-    /// The first error writing `file`, for [`Journal::save`] to return.
+    /// The first error writing the files, for [`Journal::save`] to return.
     error: Option<std::io::Error>,
+}
+
+/// The records in walk order (the report's `inputs`, from its first `\n`
+/// to its last record), and those waiting for an earlier one.
+struct Files {
+    in_order: BufWriter<std::fs::File>,
+    /// Records in `in_order`.
+    written: u64,
+    waiting: std::fs::File,
+    /// Bytes in `waiting` (emptied when no record waits).
+    waiting_len: u64,
 }
 
 impl Journal {
     /// A journal for a run whose report goes to `report` (its temporary
-    /// file is made in the report's folder); with `None`, the records are
+    /// files are made in the report's folder); with `None`, the records are
     /// counted only.
     pub fn new(report: Option<&Path>) -> Result<Journal> {
-        let file = match report {
+        let files = match report {
             None => None,
             Some(path) => {
                 let dir = match path.parent() {
                     Some(d) if !d.as_os_str().is_empty() => d,
                     _ => Path::new("."),
                 };
-                let file = tempfile::tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
-                Some(BufWriter::new(file))
+                let temp = || tempfile::tempfile_in(dir).map_err(|e| Error::io(dir, e));
+                Some(Files {
+                    in_order: BufWriter::new(temp()?),
+                    written: 0,
+                    waiting: temp()?,
+                    waiting_len: 0,
+                })
             }
         };
-        Ok(Journal::with(file))
+        Ok(Journal::with(files))
     }
 
-    fn with(file: Option<BufWriter<std::fs::File>>) -> Journal {
+    fn with(files: Option<Files>) -> Journal {
         Journal {
             inner: Mutex::new(Inner {
-                file,
-                at: 0,
-                places: Vec::new(),
+                files,
+                next: 0,
+                waiting: BTreeMap::new(),
                 head: Report::of(String::new(), String::new(), 0.0, Vec::new()),
                 unsymbolized: BTreeMap::new(),
                 stopped: false,
@@ -77,18 +96,18 @@ impl Journal {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Adds a finished unit's record, `rank`th in the report (from 0), and
-    /// runs `show` (under the journal's
+    /// Adds a finished unit's record, the unit `number`th in walk order
+    /// (from 0, each number once), and runs `show` (under the journal's
     /// lock, so that nothing is shown once the run is stopped); does
     /// neither when the run is stopped. A record that cannot be written
     /// makes [`Journal::save`] fail.
-    pub(crate) fn add(&self, record: &Record, rank: u32, show: impl FnOnce()) {
+    pub(crate) fn add(&self, record: &Record, number: u64, show: impl FnOnce()) {
         let mut inner = self.lock();
         if inner.stopped {
             return;
         }
         inner.count(record);
-        if let Err(e) = inner.write(record, rank) {
+        if let Err(e) = inner.write(record, number) {
             inner.error.get_or_insert(e);
         }
         show();
@@ -107,9 +126,7 @@ impl Journal {
     pub fn head(&self, run: Report) -> Report {
         let inner = self.lock();
         let mut inputs = inner.head.inputs.clone();
-        inputs.sort_by(|a, b| {
-            (Path::new(&a.path), &a.path_bytes).cmp(&(Path::new(&b.path), &b.path_bytes))
-        });
+        inputs.sort_by(super::walk_order);
         Report {
             inputs,
             converted: inner.head.converted,
@@ -130,21 +147,20 @@ impl Journal {
         super::summary_with(head, &reasons, brief)
     }
 
-    /// Writes the report (`head`, with every record in plan order) to
-    /// `path`, through a temporary file of its own renamed into place.
+    /// Writes the report (`head`, with every record in walk order) to
+    /// `path`, through a temporary file of its own renamed into place. For
+    /// a stopped run, the records that wait for an earlier unfinished one
+    /// follow those in order, in walk order too.
     pub fn save(&self, head: &Report, path: &Path) -> Result<()> {
         let mut inner = self.lock();
         let io = |e: std::io::Error| Error::io(path, e);
         if let Some(e) = inner.error.take() {
             return Err(io(e));
         }
-        let Inner { file, places, .. } = &mut *inner;
-        let Some(file) = file else {
+        let Inner { files, waiting, .. } = &mut *inner;
+        let Some(files) = files else {
             return Err(Error::Usage("the run was started without a report".into()));
         };
-        file.flush().map_err(io)?;
-        let file = file.get_mut();
-        places.sort_unstable();
         let mut out = temporary_beside(path).map_err(io)?;
         let mut header = serde_json::to_value(Report {
             inputs: Vec::new(),
@@ -159,16 +175,16 @@ impl Journal {
         let fields = text.strip_suffix('}').unwrap_or(&text);
         let sep = if fields.len() > 1 { "," } else { "" };
         write!(out, "{fields}{sep}\"inputs\":[").map_err(io)?;
+        files.copy_in_order(&mut out).map_err(io)?;
         let mut line = Vec::new();
-        for (i, (_, len, at)) in places.iter().enumerate() {
-            file.seek(SeekFrom::Start(*at)).map_err(io)?;
-            line.resize(*len as usize, 0);
-            file.read_exact(&mut line).map_err(io)?;
-            out.write_all(if i == 0 { b"\n" } else { b",\n" })
+        let mut first = files.written == 0;
+        for &(at, len) in waiting.values() {
+            files.read_waiting(at, len, &mut line).map_err(io)?;
+            out.write_all(if first { b"\n" } else { b",\n" })
                 .map_err(io)?;
             out.write_all(&line).map_err(io)?;
+            first = false;
         }
-        file.seek(SeekFrom::End(0)).map_err(io)?;
         out.write_all(b"\n]}\n").map_err(io)?;
         let tmp = out.into_inner().map_err(|e| io(e.into_error()))?;
         tmp.persist(path).map_err(|e| io(e.error))?;
@@ -201,23 +217,46 @@ impl std::fmt::Debug for Journal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let inner = self.lock();
         f.debug_struct("Journal")
-            .field("records", &inner.places.len())
+            .field(
+                "records",
+                &(inner.files.as_ref().map_or(0, |f| f.written) + inner.waiting.len() as u64),
+            )
             .field("stopped", &inner.stopped)
             .finish_non_exhaustive()
     }
 }
 
 impl Inner {
-    /// Writes `record` as a line of the file, and notes its place.
-    fn write(&mut self, record: &Record, rank: u32) -> std::io::Result<()> {
-        let Some(file) = self.file.as_mut() else {
+    /// Writes `record`, of the unit `number`th in walk order: after the
+    /// records before it, or to wait for them; then the waiting records
+    /// that now follow in order.
+    fn write(&mut self, record: &Record, number: u64) -> std::io::Result<()> {
+        let Some(files) = self.files.as_mut() else {
             return Ok(());
         };
         let line = serde_json::to_vec(record)?;
-        file.write_all(&line)?;
-        let len = u32::try_from(line.len()).map_err(std::io::Error::other)?;
-        self.places.push((rank, len, self.at));
-        self.at += u64::from(len);
+        if number != self.next {
+            let at = files.wait(&line)?;
+            let len = u32::try_from(line.len()).map_err(std::io::Error::other)?;
+            self.waiting.insert(number, (at, len));
+            return Ok(());
+        }
+        files.append(&line)?;
+        self.next += 1;
+        let mut line = line;
+        while let Some(entry) = self.waiting.first_entry() {
+            if *entry.key() != self.next {
+                break;
+            }
+            let (at, len) = entry.remove();
+            files.read_waiting(at, len, &mut line)?;
+            files.append(&line)?;
+            self.next += 1;
+        }
+        if self.waiting.is_empty() && files.waiting_len > 0 {
+            files.waiting.set_len(0)?;
+            files.waiting_len = 0;
+        }
         Ok(())
     }
 
@@ -241,5 +280,94 @@ impl Inner {
         if matches!(record.status, Status::Failed | Status::Skipped) {
             head.inputs.push(record.clone());
         }
+    }
+}
+
+impl Files {
+    /// Appends a record after those in walk order.
+    fn append(&mut self, line: &[u8]) -> std::io::Result<()> {
+        let sep: &[u8] = if self.written == 0 { b"\n" } else { b",\n" };
+        self.in_order.write_all(sep)?;
+        self.in_order.write_all(line)?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Keeps a record that waits for an earlier one; its offset.
+    fn wait(&mut self, line: &[u8]) -> std::io::Result<u64> {
+        let at = self.waiting_len;
+        self.waiting.seek(SeekFrom::Start(at))?;
+        self.waiting.write_all(line)?;
+        self.waiting_len += line.len() as u64;
+        Ok(at)
+    }
+
+    /// Reads the waiting record at `at`, `len` bytes, into `line`.
+    fn read_waiting(&mut self, at: u64, len: u32, line: &mut Vec<u8>) -> std::io::Result<()> {
+        self.waiting.seek(SeekFrom::Start(at))?;
+        line.resize(len as usize, 0);
+        self.waiting.read_exact(line)
+    }
+
+    /// Copies the records in walk order to `out`, leaving the file ready
+    /// for more.
+    fn copy_in_order(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        self.in_order.flush()?;
+        let file = self.in_order.get_mut();
+        file.seek(SeekFrom::Start(0))?;
+        std::io::copy(file, out)?;
+        file.seek(SeekFrom::End(0))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(path: &str) -> Record {
+        Record {
+            path: path.into(),
+            path_bytes: None,
+            format: None,
+            status: Status::Converted,
+            outputs: Vec::new(),
+            bytes: 0,
+            seconds: 0.0,
+            binary: None,
+            unsymbolized: None,
+            known_failure: false,
+            error: None,
+            warnings: Vec::new(),
+            made_from: None,
+        }
+    }
+
+    /// The paths of the records of the report `journal` saves to `path`.
+    fn saved(journal: &Journal, path: &Path) -> Vec<String> {
+        let head = journal.head(Report::of(String::new(), String::new(), 0.0, Vec::new()));
+        journal.save(&head, path).unwrap();
+        let report = Report::load(path).unwrap();
+        assert_eq!(report.converted, report.inputs.len());
+        report.inputs.into_iter().map(|r| r.path).collect()
+    }
+
+    #[test]
+    fn records_finished_out_of_order_are_saved_in_walk_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        let journal = Journal::new(Some(&path)).unwrap();
+        for n in [2, 0, 4, 3] {
+            journal.add(&record(&format!("r{n}")), n, || {});
+        }
+        // Stopped here, the report has what finished: those after the
+        // missing one too, in order.
+        assert_eq!(saved(&journal, &path), ["r0", "r2", "r3", "r4"]);
+        assert_eq!(journal.lock().waiting.len(), 3);
+        journal.add(&record("r1"), 1, || {});
+        assert!(journal.lock().waiting.is_empty());
+        assert_eq!(journal.lock().files.as_ref().unwrap().waiting_len, 0);
+        journal.add(&record("r5"), 5, || {});
+        assert_eq!(saved(&journal, &path), ["r0", "r1", "r2", "r3", "r4", "r5"]);
     }
 }

@@ -12,7 +12,8 @@
 //! Hashes are 64-bit FxHash (`rustc-hash`) over the bytes: change detection,
 //! not cryptographic. A file is hashed as it is read (already mapped for a
 //! file unit; 64 KiB at a time for the files of a folder unit); executables
-//! are hashed once per run.
+//! are hashed once per run (one found beside gmon.out files, once per
+//! folder).
 
 use std::collections::HashMap;
 use std::hash::Hasher;
@@ -204,7 +205,8 @@ fn list_files(
     Ok(())
 }
 
-/// Executables' fingerprints, each made once per run.
+/// The fingerprints of the executables given for every input (`--binary`,
+/// `--binary-map`), each made once per run.
 #[derive(Default)]
 pub(crate) struct Binaries(Mutex<HashMap<PathBuf, BinaryFingerprint>>);
 
@@ -219,16 +221,21 @@ impl Binaries {
         if let Some(known) = lock().get(path) {
             return known.clone();
         }
-        let bytes = std::fs::read(path).ok();
-        let build_id = bytes.as_deref().and_then(crate::symbolize::build_id_of);
-        let file = bytes.as_deref().and_then(|b| of_file(path, b).ok());
-        let made = BinaryFingerprint {
-            path: path.display().to_string(),
-            build_id,
-            file,
-        };
+        let made = fingerprint_binary(path);
         lock().insert(path.to_path_buf(), made.clone());
         made
+    }
+}
+
+/// The fingerprint of the executable at `path`, read whole.
+pub(crate) fn fingerprint_binary(path: &Path) -> BinaryFingerprint {
+    let bytes = std::fs::read(path).ok();
+    let build_id = bytes.as_deref().and_then(crate::symbolize::build_id_of);
+    let file = bytes.as_deref().and_then(|b| of_file(path, b).ok());
+    BinaryFingerprint {
+        path: path.display().to_string(),
+        build_id,
+        file,
     }
 }
 

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 
 /// Joins the reports of the shards of one run (each with the file it was
 /// read from, for the messages) into the report one run would have made:
-/// records in plan order, counts summed, `seconds` the longest shard's.
+/// records in walk order, counts summed, `seconds` the longest shard's.
 /// Refused: reports of different runs, a shard twice, a record in two
 /// reports and, unless `partial`, a missing shard (with `partial`, the
 /// merged report lists them in [`Report::missing_shards`]).

@@ -654,8 +654,8 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
     let report = profconv::archive::run(
         &args.archive,
         &options,
-        &|unit, record| shown.finished(unit, record),
-        &|units| shown.plan(units),
+        &|record| shown.finished(record),
+        &|plan| shown.plan(plan),
     );
     shown.stop();
     let report = report?;
@@ -822,16 +822,16 @@ impl ArchiveProgress {
         }
     }
 
-    /// The run's plan is known: size the bar.
-    fn plan(&self, units: &[profconv::archive::Unit]) {
+    /// The run's plan is counted: size the bar.
+    fn plan(&self, plan: &profconv::archive::Plan) {
         self.total
-            .store(units.len(), std::sync::atomic::Ordering::Relaxed);
+            .store(plan.units, std::sync::atomic::Ordering::Relaxed);
         if !self.terminal {
             return;
         }
         self.bar
             .set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        self.bar.set_length(units.iter().map(|u| u.bytes).sum());
+        self.bar.set_length(plan.bytes);
         self.bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes} {prefix} files, ETA {eta} {wide_msg}",
@@ -843,14 +843,15 @@ impl ArchiveProgress {
 
     /// One input is done: advance the bar (failures and warnings above
     /// it), or log its line.
-    fn finished(&self, unit: &profconv::archive::Unit, record: &profconv::archive::Record) {
+    fn finished(&self, record: &profconv::archive::Record) {
         use std::sync::atomic::Ordering;
         let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         let of = self.total.load(Ordering::Relaxed);
         if self.terminal {
             self.bar.set_position(self.read.read());
             self.bar.set_prefix(format!("{n}/{of}"));
-            self.bar.set_message(terminal_text(&unit.rel).into_owned());
+            self.bar
+                .set_message(terminal_text(&record.path).into_owned());
             if record.status == profconv::archive::Status::Failed {
                 let error = record.error.as_deref().unwrap_or("");
                 self.bar

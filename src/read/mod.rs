@@ -157,6 +157,11 @@ pub(crate) fn detect_bytes(head: &[u8], len: u64) -> Option<Format> {
         if d != Detection::No && best.is_none_or(|(b, _)| d > b) {
             best = Some((d, r.format));
         }
+        // Nothing beats the first magic number: the heuristics of the
+        // formats after it (text scans of the head) need not run.
+        if d == Detection::Magic {
+            break;
+        }
     }
     best.map(|(_, f)| f)
 }

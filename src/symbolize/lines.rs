@@ -1,5 +1,6 @@
 //! Line lookups in one sorted pass: the file and line of many addresses at
-//! once, as addr2line's `Loader::find_location` gives them one by one.
+//! once, as addr2line's `Context::find_location` gives them one by one
+//! ([`super::DwarfReader::find_location`]).
 //!
 //! Each compile unit's line program is run by gimli ([`gimli::LineRows`],
 //! DWARF 5 §6.2); its rows are grouped into sequences, the sequences sorted
@@ -34,7 +35,8 @@ use std::path::Path;
 use addr2line::gimli;
 use object::{Object, ObjectSection};
 
-/// The DWARF reader addr2line's loader uses.
+/// A reader of sections borrowed from the file's bytes (the same parse as
+/// [`super::dwarf::Reader`]'s, over bytes it does not share).
 type Reader<'d> = gimli::EndianSlice<'d, gimli::RunTimeEndian>;
 
 /// What the sorted pass found for one address.
@@ -109,7 +111,7 @@ pub fn line_tables(path: &Path) -> Option<LineTables> {
 pub fn line_tables_in(bytes: &[u8]) -> Option<LineTables> {
     let object = object::File::parse(bytes).ok()?;
     if !matches!(object, object::File::Elf32(_) | object::File::Elf64(_)) {
-        return None; // Mach-O objects and dSYMs: addr2line reads more files
+        return None; // checked on ELF only (lines_tests.rs): others are asked of addr2line
     }
     let endian = if object.is_little_endian() {
         gimli::RunTimeEndian::Little

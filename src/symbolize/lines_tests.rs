@@ -1,5 +1,5 @@
 //! The sorted line lookup ([`super::lines`]) against addr2line's
-//! `Loader::find_location`, address by address: every byte of the text of
+//! `Context::find_location` ([`DwarfReader::find_location`]), address by address: every byte of the text of
 //! every ELF fixture (tests/fixtures/gprof and gprof-corpus: x86-64, i686,
 //! ARM, PowerPC, MIPS; with DWARF, stripped, separate debug files), of a
 //! generated program of 20 000 functions, and of small programs gcc builds
@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::lines::{sorted_lines, Found, SortedLines};
+use super::DwarfReader;
 use crate::testkit::{
     self,
     gprof_program::{self, Shape},
@@ -20,7 +21,7 @@ use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SectionKind};
 
 /// Every address of the executable sections of `path` (also those a
 /// separate debug file keeps without their bytes), sorted.
-fn text_addresses(path: &Path) -> Vec<u64> {
+pub(super) fn text_addresses(path: &Path) -> Vec<u64> {
     let data = std::fs::read(path).unwrap();
     let file = object::File::parse(&*data).unwrap();
     let executable = |s: &object::Section<'_, '_>| match s.flags() {
@@ -43,15 +44,15 @@ fn text_addresses(path: &Path) -> Vec<u64> {
 fn compare(path: &Path) -> (usize, usize) {
     let addresses = text_addresses(path);
     assert!(!addresses.is_empty(), "{}: no text", path.display());
-    let loader = addr2line::Loader::new(path).unwrap();
+    let dwarf = DwarfReader::open(path).unwrap();
     let sorted = sorted_lines(path, &addresses).expect("the units parse");
-    let answered = compare_with(&loader, &sorted, &addresses, path);
+    let answered = compare_with(&dwarf, &sorted, &addresses, path);
     (answered, addresses.len())
 }
 
 /// Every address the sorted pass answers has addr2line's answer.
 fn compare_with(
-    loader: &addr2line::Loader,
+    dwarf: &DwarfReader,
     sorted: &SortedLines,
     addresses: &[u64],
     path: &Path,
@@ -64,7 +65,7 @@ fn compare_with(
             continue;
         };
         answered += 1;
-        let theirs = loader.find_location(address);
+        let theirs = dwarf.find_location(address);
         let theirs = theirs.as_ref().map(|found| {
             found.as_ref().map_or(("", 0), |l| {
                 (l.file.unwrap_or(""), l.line.unwrap_or(0) as i64)
@@ -108,10 +109,10 @@ fn sorted_lookup_on_damaged_dwarf_answers_like_addr2line_or_asks() {
         let path = dir.path().join(format!("damaged-{round}"));
         std::fs::write(&path, &damaged).unwrap();
         let sorted = sorted_lines(&path, &addresses);
-        match addr2line::Loader::new(&path) {
-            Ok(loader) => {
+        match DwarfReader::open(&path) {
+            Ok(dwarf) => {
                 if let Some(sorted) = sorted {
-                    answered += compare_with(&loader, &sorted, &addresses, &path);
+                    answered += compare_with(&dwarf, &sorted, &addresses, &path);
                 }
             }
             Err(_) => assert!(

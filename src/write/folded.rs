@@ -95,6 +95,7 @@ fn each_line(
             }
             line.push_str(&cleaned[id as usize]);
         }
+        super::names::end_folded_stack(&mut line);
         emit(&line, total)?;
     }
     Ok(())

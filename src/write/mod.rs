@@ -26,7 +26,7 @@ pub use options::{FlamegraphOptions, OutputFormat, WriteOptions};
 pub use output::write_file;
 pub(crate) use output::{write_atomically, write_files, StreamedOutputs};
 pub use target::refuse_input_as_output;
-pub(crate) use temporary::remove_stale;
+pub(crate) use temporary::remove_stale_in;
 pub use temporary::remove_temporaries;
 
 /// Writes `profile` in `format` to `out`.

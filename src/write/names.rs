@@ -36,6 +36,29 @@ pub(crate) fn folded_frame(name: &str) -> Cow<'_, str> {
     }
 }
 
+/// Makes a folded line's stack (frames of [`folded_frame`]) end in a name,
+/// never in what reads as a count: when the leaf ends in a space and a
+/// number (`worker 12`), that space becomes a no-break space (U+00A0).
+/// inferno and flamegraph.pl take a line's last two numbers after ASCII
+/// spaces as a differential profile's counts, so the number would leave
+/// the name and become a count.
+pub(crate) fn end_folded_stack(stack: &mut String) {
+    let leaf = stack.rfind(';').map_or(0, |i| i + 1);
+    if let Some(space) = stack[leaf..].rfind(' ').map(|i| leaf + i) {
+        if reads_as_count(&stack[space + 1..]) {
+            stack.replace_range(space..space + 1, "\u{a0}");
+        }
+    }
+}
+
+/// Whether inferno reads `text` (what follows a line's last space) as a
+/// count: digits, with at most one `.` among them.
+fn reads_as_count(text: &str) -> bool {
+    text.bytes().any(|b| b.is_ascii_digit())
+        && text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && text.bytes().filter(|&b| b == b'.').count() <= 1
+}
+
 /// `name` on a callgrind `fn=`/`fl=`/`ob=` line: line breaks and other
 /// control characters escaped (the format is line-based).
 pub(crate) fn callgrind_name(name: &str) -> Cow<'_, str> {
@@ -104,6 +127,25 @@ mod tests {
         assert!(out.chars().all(xml_char), "{out:?}");
         assert!(out.contains("a:b <&>"));
         assert!(matches!(folded_frame("main"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_folded_stack_never_ends_in_what_inferno_reads_as_a_count() {
+        for (stack, want) in [
+            ("pid 7;worker 12", "pid 7;worker\u{a0}12"),
+            ("f 1.5", "f\u{a0}1.5"),
+            ("a 1 2", "a 1\u{a0}2"),
+            (
+                "pid 7;operator new(unsigned long)",
+                "pid 7;operator new(unsigned long)",
+            ),
+            ("v 1.2.3", "v 1.2.3"),
+            ("pid 7;12", "pid 7;12"),
+        ] {
+            let mut line = stack.to_owned();
+            end_folded_stack(&mut line);
+            assert_eq!(line, want);
+        }
     }
 
     #[test]

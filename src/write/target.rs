@@ -282,6 +282,21 @@ pub(crate) fn check_within(root: &Path, out: &Path) -> Result<()> {
     within(root, out, false)
 }
 
+/// True when `dir` is a folder inside `root` and every component from
+/// `root` down to it is a real folder (not a symbolic link, not a file): a
+/// folder whose files may be listed and removed. False when it is missing.
+pub(crate) fn is_folder_within(root: &Path, dir: &Path) -> bool {
+    let Ok(rel) = dir.strip_prefix(root) else {
+        return false;
+    };
+    let mut at = root.to_path_buf();
+    rel.components().all(|part| {
+        at.push(part);
+        matches!(part, std::path::Component::Normal(_))
+            && std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir())
+    })
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;

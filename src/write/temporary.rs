@@ -7,8 +7,8 @@
 //! output keeps its permissions.
 //!
 //! The `profconv-` marker and the output's own name make a temporary
-//! provably ours and provably that output's: [`remove_stale`] removes only
-//! the marked temporaries of one output, so a user's `.plan.backup.tmp` or
+//! provably ours and provably that output's: [`remove_stale_in`] removes
+//! only the marked temporaries of the outputs it is given, so a user's `.plan.backup.tmp` or
 //! another process's live temporaries of other outputs are never touched.
 //!
 //! Every temporary file alive in the process is listed in one registry, so
@@ -311,30 +311,41 @@ fn temporary_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
     })
 }
 
-/// True when `name` is one of the temporary files of the output `output`
-/// (a file name, not a path): `.NAME.profconv-XXXXXX.tmp`.
-fn is_temporary_of(name: &std::ffi::OsStr, output: &std::ffi::OsStr) -> bool {
-    let Some(name) = name.to_str() else {
-        return false;
-    };
-    name.strip_prefix(&prefix_of(output))
-        .and_then(|rest| rest.strip_suffix(".tmp"))
-        .is_some_and(|random| {
-            random.len() == TEMP_RANDOM_LEN && random.chars().all(|c| c.is_ascii_alphanumeric())
-        })
+/// The start of `name`'s name (`.NAME.profconv-`) when it is a marked
+/// temporary file's, `.NAME.profconv-XXXXXX.tmp`.
+fn marked_prefix(name: &std::ffi::OsStr) -> Option<&str> {
+    let stem = name.to_str()?.strip_suffix(".tmp")?;
+    let cut = stem.len().checked_sub(TEMP_RANDOM_LEN)?;
+    let (prefix, random) = (stem.get(..cut)?, stem.get(cut..)?);
+    let marked = prefix.starts_with('.') && prefix.ends_with(MARKER);
+    (marked && random.chars().all(|c| c.is_ascii_alphanumeric())).then_some(prefix)
 }
 
-/// Removes the temporary files a stopped run left for the output `path`
-/// (its own marked names only: [`is_temporary_of`]); how many it removed.
-/// Meant for a run about to write `path` itself, which is then the only
-/// writer of `path`.
-pub fn remove_stale(path: &Path) -> usize {
-    let (Some(output), Ok(entries)) = (path.file_name(), std::fs::read_dir(folder_of(path))) else {
+/// Removes the temporary files a stopped run left in `folder` for the
+/// outputs named (file names) by `outputs`, which is asked only when the
+/// folder holds a marked temporary (its own marked names only: a user's
+/// `.plan.backup.tmp` and the temporaries of other outputs stay); how many
+/// it removed. The folder is read once, whatever its size. Meant for a run
+/// about to write those outputs itself, which is then their only writer.
+pub fn remove_stale_in<I>(folder: &Path, outputs: impl FnOnce() -> I) -> usize
+where
+    I: IntoIterator<Item = std::ffi::OsString>,
+{
+    let Ok(entries) = std::fs::read_dir(folder) else {
         return 0;
     };
-    entries
+    let marked: Vec<std::fs::DirEntry> = entries
         .flatten()
-        .filter(|e| is_temporary_of(&e.file_name(), output))
+        .filter(|e| marked_prefix(&e.file_name()).is_some())
+        .collect();
+    if marked.is_empty() {
+        return 0;
+    }
+    let ours: std::collections::HashSet<String> =
+        outputs().into_iter().map(|o| prefix_of(&o)).collect();
+    marked
+        .iter()
+        .filter(|e| marked_prefix(&e.file_name()).is_some_and(|p| ours.contains(p)))
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter(|e| std::fs::remove_file(e.path()).is_ok())
         .count()
@@ -398,9 +409,10 @@ mod tests {
         let long = std::ffi::OsString::from("o".repeat(255));
         let temp = format!("{}abcdef.tmp", prefix_of(&long));
         assert!(temp.len() <= NAME_MAX, "{temp}");
-        assert!(is_temporary_of(temp.as_ref(), &long));
+        let prefix = marked_prefix(temp.as_ref());
+        assert_eq!(prefix, Some(prefix_of(&long).as_str()));
         let other = std::ffi::OsString::from(format!("{}p", "o".repeat(254)));
-        assert!(!is_temporary_of(temp.as_ref(), &other));
+        assert_ne!(prefix, Some(prefix_of(&other).as_str()));
     }
 
     /// A set whose second rename fails (a non-empty folder took the second
@@ -458,8 +470,8 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
     }
 
-    /// Only the marked temporaries of the one output are stale: a user's
-    /// `.plan.backup.tmp` and the temporaries of other outputs stay.
+    /// Only the marked temporaries of the outputs named are stale: a
+    /// user's `.plan.backup.tmp` and the temporaries of other outputs stay.
     #[test]
     fn only_an_outputs_own_marked_temporaries_are_removed() {
         let dir = tempfile::tempdir().unwrap();
@@ -473,7 +485,8 @@ mod tests {
         for name in keep.iter().chain([&".gmon.out.pb.gz.profconv-a1B2c3.tmp"]) {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
-        assert_eq!(remove_stale(&out), 1);
+        let ours = || [out.file_name().unwrap().to_owned()];
+        assert_eq!(remove_stale_in(dir.path(), ours), 1);
         let mut left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())

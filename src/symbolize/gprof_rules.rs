@@ -312,9 +312,11 @@ fn finalize<'d>(
     text_end: Option<u64>,
     leading: Option<char>,
 ) -> Vec<FunctionSymbol> {
-    // By address, then each address's aliases by kind, in table order
-    // among equals (a stable sort).
-    all.sort_by_key(|c| (c.address, !c.is_func, c.is_static));
+    // By address, then each address's few aliases by kind, both stable.
+    all.sort_by_key(|c| c.address);
+    for aliases in all.chunk_by_mut(|a, b| a.address == b.address) {
+        aliases.sort_by_key(|c| (!c.is_func, c.is_static));
+    }
     // One per address, in place: a later alias replaces the kept one
     // when preferred.
     all.dedup_by(|c, kept| {

@@ -118,37 +118,18 @@ pub(crate) fn convert_inputs(
     within: Option<&Path>,
 ) -> Result<Vec<String>> {
     let progress = options.read.progress.as_deref();
-    if outputs.iter().all(|o| write::streams_format(o.format)) {
-        let targets: Vec<(&Path, OutputFormat)> = outputs
-            .iter()
-            .map(|o| (o.path.as_path(), o.format))
-            .collect();
-        let sample_type = options.write.sample_type.as_deref();
-        let mut streamed = write::StreamedOutputs::create(&targets, sample_type, within)?;
-        read::read_parts(inputs, &options.read, &mut streamed)?;
-        if let Some(p) = progress {
-            p.start_writing();
-        }
-        let warnings = streamed.finish()?;
-        if let Some(p) = progress {
-            p.set_warnings(&warnings);
-        }
-        return Ok(warnings);
-    }
-    let mut profile = read::read_inputs(inputs, &options.read)?;
-    write::prefer_sample_type(&mut profile, options.write.sample_type.as_deref())?;
-    profile.warn_unrepresentable_totals();
-    let warnings: Vec<String> = profile.warnings().map(str::to_owned).collect();
-    if let Some(p) = progress {
-        p.set_warnings(&warnings);
-        p.start_writing();
-    }
     let targets: Vec<(&Path, OutputFormat)> = outputs
         .iter()
         .map(|o| (o.path.as_path(), o.format))
         .collect();
-    write::write_files(&profile, &targets, &options.write, within)?;
-    Ok(warnings)
+    let mut streamed = write::StreamedOutputs::create(&targets, &options.write, within)?;
+    read::read_parts(inputs, &options.read, &mut streamed)?;
+    streamed.finish(|warnings| {
+        if let Some(p) = progress {
+            p.set_warnings(warnings);
+            p.start_writing();
+        }
+    })
 }
 
 /// The title outputs show by default: the inputs' file names.

@@ -917,9 +917,19 @@ fn s_key<'a>(p: &'a pb::Profile, l: &pb::Label) -> &'a str {
 fn folded_output_groups_by_process_and_thread_on_request() {
     let dir = tempdir();
     let capture = capture_dir(dir.path());
+    // By default an unsymbolized address is its image's one frame.
     let plain = folded(&convert(&[&capture], &dir.path().join("plain.folded"), &[]));
     assert_eq!(
         plain,
+        BTreeMap::from([("[app];[app]".to_owned(), 12), ("[other]".to_owned(), 1)])
+    );
+    let addresses = folded(&convert(
+        &[&capture],
+        &dir.path().join("addresses.folded"),
+        &["--granularity", "addresses"],
+    ));
+    assert_eq!(
+        addresses,
         BTreeMap::from([
             ("app+0x200;app+0x10".to_owned(), 12),
             ("other+0x10".to_owned(), 1)
@@ -928,7 +938,7 @@ fn folded_output_groups_by_process_and_thread_on_request() {
     let by_pid = folded(&convert(
         &[&capture],
         &dir.path().join("pid.folded"),
-        &["--group-by", "pid"],
+        &["--group-by", "pid", "--granularity", "addresses"],
     ));
     assert_eq!(
         by_pid,
@@ -940,7 +950,7 @@ fn folded_output_groups_by_process_and_thread_on_request() {
     let by_thread = folded(&convert(
         &[&capture],
         &dir.path().join("tid.folded"),
-        &["--group-by", "pid,tid"],
+        &["--group-by", "pid,tid", "--granularity", "addresses"],
     ));
     assert_eq!(
         by_thread,
@@ -953,7 +963,14 @@ fn folded_output_groups_by_process_and_thread_on_request() {
     let events = folded(&convert(
         &[&capture],
         &dir.path().join("ev.folded"),
-        &["--group-by", "cpu", "--sample-type", "CPU_CYCLES"],
+        &[
+            "--group-by",
+            "cpu",
+            "--sample-type",
+            "CPU_CYCLES",
+            "--granularity",
+            "addresses",
+        ],
     ));
     assert_eq!(
         events,
@@ -972,7 +989,7 @@ fn speedscope_output_groups_by_process_and_thread_on_request() {
     let doc = speedscope(&convert(
         &[&capture],
         &dir.path().join("out.speedscope.json"),
-        &["--group-by", "pid,tid"],
+        &["--group-by", "pid,tid", "--granularity", "addresses"],
     ));
     let samples = speedscope_stacks(&doc, "samples");
     assert_eq!(
@@ -998,7 +1015,7 @@ fn board_converts_to_folded_speedscope_and_svg() {
     let f = folded(&convert(
         &[&input],
         &dir.path().join("out.folded"),
-        &["--group-by", "pid"],
+        &["--group-by", "pid", "--granularity", "addresses"],
     ));
     let expected = BTreeMap::from([
         ("app-100;app+0x200;libc.so.6+0x104;app+0x10".to_owned(), 3),
@@ -1011,10 +1028,28 @@ fn board_converts_to_folded_speedscope_and_svg() {
         ("pid 0;vmlinux+0x0".to_owned(), 4),
     ]);
     assert_eq!(f, expected);
+    // By default, functions: the board's images are not at hand, so each
+    // address is its image's frame.
+    let f = folded(&convert(
+        &[&input],
+        &dir.path().join("functions.folded"),
+        &["--group-by", "pid"],
+    ));
+    let expected = BTreeMap::from([
+        ("app-100;[app];[libc.so.6];[app]".to_owned(), 3),
+        ("app-100;[libc.so.6]".to_owned(), 1),
+        ("app-100;[ext4.ko];[vmlinux]".to_owned(), 1),
+        ("app-100;[app]".to_owned(), 2),
+        ("other-200;[other];[other]".to_owned(), 2),
+        ("other-200;[libc.so.6]".to_owned(), 1),
+        ("other-200;[other]".to_owned(), 1),
+        ("pid 0;[vmlinux]".to_owned(), 4),
+    ]);
+    assert_eq!(f, expected);
     let doc = speedscope(&convert(
         &[&input],
         &dir.path().join("out.speedscope.json"),
-        &[],
+        &["--granularity", "addresses"],
     ));
     let flat = speedscope_flat(&doc, "samples");
     assert_eq!(flat.get("app+0x10"), Some(&5.0));
@@ -1023,7 +1058,7 @@ fn board_converts_to_folded_speedscope_and_svg() {
     let svg = convert(
         &[&input],
         &dir.path().join("out.svg"),
-        &["--group-by", "pid"],
+        &["--group-by", "pid", "--granularity", "addresses"],
     );
     check_svg(&svg, &["app-100", "other-200", "libc.so.6+0x104"]);
 }

@@ -178,13 +178,19 @@ fn mpatrol_dcpi_and_aps_outputs_load_in_callgrind_annotate() {
         let name = input.file_name().unwrap().to_str().unwrap();
         let cg = dir.path().join(format!("{name}.callgrind"));
         let pb = dir.path().join(format!("{name}.pb.gz"));
+        // Every address a function of its own, as pprof keeps them.
         profconv_ok(&[
             input.to_str().unwrap(),
             "-o",
             cg.to_str().unwrap(),
             "-o",
             pb.to_str().unwrap(),
+            "--granularity",
+            "addresses",
         ]);
+        // By default (lines), the same total.
+        let lines = dir.path().join(format!("{name}.lines.callgrind"));
+        profconv_ok(&[input.to_str().unwrap(), "-o", lines.to_str().unwrap()]);
         let p = decode_pprof(&pb);
         let default = s(&p, p.default_sample_type).to_owned();
         let event: String = default
@@ -196,6 +202,8 @@ fn mpatrol_dcpi_and_aps_outputs_load_in_callgrind_annotate() {
         };
         let flat = pprof_flat(&p, &default);
         assert_eq!(total, flat.values().sum::<i64>(), "{name}: total {event}");
+        let (lines_total, _) = annotate(lines.to_str().unwrap(), &event, false).unwrap();
+        assert_eq!(lines_total, total, "{name}: total {event} by lines");
         // Unsymbolized frames are `image+0xOFFSET` in callgrind and bare
         // addresses in pprof_flat: compare the costs per function.
         let sorted = |m: &BTreeMap<String, i64>| {

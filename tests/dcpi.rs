@@ -676,22 +676,27 @@ fn database_folded_output_groups_addresses_under_their_image() {
     let root = dir.path().join("dcpidb");
     make_db(&root);
     let out = dir.path().join("out.folded");
-    profconv_ok(&[root.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let root = root.to_str().unwrap();
+    let addresses = ["--granularity", "addresses"];
+    profconv_ok(&[&[root, "-o", out.to_str().unwrap()], &addresses[..]].concat());
     let folded = parse_folded(&std::fs::read_to_string(&out).unwrap());
-    assert_eq!(
-        folded,
-        folded_keys(&db_expected("cycles", BOTH, true)),
-        "default: cycles events"
-    );
-    profconv_ok(&[
-        root.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--sample-type",
-        "imiss_samples",
-    ]);
+    let cycles = folded_keys(&db_expected("cycles", BOTH, true));
+    assert_eq!(folded, cycles, "default: cycles events");
+    let imiss = ["--sample-type", "imiss_samples"];
+    profconv_ok(&[&[root, "-o", out.to_str().unwrap()], &addresses[..], &imiss[..]].concat());
     let folded = parse_folded(&std::fs::read_to_string(&out).unwrap());
     assert_eq!(folded, folded_keys(&db_expected("imiss", BOTH, false)));
+
+    // By default (functions), the images are not at hand: each image's
+    // addresses are its one frame, `[image]`, with their sum.
+    profconv_ok(&[root, "-o", out.to_str().unwrap()]);
+    let folded = parse_folded(&std::fs::read_to_string(&out).unwrap());
+    let mut by_image: BTreeMap<String, i64> = BTreeMap::new();
+    for (stack, count) in &cycles {
+        let image = stack.split(';').next().unwrap();
+        *by_image.entry(format!("{image};[{image}]")).or_default() += count;
+    }
+    assert_eq!(folded, by_image);
 }
 
 #[test]
@@ -700,7 +705,8 @@ fn database_speedscope_has_a_profile_per_sample_type() {
     let root = dir.path().join("dcpidb");
     make_db(&root);
     let out = dir.path().join("out.speedscope.json");
-    profconv_ok(&[root.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let (root, out_path) = (root.to_str().unwrap(), out.to_str().unwrap());
+    profconv_ok(&[root, "-o", out_path, "--granularity", "addresses"]);
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     validate_speedscope(&doc);

@@ -264,6 +264,13 @@ pub struct WriteArgs {
     /// `pid`, `tid`, any label key, or `none`.
     #[arg(long, value_delimiter = ',')]
     pub group_by: Option<Vec<String>>,
+    /// How finely frames are told apart (pprof's word). Each output's
+    /// default is what its viewer is for: pprof keeps every address (pprof
+    /// folds at view time); callgrind, source lines; folded, SVG and
+    /// speedscope, functions. Above `addresses`, an unsymbolized address
+    /// folds to its image's one frame, `[image]`.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub granularity: Option<profconv::profile::Granularity>,
     /// SVG: the title (default: the inputs and the sample type).
     #[arg(long, help_heading = "Flamegraph (SVG)")]
     pub title: Option<String>,
@@ -308,6 +315,7 @@ impl WriteArgs {
             sample_type: self.sample_type.clone(),
             group_by: self.group_by.as_deref().map(parse_group_by),
             title,
+            granularity: self.granularity,
             flamegraph: profconv::write::FlamegraphOptions {
                 title: self.title.clone(),
                 subtitle: self.subtitle.clone(),

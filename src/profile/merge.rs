@@ -1,10 +1,44 @@
 //! Merging profiles, one table at a time (google/pprof's `merge.go`):
 //! sample types by name and unit, then the header, mappings, functions,
-//! locations and samples, each translating the ids of the tables before it.
+//! locations and samples, each translating the ids of the tables before it;
+//! and merging with the locations folded to a [`Granularity`] on the way.
 
-use super::{Function, FunctionId, Label, LabelValue, Line, Location, LocationId, MappingId};
-use super::{Profile, StrId};
+use rustc_hash::FxHashMap as HashMap;
+
+use super::{basename, Function, FunctionId, Label, LabelValue, Line, Lines, Location};
+use super::{LocationId, MappingId, Profile, StrId};
 use crate::error::{Error, Result};
+
+/// How finely frames are told apart, in pprof's words (its
+/// `-granularity`): locations that differ only below it are one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum Granularity {
+    /// Every location as read: an instruction address, with its inlined
+    /// frames and their lines.
+    #[default]
+    Addresses,
+    /// Source lines: the addresses of one line of one function (in one
+    /// image) are one location.
+    Lines,
+    /// Functions: every address of a function is one location (inlined
+    /// frames stay frames of their own).
+    Functions,
+    /// Source files: a frame per file, named by its path.
+    Files,
+}
+
+impl Granularity {
+    /// The word the command line takes (`--granularity`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Granularity::Addresses => "addresses",
+            Granularity::Lines => "lines",
+            Granularity::Functions => "functions",
+            Granularity::Files => "files",
+        }
+    }
+}
 
 impl Profile {
     /// Adds every sample of `other` into `self` (e.g. several gmon.out files of
@@ -12,7 +46,19 @@ impl Profile {
     /// unit; types only `other` has are added. A type with the same name and a
     /// different unit is an error.
     pub fn merge(&mut self, other: &Profile) -> Result<()> {
+        self.merge_folded(other, Granularity::Addresses)
+    }
+
+    /// [`Profile::merge`], each location of `other` folded to `granularity`
+    /// first: above [`Granularity::Addresses`], a symbolized location loses
+    /// its address (and, coarser, its lines or functions), and an
+    /// unsymbolized one in a named image becomes that image's one frame,
+    /// `[name]` (an address of no known image stays as it is). Equal folded
+    /// locations and samples are one, so the result is as large as the
+    /// distinct folded stacks, however many addresses `other` has.
+    pub(crate) fn merge_folded(&mut self, other: &Profile, granularity: Granularity) -> Result<()> {
         let mut merger = Merger::new(self, other);
+        merger.granularity = granularity;
         merger.map_sample_types()?;
         merger.map_header();
         merger.map_mappings();
@@ -63,6 +109,11 @@ struct Merger<'a> {
     mappings: Vec<MappingId>,
     functions: Vec<FunctionId>,
     locations: Vec<LocationId>,
+    granularity: Granularity,
+    /// The frame of an image's unsymbolized addresses, by mapping in `dst`.
+    images: HashMap<MappingId, Option<FunctionId>>,
+    /// The frame of a source file, by its name in `dst`.
+    files: HashMap<StrId, FunctionId>,
 }
 
 impl<'a> Merger<'a> {
@@ -74,6 +125,9 @@ impl<'a> Merger<'a> {
             mappings: Vec::new(),
             functions: Vec::new(),
             locations: Vec::new(),
+            granularity: Granularity::Addresses,
+            images: HashMap::default(),
+            files: HashMap::default(),
         }
     }
 
@@ -178,22 +232,89 @@ impl<'a> Merger<'a> {
 
     fn map_locations(&mut self) {
         for l in &self.src.locations {
-            let l = Location {
-                mapping: l.mapping.map(|m| self.mappings[m.index()]),
-                address: l.address,
-                is_return_address: l.is_return_address,
-                lines: l
-                    .lines
-                    .iter()
-                    .map(|line| Line {
-                        function: self.functions[line.function.index()],
-                        line: line.line,
-                    })
-                    .collect(),
-            };
+            let l = self.fold(l);
             let id = self.dst.add_location(l);
             self.locations.push(id);
         }
+    }
+
+    /// A location of `src` in `dst`'s ids, folded to the granularity.
+    fn fold(&mut self, l: &Location) -> Location {
+        let mapping = l.mapping.map(|m| self.mappings[m.index()]);
+        let as_read = |lines| Location {
+            mapping,
+            address: l.address,
+            is_return_address: l.is_return_address,
+            lines,
+        };
+        let folded = |lines| Location {
+            mapping,
+            address: 0,
+            is_return_address: false,
+            lines,
+        };
+        let line = |functions: &[FunctionId], line: &Line| Line {
+            function: functions[line.function.index()],
+            line: line.line,
+        };
+        if self.granularity == Granularity::Addresses {
+            return as_read(l.lines.iter().map(|l| line(&self.functions, l)).collect());
+        }
+        if l.lines.is_empty() {
+            return match self.image_frame(mapping) {
+                Some(function) => folded(Lines::from_elem(Line { function, line: 0 }, 1)),
+                None => as_read(Lines::new()),
+            };
+        }
+        let mut lines = Lines::with_capacity(l.lines.len());
+        for read in &l.lines {
+            let mut line = line(&self.functions, read);
+            match self.granularity {
+                Granularity::Addresses | Granularity::Lines => {}
+                Granularity::Functions => line.line = 0,
+                Granularity::Files => {
+                    line = Line {
+                        function: self.file_frame(line.function),
+                        line: 0,
+                    }
+                }
+            }
+            // A file's inlined frames in a row are one frame of that file.
+            if lines.last() != Some(&line) || self.granularity != Granularity::Files {
+                lines.push(line);
+            }
+        }
+        folded(lines)
+    }
+
+    /// The one frame, `[name]`, of the unsymbolized addresses of the image
+    /// of `mapping` (of `dst`); `None` for an image with no name.
+    fn image_frame(&mut self, mapping: Option<MappingId>) -> Option<FunctionId> {
+        let mapping = mapping?;
+        if let Some(&known) = self.images.get(&mapping) {
+            return known;
+        }
+        let file = self.dst.str(self.dst.mappings[mapping.index()].filename);
+        let name = (!file.is_empty()).then(|| format!("[{}]", basename(file)));
+        let frame = name.map(|name| self.dst.add_function(&name, &name, "", 0));
+        self.images.insert(mapping, frame);
+        frame
+    }
+
+    /// The frame of the source file of `function` (of `dst`), named by the
+    /// file's path; the function itself when its file is unknown.
+    fn file_frame(&mut self, function: FunctionId) -> FunctionId {
+        let file = self.dst.functions[function.index()].filename;
+        if self.dst.str(file).is_empty() {
+            return function;
+        }
+        if let Some(&known) = self.files.get(&file) {
+            return known;
+        }
+        let path = self.dst.str(file).to_owned();
+        let frame = self.dst.add_function(&path, &path, &path, 0);
+        self.files.insert(file, frame);
+        frame
     }
 
     fn map_label(&mut self, l: &Label) -> Label {

@@ -10,7 +10,7 @@
 //!
 //! The row types are in `tables.rs`: ids, strings, mappings, functions,
 //! locations and samples; `parts.rs` hands a large profile over in parts;
-//! `merge.rs` merges profiles; `apportion.rs` splits a total in proportion
+//! `merge.rs` merges profiles (folding locations to a granularity on the way); `apportion.rs` splits a total in proportion
 //! to weights; `totals.rs` says when values add up past what an `i64`
 //! holds. This module imports nothing of the crate but `error.rs`.
 
@@ -27,6 +27,7 @@ use hashbrown::HashTable;
 use rustc_hash::{FxHashMap as HashMap, FxHasher};
 
 pub(crate) use apportion::{apportion, Apportioner};
+pub use merge::Granularity;
 pub(crate) use merge::TableMap;
 pub(crate) use parts::{AddressPart, CollectParts, PartSink};
 pub(crate) use tables::SymbolFlags;

@@ -1,9 +1,9 @@
 //! A profile handed over in parts ([`PartSink`]), for readers whose
 //! profiles can outgrow memory (a DCPI database): the parts, their lean
 //! column form ([`AddressPart`]), and the sink that merges them back into
-//! one profile ([`CollectParts`]).
+//! one profile ([`CollectParts`]), folded to a granularity if asked.
 
-use super::{Label, MappingId, Profile};
+use super::{Granularity, Label, MappingId, Profile};
 use crate::error::Result;
 
 /// profile piece by piece so that it never has to be whole in memory.
@@ -99,14 +99,26 @@ impl AddressPart {
     }
 }
 
-/// The [`PartSink`] that merges the parts into one profile: the
-/// collect-everything reading every writer but the streaming one uses.
+/// The [`PartSink`] that merges the parts into one profile: whole (the
+/// collect-everything reading of [`crate::read::read`]), or folded to a
+/// [`Granularity`] as they come ([`Profile::merge_folded`]), which keeps
+/// only the distinct folded stacks: the profile of a writer that needs it
+/// whole, as large as what it shows rather than as the input.
 #[derive(Debug, Default)]
 pub(crate) struct CollectParts {
     profile: Option<Profile>,
+    granularity: Granularity,
 }
 
 impl CollectParts {
+    /// Parts merged with their locations folded to `granularity`.
+    pub fn folded(granularity: Granularity) -> Self {
+        CollectParts {
+            profile: None,
+            granularity,
+        }
+    }
+
     /// The merged profile (an empty one if no part came).
     pub fn into_profile(self) -> Profile {
         self.profile.unwrap_or_default()
@@ -115,10 +127,39 @@ impl CollectParts {
 
 impl PartSink for CollectParts {
     fn part(&mut self, part: Profile) -> Result<()> {
-        match &mut self.profile {
-            None => self.profile = Some(part),
-            Some(whole) => whole.merge(&part)?,
+        match (&mut self.profile, self.granularity) {
+            (None, Granularity::Addresses) => self.profile = Some(part),
+            (None, granularity) => {
+                let mut folded = Profile::default();
+                folded.merge_folded(&part, granularity)?;
+                self.profile = Some(folded);
+            }
+            (Some(whole), granularity) => whole.merge_folded(&part, granularity)?,
         }
         Ok(())
+    }
+
+    /// Above [`Granularity::Addresses`], the rows of a part in a named image
+    /// fold to that image's one frame: one sample of their summed values,
+    /// with no profile of a row each made on the way.
+    fn address_part(&mut self, part: &AddressPart) -> Result<()> {
+        let named = part.tables.mappings().get(part.mapping.index());
+        let named = named.is_some_and(|m| !part.tables.str(m.filename).is_empty());
+        let (Some(&first), true) = (part.addresses.first(), named) else {
+            return self.part(part.to_profile());
+        };
+        if self.granularity == Granularity::Addresses {
+            return self.part(part.to_profile());
+        }
+        let mut sums = vec![0i64; part.width()];
+        for (_, values) in part.rows() {
+            for (sum, &v) in sums.iter_mut().zip(values) {
+                *sum = sum.saturating_add(v);
+            }
+        }
+        let mut folded = part.tables.clone();
+        let location = folded.address_location(Some(part.mapping), first, false);
+        folded.add_sample(&[location], &sums, &part.labels);
+        self.part(folded)
     }
 }

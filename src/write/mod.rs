@@ -18,19 +18,38 @@ mod temporary;
 use std::io::Write;
 
 use crate::error::Result;
-use crate::profile::Profile;
+use crate::profile::{Granularity, Profile};
 
 pub use names::terminal_text;
 pub(crate) use options::{chosen_sample_type, effective_group_by, prefer_sample_type};
+pub use options::granularity_of;
 pub use options::{FlamegraphOptions, OutputFormat, WriteOptions};
 pub use output::write_file;
-pub(crate) use output::{write_atomically, write_files, StreamedOutputs};
+pub(crate) use output::{write_atomically, StreamedOutputs};
 pub use target::refuse_input_as_output;
 pub(crate) use temporary::remove_stale_in;
 pub use temporary::remove_temporaries;
 
-/// Writes `profile` in `format` to `out`.
+/// Writes `profile` in `format` to `out`, its locations folded to the
+/// granularity the options or the format ask for ([`granularity_of`]).
 pub fn write(
+    profile: &Profile,
+    format: OutputFormat,
+    options: &WriteOptions,
+    out: &mut dyn Write,
+) -> Result<()> {
+    match granularity_of(format, options) {
+        Granularity::Addresses => write_folded(profile, format, options, out),
+        granularity => {
+            let mut folded = Profile::default();
+            folded.merge_folded(profile, granularity)?;
+            write_folded(&folded, format, options, out)
+        }
+    }
+}
+
+/// [`write`] of a profile folded to the granularity already.
+pub(crate) fn write_folded(
     profile: &Profile,
     format: OutputFormat,
     options: &WriteOptions,
@@ -48,10 +67,12 @@ pub fn write(
 }
 
 /// Can `format` be written while the profile is still being read, part by
-/// part ([`pprof::Stream`])? Only pprof can; the other writers need the
-/// whole profile (sorted stacks, totals).
-pub(crate) fn streams_format(format: OutputFormat) -> bool {
+/// part ([`pprof::Stream`])? Only pprof at every address can; the other
+/// writers need the profile whole (sorted stacks, totals), folded to their
+/// granularity as it is read ([`StreamedOutputs`]).
+pub(crate) fn streams_format(format: OutputFormat, options: &WriteOptions) -> bool {
     matches!(format, OutputFormat::Pprof | OutputFormat::PprofRaw)
+        && granularity_of(format, options) == Granularity::Addresses
 }
 
 #[cfg(test)]

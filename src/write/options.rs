@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::callgrind;
 use crate::error::{Error, Result};
-use crate::profile::{GroupBy, Profile};
+use crate::profile::{Granularity, GroupBy, Profile};
 
 /// The output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,6 +55,22 @@ impl OutputFormat {
         Some(format)
     }
 
+    /// How finely the format's viewer tells frames apart unless asked
+    /// ([`WriteOptions::granularity`]): pprof keeps every address (its
+    /// viewer folds them at view time with its own `-granularity`);
+    /// callgrind keeps source lines (KCachegrind's and callgrind_annotate's
+    /// source views); folded stacks, flamegraphs and speedscope show
+    /// functions, where a frame per instruction would help nobody.
+    pub fn default_granularity(self) -> Granularity {
+        match self {
+            OutputFormat::Pprof | OutputFormat::PprofRaw => Granularity::Addresses,
+            OutputFormat::Callgrind => Granularity::Lines,
+            OutputFormat::Folded | OutputFormat::Svg | OutputFormat::Speedscope => {
+                Granularity::Functions
+            }
+        }
+    }
+
     /// The conventional extension of the format (used when converting archives).
     pub fn extension(self) -> &'static str {
         match self {
@@ -80,6 +96,9 @@ pub struct WriteOptions {
     pub group_by: Option<Vec<GroupBy>>,
     /// The name of the input, for titles.
     pub title: String,
+    /// How finely frames are told apart in every output; `None`: each
+    /// format's own default ([`OutputFormat::default_granularity`]).
+    pub granularity: Option<Granularity>,
     /// How SVG flamegraphs are drawn (inferno's options).
     pub flamegraph: FlamegraphOptions,
 }
@@ -149,6 +168,13 @@ pub(crate) fn prefer_sample_type(profile: &mut Profile, name: Option<&str>) -> R
     };
     profile.default_sample_type = Some(chosen_sample_type(profile, &options)?);
     Ok(())
+}
+
+/// The granularity `format` is written at under `options`.
+pub fn granularity_of(format: OutputFormat, options: &WriteOptions) -> Granularity {
+    options
+        .granularity
+        .unwrap_or_else(|| format.default_granularity())
 }
 
 /// The group frames to use: the options' choice, else the reader's.

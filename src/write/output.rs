@@ -6,9 +6,14 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{pprof, streams_format, target, temporary, write, OutputFormat, WriteOptions};
+use super::{granularity_of, pprof, streams_format, target, temporary};
+use super::{prefer_sample_type, write, write_folded, OutputFormat, WriteOptions};
 use crate::error::{Error, Result};
-use crate::profile::{AddressPart, PartSink, Profile, ValueTotals};
+use crate::profile::{AddressPart, CollectParts, Granularity, PartSink, Profile, ValueTotals};
+
+/// A writer of one format ([`write`], or [`write_folded`] for a profile
+/// folded already).
+type Writer = fn(&Profile, OutputFormat, &WriteOptions, &mut dyn Write) -> Result<()>;
 
 /// Writes `profile` to `path` (`-` = standard output). A regular file (or a
 /// symbolic link's target) is written through a temporary file in the same
@@ -37,6 +42,20 @@ pub(crate) fn write_files(
     within: Option<&Path>,
 ) -> Result<()> {
     let mut pending = Vec::new();
+    write_each(profile, outputs, options, within, write, &mut pending)?;
+    temporary::commit_all(pending)
+}
+
+/// [`write_files`] up to the renames: the regular files' temporaries are
+/// added to `pending`, for the caller to rename with the others of its set.
+fn write_each(
+    profile: &Profile,
+    outputs: &[(&Path, OutputFormat)],
+    options: &WriteOptions,
+    within: Option<&Path>,
+    write: Writer,
+    pending: &mut Vec<temporary::Temporary>,
+) -> Result<()> {
     for &(path, format) in outputs {
         let named = |e: Error| e.naming_output(path);
         match resolve(path, within)? {
@@ -63,7 +82,7 @@ pub(crate) fn write_files(
             }
         }
     }
-    temporary::commit_all(pending)
+    Ok(())
 }
 
 /// Where `path` is to be written: [`target::resolve`], or, for an output
@@ -160,61 +179,105 @@ impl Write for OutputFile {
     }
 }
 
-/// pprof outputs written while the profile is read in parts: a
-/// [`PartSink`] for [`crate::read::read_parts`]. Each output gets every
-/// part; [`StreamedOutputs::finish`] completes and renames them.
+/// Every output of a conversion, fed the profile part by part as it is
+/// read: a [`PartSink`] for [`crate::read::read_parts`]. pprof outputs at
+/// every address are written as the parts come ([`pprof::Stream`]); the
+/// others are kept as one profile per granularity they ask for, folded as
+/// the parts come ([`CollectParts::folded`]: as large as the distinct
+/// folded stacks, not as the input), and written by
+/// [`StreamedOutputs::finish`], which then renames every output into place
+/// together.
 pub struct StreamedOutputs {
     streams: Vec<pprof::Stream<OutputFile>>,
     /// Each stream's output, to name in its errors.
     paths: Vec<std::path::PathBuf>,
+    /// The outputs written whole at the end, by granularity.
+    collected: Vec<Collected>,
+    options: WriteOptions,
+    within: Option<std::path::PathBuf>,
     warnings: Vec<String>,
     /// The totals of every part's values, to say those past an `i64`.
     totals: ValueTotals,
 }
 
+/// The outputs of one granularity written whole once every part is in.
+struct Collected {
+    parts: CollectParts,
+    outputs: Vec<(std::path::PathBuf, OutputFormat)>,
+}
+
 impl StreamedOutputs {
-    /// Opens the outputs, each of a format that [`streams_format`] allows,
-    /// inside the folder `within` if given (as [`write_files`]).
+    /// Opens the outputs that stream ([`streams_format`]), inside the folder
+    /// `within` if given (as [`write_files`]); the others are opened when
+    /// they are written.
     pub fn create(
         outputs: &[(&Path, OutputFormat)],
-        sample_type: Option<&str>,
+        options: &WriteOptions,
         within: Option<&Path>,
     ) -> Result<StreamedOutputs> {
-        let mut streams = Vec::with_capacity(outputs.len());
-        let mut paths = Vec::with_capacity(outputs.len());
+        let mut streams = Vec::new();
+        let mut paths = Vec::new();
+        let mut collected: Vec<(Granularity, Collected)> = Vec::new();
         for &(path, format) in outputs {
-            if !streams_format(format) {
-                return Err(Error::Usage(format!(
-                    "{}: {format:?} output cannot be written part by part",
-                    path.display()
-                )));
+            if !streams_format(format, options) {
+                let granularity = granularity_of(format, options);
+                let at = match collected.iter().position(|(g, _)| *g == granularity) {
+                    Some(at) => at,
+                    None => {
+                        let parts = CollectParts::folded(granularity);
+                        let outputs = Vec::new();
+                        collected.push((granularity, Collected { parts, outputs }));
+                        collected.len() - 1
+                    }
+                };
+                collected[at].1.outputs.push((path.to_path_buf(), format));
+                continue;
             }
             let gzip = format == OutputFormat::Pprof;
             let mut stream = pprof::Stream::new(OutputFile::create(path, within)?, gzip);
-            stream.prefer_sample_type(sample_type.map(str::to_owned));
+            stream.prefer_sample_type(options.sample_type.clone());
             streams.push(stream);
             paths.push(path.to_path_buf());
         }
         Ok(StreamedOutputs {
             streams,
             paths,
+            collected: collected.into_iter().map(|(_, c)| c).collect(),
+            options: options.clone(),
+            within: within.map(Path::to_path_buf),
             warnings: Vec::new(),
             totals: ValueTotals::default(),
         })
     }
 
     /// Writes the rest of every output, then renames them into place
-    /// together (all or none, as [`write_files`]); the parts' diagnostics
-    /// ([`Profile::warn`]), for the caller to show.
-    pub fn finish(mut self) -> Result<Vec<String>> {
+    /// together (all or none, as [`write_files`]). `before_writing` is told
+    /// the parts' diagnostics ([`Profile::warn`]) before any output kept
+    /// whole is written; they are returned too, for the caller to show.
+    pub fn finish(mut self, before_writing: impl FnOnce(&[String])) -> Result<Vec<String>> {
         let totals = self.totals.warnings();
+        let mut profiles = Vec::with_capacity(self.collected.len());
+        for c in std::mem::take(&mut self.collected) {
+            let mut profile = c.parts.into_profile();
+            prefer_sample_type(&mut profile, self.options.sample_type.as_deref())?;
+            profiles.push((profile, c.outputs));
+        }
         for text in totals {
             if !self.warnings.contains(&text) {
                 self.streams.iter_mut().for_each(|s| s.warn(&text));
+                profiles.iter_mut().for_each(|(p, _)| p.warn(&text));
                 self.warnings.push(text);
             }
         }
+        before_writing(&self.warnings);
         let mut pending = Vec::new();
+        for (profile, outputs) in &profiles {
+            let outputs: Vec<(&Path, OutputFormat)> =
+                outputs.iter().map(|(p, f)| (p.as_path(), *f)).collect();
+            let within = self.within.as_deref();
+            write_each(profile, &outputs, &self.options, within, write_folded, &mut pending)?;
+        }
+        drop(profiles);
         for (stream, path) in self.streams.into_iter().zip(&self.paths) {
             let file = stream.finish().map_err(|e| e.naming_output(path))?;
             pending.extend(file.flush_or_pending()?);
@@ -236,19 +299,28 @@ impl PartSink for StreamedOutputs {
                 .address_part(part)
                 .map_err(|e| e.naming_output(path))?;
         }
+        for c in &mut self.collected {
+            c.parts.address_part(part)?;
+        }
         Ok(())
     }
 
     fn part(&mut self, part: Profile) -> Result<()> {
         self.warnings.extend(part.warnings().map(str::to_owned));
         self.totals.add_profile(&part);
-        let last = self.streams.len().saturating_sub(1);
+        // Every output but the last gets a copy; the last, the part itself.
+        let mut part = Some(part);
+        let last = self.streams.len() + self.collected.len();
+        let mut take = |i: usize| match i + 1 == last {
+            true => part.take().unwrap_or_default(),
+            false => part.clone().unwrap_or_default(),
+        };
         for (i, (stream, path)) in self.streams.iter_mut().zip(&self.paths).enumerate() {
-            let named = |e: Error| e.naming_output(path);
-            if i == last {
-                return stream.part(part).map_err(named);
-            }
-            stream.part(part.clone()).map_err(named)?;
+            stream.part(take(i)).map_err(|e| e.naming_output(path))?;
+        }
+        let first = self.streams.len();
+        for (i, c) in self.collected.iter_mut().enumerate() {
+            c.parts.part(take(first + i))?;
         }
         Ok(())
     }

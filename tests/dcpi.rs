@@ -683,7 +683,14 @@ fn database_folded_output_groups_addresses_under_their_image() {
     let cycles = folded_keys(&db_expected("cycles", BOTH, true));
     assert_eq!(folded, cycles, "default: cycles events");
     let imiss = ["--sample-type", "imiss_samples"];
-    profconv_ok(&[&[root, "-o", out.to_str().unwrap()], &addresses[..], &imiss[..]].concat());
+    profconv_ok(
+        &[
+            &[root, "-o", out.to_str().unwrap()],
+            &addresses[..],
+            &imiss[..],
+        ]
+        .concat(),
+    );
     let folded = parse_folded(&std::fs::read_to_string(&out).unwrap());
     assert_eq!(folded, folded_keys(&db_expected("imiss", BOTH, false)));
 

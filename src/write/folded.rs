@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use crate::error::{Error, Result};
-use crate::profile::Profile;
+use crate::profile::{Granularity, Profile};
 use crate::write::frames::Frames;
 use crate::write::{chosen_sample_type, effective_group_by, WriteOptions};
 
@@ -51,7 +51,15 @@ fn each_line(
     mut emit: impl FnMut(&str, i64) -> Result<()>,
 ) -> Result<()> {
     let index = chosen_sample_type(profile, options)?;
-    let table = Frames::new(profile, effective_group_by(profile, options), false);
+    // A frame per source line only when asked (`--granularity lines`),
+    // named `function file:line` as pprof names a line.
+    let by_line = options.granularity == Some(Granularity::Lines);
+    let table = Frames::new(
+        profile,
+        effective_group_by(profile, options),
+        by_line,
+        by_line,
+    );
     let value = |i: usize| profile.samples()[i].values.get(index).copied().unwrap_or(0);
     let stack = |i: usize| table.stack(profile, i);
     let mut order: Vec<usize> = (0..profile.samples().len())
@@ -68,7 +76,15 @@ fn each_line(
     stacks.retain(|&(_, v)| v > 0);
 
     // Cleaning can make two stacks equal: sort by the line and merge again.
-    let cleaned: Vec<String> = table.frames.iter().map(|f| clean_frame(&f.name)).collect();
+    let cleaned: Vec<String> = table
+        .frames
+        .iter()
+        .map(|f| match (f.line, f.file) {
+            (0, _) => clean_frame(&f.name),
+            (line, Some(file)) => clean_frame(&format!("{} {file}:{line}", f.name)),
+            (line, None) => clean_frame(&format!("{}:{line}", f.name)),
+        })
+        .collect();
     let joined = |i: usize| {
         stack(i)
             .enumerate()

@@ -24,17 +24,27 @@ pub struct Frames<'p> {
 }
 
 impl<'p> Frames<'p> {
-    /// Frames are one when their names are (and, `by_file`, their files).
-    pub fn new(profile: &'p Profile, group_by: &[GroupBy], by_file: bool) -> Frames<'p> {
+    /// Frames are one when their names are (and, `by_file`, their files;
+    /// `by_line`, their lines: a frame per source line).
+    pub fn new(
+        profile: &'p Profile,
+        group_by: &[GroupBy],
+        by_file: bool,
+        by_line: bool,
+    ) -> Frames<'p> {
         let mut table = Frames {
             frames: Vec::new(),
             location: vec![None; profile.locations().len()],
             group: Vec::with_capacity(profile.samples().len()),
             ids: Vec::new(),
         };
-        let mut index: HashMap<(Cow<'p, str>, Option<&'p str>), u32> = HashMap::new();
-        let mut intern = |frames: &mut Vec<Frame<'p>>, f: Frame<'p>| -> u32 {
-            let key = (f.name.clone(), if by_file { f.file } else { None });
+        type Key<'p> = (Cow<'p, str>, Option<&'p str>, i64);
+        let mut index: HashMap<Key<'p>, u32> = HashMap::new();
+        let mut intern = |frames: &mut Vec<Frame<'p>>, mut f: Frame<'p>| -> u32 {
+            if !by_line {
+                f.line = 0;
+            }
+            let key = (f.name.clone(), if by_file { f.file } else { None }, f.line);
             *index.entry(key).or_insert_with(|| {
                 frames.push(f);
                 (frames.len() - 1) as u32
@@ -66,9 +76,12 @@ impl<'p> Frames<'p> {
                 // A function is one frame: its name is hashed once, not
                 // once per location (a C++ name can be a megabyte long).
                 for line in lines.iter().rev() {
-                    let slot = &mut of_function[line.function.index()];
-                    let id = *slot
-                        .get_or_insert_with(|| intern(&mut table.frames, profile.line_frame(line)));
+                    let id = match by_line {
+                        true => intern(&mut table.frames, profile.line_frame(line)),
+                        false => *of_function[line.function.index()].get_or_insert_with(|| {
+                            intern(&mut table.frames, profile.line_frame(line))
+                        }),
+                    };
                     table.ids.push(id);
                 }
                 table.location[loc.index()] = Some(start..table.ids.len());

@@ -21,8 +21,8 @@ use crate::error::Result;
 use crate::profile::{Granularity, Profile};
 
 pub use names::terminal_text;
-pub(crate) use options::{chosen_sample_type, effective_group_by, prefer_sample_type};
 pub use options::granularity_of;
+pub(crate) use options::{chosen_sample_type, effective_group_by, prefer_sample_type};
 pub use options::{FlamegraphOptions, OutputFormat, WriteOptions};
 pub use output::write_file;
 pub(crate) use output::{write_atomically, StreamedOutputs};

@@ -275,7 +275,14 @@ impl StreamedOutputs {
             let outputs: Vec<(&Path, OutputFormat)> =
                 outputs.iter().map(|(p, f)| (p.as_path(), *f)).collect();
             let within = self.within.as_deref();
-            write_each(profile, &outputs, &self.options, within, write_folded, &mut pending)?;
+            write_each(
+                profile,
+                &outputs,
+                &self.options,
+                within,
+                write_folded,
+                &mut pending,
+            )?;
         }
         drop(profiles);
         for (stream, path) in self.streams.into_iter().zip(&self.paths) {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use crate::error::{Error, Result};
-use crate::profile::Profile;
+use crate::profile::{Granularity, Profile};
 use crate::write::frames::Frames;
 use crate::write::{effective_group_by, WriteOptions};
 
@@ -42,8 +42,10 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
     let json = |e: serde_json::Error| io(e.into());
     let group_by = effective_group_by(profile, options);
     // Frames are shared by function (name and file), not by line, so that a
-    // function sampled at many addresses is one box.
-    let table = Frames::new(profile, group_by, true);
+    // function sampled at many addresses is one box; by line only when
+    // asked (`--granularity lines`).
+    let by_line = options.granularity == Some(Granularity::Lines);
+    let table = Frames::new(profile, group_by, true, by_line);
     // Flame-chart order: stacks sorted root first, so that every stack
     // prefix is one contiguous run of samples and speedscope's time-ordered
     // view draws each call once instead of interleaving unrelated stacks.
@@ -85,6 +87,9 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
             write!(out, "\"file\":").map_err(io)?;
             serde_json::to_writer(&mut *out, file).map_err(json)?;
             write!(out, ",").map_err(io)?;
+        }
+        if frame.line > 0 {
+            write!(out, "\"line\":{},", frame.line).map_err(io)?;
         }
         write!(out, "\"name\":").map_err(io)?;
         serde_json::to_writer(&mut *out, &frame.name).map_err(json)?;

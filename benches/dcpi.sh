@@ -17,6 +17,9 @@
 #        floors: CPU time at most 1/2 of gzip -1's (reading, converting and compressing
 #        in less than half the time gzip's fastest level takes to compress the result), and
 #        peak RSS <= the database's size; -j 2's wall time is printed beside
+#      profconv DB -o out.folded (and .svg, .speedscope.json, .callgrind, all four at once)
+#        against profconv DB --to pprof -o /dev/null: floors 1/3 of the .pb.gz's CPU time
+#        (SVG 1/5, the four together 1/6), peak RSS <= the database's size
 #      profconv info DB
 #        goal: <= 0.4 s, peak RSS <= 64 MiB (RSS in MiB throughout)
 #    profconv runs under `prlimit --as=CAP_MB MiB` (default 8192): a run that would need
@@ -97,6 +100,25 @@ bench() { # DB LABEL
     echo "   message: $(stat -c %s "$message") bytes"
     rm -f "$message"
     [ -f "$WORK/out.pb.gz" ] && echo "   output: $(stat -c %s "$WORK/out.pb.gz") bytes" && rm -f "$WORK/out.pb.gz"
+    # Every other output, at its default granularity, against the .pb.gz of the same
+    # database (written to /dev/null, as the outputs here are fresh files): floors 1/3 of
+    # the .pb.gz's CPU time for each (1/5 for SVG, 1/6 for all four in one run), peak RSS
+    # at most the database's size.
+    local cap="prlimit --as=$((CAP_MB * 1048576))" pb="$PROFCONV $db --to pprof -o /dev/null"
+    local fmt goal outs
+    for fmt in folded svg speedscope.json callgrind all; do
+        case $fmt in
+            svg) goal=0.2 outs="-o $WORK/out.svg" ;;
+            all) goal=0.166666666667
+                 outs="-o $WORK/out.folded -o $WORK/out.svg -o $WORK/out.speedscope.json -o $WORK/out.callgrind" ;;
+            *) goal=0.333333333333 outs="-o $WORK/out.$fmt" ;;
+        esac
+        "${MEASURE[@]}" --case "DCPI $label → .${fmt/all/folded + .svg + .speedscope.json + .callgrind}" \
+            --bytes "$bytes" --goal-cpu-ratio "$goal" --goal-rss-mb "$((bytes / 1048576))" \
+            --profconv "$cap $PROFCONV $db $outs" --reference ".pb.gz" "$cap $pb"
+        ls -l $WORK/out.* 2>/dev/null | awk '{print "   output: " $NF ", " $5 " bytes"}'
+        rm -f "$WORK"/out.*
+    done
     "${MEASURE[@]}" --case "DCPI $label: profconv info" --bytes "$bytes" \
         --goal-seconds 0.4 --goal-rss-mb 64 \
         --profconv "prlimit --as=$((CAP_MB * 1048576)) $PROFCONV info $db"

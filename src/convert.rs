@@ -1,8 +1,9 @@
-//! The front door: [`convert`] reads inputs once and writes every output,
-//! deciding how. When every output is pprof, the outputs are written part
-//! by part as the inputs are read, so that a profile larger than memory (a
-//! DCPI database) never has to be whole; otherwise the whole profile is
-//! read, then each output written in turn. The command line and archive
+//! The front door: [`convert`] reads inputs once and writes every output.
+//! The inputs are read in parts into one sink for every output
+//! ([`write::StreamedOutputs`]): pprof outputs are written part by part as
+//! the inputs are read, the others from the profile folded to their
+//! granularity as it comes, so that a profile larger than memory (a DCPI
+//! database) never has to be whole. The command line and archive
 //! migrations both come through here.
 
 use std::path::{Path, PathBuf};
@@ -60,17 +61,18 @@ impl Output {
 /// converted or written, an output that is a file the conversion reads is
 /// refused ([`crate::write::refuse_input_as_output`]): an input, a file
 /// inside an input folder, standard input's file, `binary`, APS `pid_info`,
-/// a file under DCPI `image_dir` or APS `image_root`. When every output is
-/// pprof, the outputs are written as the inputs are read; otherwise the
-/// whole profile is read first, then the outputs are written in order.
+/// a file under DCPI `image_dir` or APS `image_root`. pprof outputs are
+/// written as the inputs are read; the others once they are read, from the
+/// profile folded to each output's granularity ([`WriteOptions::granularity`]).
 /// Either way the outputs that are files appear whole or not at all, and
 /// together: each is written to a temporary file beside it, and they are
 /// renamed into place only once every one is complete, so a failure (a full
 /// disk) or [`crate::write::remove_temporaries`] (a signal) leaves none of
-/// them (standard output and devices are written in place, as they come). `options.read.progress`, when set, sees the
-/// bytes read, the start of writing and the warnings (in the second case
-/// before anything is written, so that they are known even when writing
-/// fails).
+/// them (standard output and devices are written in place, as they come).
+/// `options.read.progress`, when set, sees the bytes read, the start of
+/// writing and the warnings (the input's before the outputs kept whole are
+/// written, so that they are known even when writing fails; then those of
+/// outputs their viewers cannot open, [`crate::write::WriteOptions`]).
 pub fn convert<P: AsRef<Path>>(
     inputs: &[P],
     outputs: &[Output],
@@ -124,12 +126,16 @@ pub(crate) fn convert_inputs(
         .collect();
     let mut streamed = write::StreamedOutputs::create(&targets, &options.write, within)?;
     read::read_parts(inputs, &options.read, &mut streamed)?;
-    streamed.finish(|warnings| {
+    let warnings = streamed.finish(|warnings| {
         if let Some(p) = progress {
             p.set_warnings(warnings);
             p.start_writing();
         }
-    })
+    })?;
+    if let Some(p) = progress {
+        p.set_warnings(&warnings);
+    }
+    Ok(warnings)
 }
 
 /// The title outputs show by default: the inputs' file names.

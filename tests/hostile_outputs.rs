@@ -380,7 +380,9 @@ fn a_full_disk_leaves_no_output_and_no_temporary() {
         return;
     }
     let outputs = [small.join("a.folded"), small.join("b.speedscope.json")];
-    let out = profconv(&[st(&input), "-o", st(&outputs[0]), "-o", st(&outputs[1])]);
+    // Every address a frame of its own: outputs larger than the disk.
+    let (a, b) = (st(&outputs[0]), st(&outputs[1]));
+    let out = profconv(&[st(&input), "-o", a, "-o", b, "--granularity", "addresses"]);
     let listing: Vec<_> = std::fs::read_dir(&small)
         .unwrap()
         .flatten()

@@ -1,12 +1,14 @@
 //! Writers, one module per output format, and the dispatch to them. What
 //! they share is beside them: the options and the rules that read them
 //! (`options.rs`), frames and group frames (`frames.rs`), where an output
-//! goes (`target.rs`, `output.rs`, `temporary.rs`).
+//! goes (`target.rs`, `output.rs`, `temporary.rs`), and what each viewer
+//! opens (`limits.rs`).
 
 pub(crate) mod callgrind;
 pub(crate) mod flamegraph;
 pub(crate) mod folded;
 pub(crate) mod frames;
+mod limits;
 mod names;
 mod options;
 mod output;

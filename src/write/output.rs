@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{granularity_of, pprof, streams_format, target, temporary};
+use super::{granularity_of, limits, pprof, streams_format, target, temporary};
 use super::{prefer_sample_type, write, write_folded, OutputFormat, WriteOptions};
 use crate::error::{Error, Result};
 use crate::profile::{AddressPart, CollectParts, Granularity, PartSink, Profile, ValueTotals};
@@ -43,11 +43,13 @@ pub(crate) fn write_files(
 ) -> Result<()> {
     let mut pending = Vec::new();
     write_each(profile, outputs, options, within, write, &mut pending)?;
-    temporary::commit_all(pending)
+    temporary::commit_all(pending)?;
+    Ok(())
 }
 
 /// [`write_files`] up to the renames: the regular files' temporaries are
 /// added to `pending`, for the caller to rename with the others of its set.
+/// Returns what the outputs' viewers cannot open ([`limits::warning`]).
 fn write_each(
     profile: &Profile,
     outputs: &[(&Path, OutputFormat)],
@@ -55,14 +57,21 @@ fn write_each(
     within: Option<&Path>,
     write: Writer,
     pending: &mut Vec<temporary::Temporary>,
-) -> Result<()> {
+) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
     for &(path, format) in outputs {
         let named = |e: Error| e.naming_output(path);
+        let mut counted = |out: &mut dyn Write| {
+            let mut out = limits::Counted::new(out);
+            write(profile, format, options, &mut out).map_err(named)?;
+            warnings.extend(limits::warning(format, out.bytes, path));
+            Ok::<_, Error>(())
+        };
         match resolve(path, within)? {
             target::Target::Stdout => {
                 let stdout = std::io::stdout();
                 let mut lock = stdout.lock();
-                write(profile, format, options, &mut lock).map_err(named)?;
+                counted(&mut lock)?;
                 lock.flush().map_err(|e| Error::output_io(path, e))?;
             }
             target::Target::Special(node) => {
@@ -71,18 +80,18 @@ fn write_each(
                     .open(&node)
                     .map_err(|e| Error::io(path, e))?;
                 let mut out = std::io::BufWriter::new(file);
-                write(profile, format, options, &mut out).map_err(named)?;
+                counted(&mut out)?;
                 out.flush().map_err(|e| Error::io(path, e))?;
             }
             target::Target::Regular(file) => {
                 let mut tmp =
                     temporary::Temporary::create(&file, within).map_err(|e| e.with_file(path))?;
-                write(profile, format, options, &mut tmp).map_err(named)?;
+                counted(&mut tmp)?;
                 pending.push(tmp);
             }
         }
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// Where `path` is to be written: [`target::resolve`], or, for an output
@@ -253,7 +262,8 @@ impl StreamedOutputs {
     /// Writes the rest of every output, then renames them into place
     /// together (all or none, as [`write_files`]). `before_writing` is told
     /// the parts' diagnostics ([`Profile::warn`]) before any output kept
-    /// whole is written; they are returned too, for the caller to show.
+    /// whole is written; they are returned, for the caller to show, with
+    /// what the outputs' viewers cannot open ([`limits::warning`]).
     pub fn finish(mut self, before_writing: impl FnOnce(&[String])) -> Result<Vec<String>> {
         let totals = self.totals.warnings();
         let mut profiles = Vec::with_capacity(self.collected.len());

@@ -105,15 +105,16 @@ bench() { # DB LABEL
     # the .pb.gz's CPU time for each (1/5 for SVG, 1/6 for all four in one run), peak RSS
     # at most the database's size.
     local cap="prlimit --as=$((CAP_MB * 1048576))" pb="$PROFCONV $db --to pprof -o /dev/null"
-    local fmt goal outs
+    local fmt goal outs what
     for fmt in folded svg speedscope.json callgrind all; do
+        what=.$fmt
         case $fmt in
             svg) goal=0.2 outs="-o $WORK/out.svg" ;;
-            all) goal=0.166666666667
+            all) goal=0.166666666667 what=".folded + .svg + .speedscope.json + .callgrind"
                  outs="-o $WORK/out.folded -o $WORK/out.svg -o $WORK/out.speedscope.json -o $WORK/out.callgrind" ;;
             *) goal=0.333333333333 outs="-o $WORK/out.$fmt" ;;
         esac
-        "${MEASURE[@]}" --case "DCPI $label → .${fmt/all/folded + .svg + .speedscope.json + .callgrind}" \
+        "${MEASURE[@]}" --case "DCPI $label → $what" \
             --bytes "$bytes" --goal-cpu-ratio "$goal" --goal-rss-mb "$((bytes / 1048576))" \
             --profconv "$cap $PROFCONV $db $outs" --reference ".pb.gz" "$cap $pb"
         ls -l $WORK/out.* 2>/dev/null | awk '{print "   output: " $NF ", " $5 " bytes"}'

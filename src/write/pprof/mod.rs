@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::profile::{LabelValue, Profile, Sample};
 
 pub mod pb;
+mod rows;
 mod stream;
 #[cfg(test)]
 mod stream_tests;

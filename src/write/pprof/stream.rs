@@ -26,7 +26,7 @@ use std::io::Write;
 
 use prost::Message;
 
-use super::{encode, pb, pb_label, to_proto, Scratch};
+use super::{encode, pb, pb_label, rows, to_proto, Scratch};
 use crate::error::{Error, Result};
 use crate::profile::{AddressPart, LabelValue, PartSink, Profile, TableMap};
 
@@ -321,18 +321,14 @@ impl Streaming {
             .get(part.mapping.index())
             .map_or(0, |m| m.index() as u64 + 1);
         for (i, &address) in part.addresses.iter().enumerate() {
-            let location = crate::profile::Location {
-                mapping: None,
-                address,
-                is_return_address: false,
-                lines: Default::default(),
-            };
-            let id = base + i as u64 + 1;
-            self.scratch
-                .location(&mut self.pending, id, &location, |_| 0, mapping);
+            rows::location(&mut self.pending, base + i as u64 + 1, mapping, address);
         }
         self.locations += part.addresses.len() as u64;
         self.global_labels(&part.tables, &part.labels);
+        let mut labels = Vec::new();
+        for l in &self.labels {
+            prost::encoding::message::encode(3, l, &mut labels);
+        }
         let width = self.global.sample_types().len();
         for (i, (_, values)) in part.rows().enumerate() {
             if values.iter().all(|v| *v == 0) {
@@ -344,9 +340,7 @@ impl Streaming {
                 self.values[map.types[t]] = *v;
             }
             let id = base + i as u64 + 1;
-            let labels = self.labels.iter().copied();
-            self.scratch
-                .sample(&mut self.pending, std::iter::once(id), &self.values, labels);
+            rows::sample(&mut self.pending, id, &self.values, &labels);
         }
         Ok(())
     }

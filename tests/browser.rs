@@ -214,6 +214,62 @@ fn option_cases(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The speedscope output, at its default granularity, of the database of
+/// `benches/dcpi.sh` (200 images of 500 000 instructions, 10 % of them
+/// sampled: 383 MiB, ten million addresses, made by `benches/dcpi_gen.py`),
+/// and what speedscope must show of it: the largest speedscope file
+/// profconv writes for that database unless asked for every address.
+fn dcpi_database_speedscope(dir: &Path) -> Value {
+    let db = dir.join("dcpi-database");
+    let made = Command::new("python3")
+        .arg(manifest_dir().join("benches/dcpi_gen.py"))
+        .args([db.to_str().unwrap(), "--images", "200", "--insns", "500000"])
+        .args(["--sampled", "0.10"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let out = dir.join("dcpi-database.speedscope.json");
+    profconv_ok(&[db.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    std::fs::remove_dir_all(&db).unwrap();
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let profiles: Vec<&str> = doc["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    let index = doc["activeProfileIndex"].as_u64().unwrap() as usize;
+    // The heaviest image: at the top of speedscope's table, sorted by self
+    // time.
+    let shown = &doc["profiles"][index];
+    let weights = shown["weights"].as_array().unwrap();
+    let heaviest = (0..weights.len())
+        .max_by(|&a, &b| {
+            weights[a]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&weights[b].as_f64().unwrap())
+        })
+        .unwrap();
+    let leaf = shown["samples"][heaviest]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap();
+    let frame = doc["shared"]["frames"][leaf.as_u64().unwrap() as usize]["name"].clone();
+    assert!(frame.as_str().unwrap().starts_with("[lib"), "{frame}");
+    json!({
+        "file": "dcpi-database.speedscope.json",
+        "profiles": profiles,
+        "active": profiles[index],
+        "frame": frame,
+    })
+}
+
 #[test]
 fn outputs_of_every_format_open_in_speedscope_chromium_and_pprofs_web_ui() {
     if let Some(reason) = missing_tool() {
@@ -242,6 +298,7 @@ fn outputs_of_every_format_open_in_speedscope_chromium_and_pprofs_web_ui() {
             "search": case.search,
         }));
     }
+    speedscope.push(dcpi_database_speedscope(dir.path()));
     let shots = std::env::var_os("PROFCONV_BROWSER_SHOTS").map(PathBuf::from);
     if let Some(d) = &shots {
         std::fs::create_dir_all(d).unwrap();

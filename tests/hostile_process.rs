@@ -240,6 +240,29 @@ fn an_archive_run_logs_escaped_names_and_reports_them_exact() {
 }
 
 #[test]
+fn j_5000_of_a_single_conversion_is_capped_with_a_message() {
+    let dir = tempdir();
+    let input = dir.path().join("sample_cpu_0_20150716_130220");
+    std::fs::write(&input, small_aps_file()).unwrap();
+    let out = dir.path().join("out.pb.gz");
+    let started = Instant::now();
+    let run = profconv_ok(&[st(&input), "-o", st(&out), "-j", "5000"]);
+    let err = stderr_of(&run);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let cap: Vec<&str> = err.lines().filter(|l| l.contains("-j 5000")).collect();
+    assert_eq!(cap.len(), 1, "{err}");
+    assert!(cap[0].starts_with("profconv: -j 5000 capped to"), "{err}");
+    assert!(decode_pprof(&out)
+        .sample
+        .iter()
+        .any(|s| !s.value.is_empty()));
+}
+
+#[test]
 fn j_5000_is_capped_with_a_message_and_the_run_converts_everything() {
     let dir = tempdir();
     let archive = dir.path().join("archive");

@@ -679,12 +679,12 @@ pub fn run_archive(args: &ArchiveArgs) -> Result<bool> {
 
 /// The archive run's options from the command line, checked.
 fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptions> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let cores = cores();
     let jobs = args.jobs.unwrap_or(cores);
     if jobs == 0 {
         return Err(Error::Usage("-j takes 1 or more".into()));
     }
-    let jobs = capped_jobs(jobs, cores);
+    let jobs = capped_jobs("profconv convert", jobs, cores);
     if args.force && args.resume {
         return Err(Error::Usage(
             "--force and --resume exclude each other".into(),
@@ -723,22 +723,29 @@ fn archive_options(args: &ArchiveArgs) -> Result<profconv::archive::ArchiveOptio
 fn threads(jobs: Option<usize>) -> Result<usize> {
     match jobs.unwrap_or(1) {
         0 => Err(Error::Usage("-j takes 1 or more".into())),
-        n => Ok(n),
+        n => Ok(capped_jobs("profconv", n, cores())),
     }
 }
 
-/// The most conversions per core `-j` runs: enough to overlap reading from
-/// a slow disk or network with computing; more only add threads to start.
+/// The machine's cores, as the standard library sees them (1 if unknown).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// The most threads per core `-j` starts: for conversions, enough to
+/// overlap reading from a slow disk or network with computing; more only
+/// add threads to start.
 const JOBS_PER_CORE: usize = 4;
 
-/// `-j N`, capped at [`JOBS_PER_CORE`] per core with a message: thousands
-/// of threads take longer to start than the conversions they would run.
-fn capped_jobs(jobs: usize, cores: usize) -> usize {
+/// `-j N`, capped at [`JOBS_PER_CORE`] per core with a message that names
+/// the command (`what`): thousands of threads take longer to start than
+/// the work they would do.
+fn capped_jobs(what: &str, jobs: usize, cores: usize) -> usize {
     let most = cores.saturating_mul(JOBS_PER_CORE).max(1);
     if jobs <= most {
         return jobs;
     }
-    say!("profconv convert: -j {jobs} capped to {most} ({JOBS_PER_CORE} per core, {cores} cores)");
+    say!("{what}: -j {jobs} capped to {most} ({JOBS_PER_CORE} per core, {cores} cores)");
     most
 }
 

@@ -359,6 +359,18 @@ fn re_runs_keep_outputs_unless_forced_and_resume_redoes_stale_ones() {
         &["--to", "pprof", "--quiet", "--force", "--report", rep_arg],
     );
     assert_eq!(report(&rep)["converted"].as_u64(), Some(5));
+
+    // Outputs made at another granularity are stale: converted again.
+    let functions = ["--granularity", "functions"];
+    let args = [
+        &["--to", "pprof", "--quiet", "--report", rep_arg][..],
+        &functions,
+    ]
+    .concat();
+    convert(&archive, &out, &args);
+    assert_eq!(report(&rep)["converted"].as_u64(), Some(5));
+    convert(&archive, &out, &args);
+    assert_eq!(report(&rep)["unchanged"].as_u64(), Some(5));
 }
 
 #[test]

@@ -140,11 +140,22 @@ fn a_mixed_archive_converts_in_one_run_with_a_truthful_report() {
     );
 
     let rep = report(&report_path);
+    check_mixed_report(&rep);
+    check_mixed_outputs(&out, &rep);
+    // The input is untouched.
+    let fresh = dir.path().join("fresh");
+    std::fs::create_dir_all(&fresh).unwrap();
+    make_archive(&fresh);
+    assert_eq!(tree(&archive), tree(&fresh));
+}
+
+/// The report of [`make_archive`] converted: what each input is and became.
+fn check_mixed_report(rep: &serde_json::Value) {
     assert_eq!(
         (rep["converted"].as_u64(), rep["failed"].as_u64()),
         (Some(5), Some(1))
     );
-    let broken = record(&rep, "2002/runs/broken.gmon");
+    let broken = record(rep, "2002/runs/broken.gmon");
     assert_eq!(broken["status"], "failed");
     assert_eq!(broken["format"], "gprof");
     let error = broken["error"].as_str().unwrap();
@@ -152,14 +163,14 @@ fn a_mixed_archive_converts_in_one_run_with_a_truthful_report() {
         error.contains("broken.gmon") && error.contains("at byte"),
         "{error}"
     );
-    assert_eq!(record(&rep, "notes/README.txt")["status"], "skipped");
+    assert_eq!(record(rep, "notes/README.txt")["status"], "skipped");
     // The executable symbolizes its gmon.out: a binary, not a skipped input.
-    assert_eq!(record(&rep, "2001/prog/a.out")["status"], "binary");
+    assert_eq!(record(rep, "2001/prog/a.out")["status"], "binary");
     for unknown in ["notes/README.txt", "2001/prog/a.out"] {
-        assert!(record(&rep, unknown)["format"].is_null());
+        assert!(record(rep, unknown)["format"].is_null());
     }
     // The database is one unit, not two files.
-    let db = record(&rep, "sites/alpha/dcpidb");
+    let db = record(rep, "sites/alpha/dcpidb");
     assert_eq!(
         (db["status"].as_str(), db["format"].as_str()),
         (Some("converted"), Some("dcpi"))
@@ -169,7 +180,11 @@ fn a_mixed_archive_converts_in_one_run_with_a_truthful_report() {
         .unwrap()
         .iter()
         .all(|r| !r["path"].as_str().unwrap().contains("200212")));
+}
 
+/// The outputs in `out` of [`make_archive`] converted to pprof, SVG and
+/// speedscope: each exists and decodes, and nothing else is written.
+fn check_mixed_outputs(out: &Path, rep: &serde_json::Value) {
     // Every expected output exists and decodes.
     let expected = [
         ("2001/prog/gmon.out", "leaf_heavy"),
@@ -189,7 +204,7 @@ fn a_mixed_archive_converts_in_one_run_with_a_truthful_report() {
         validate_speedscope(&doc);
     }
     // The gmon.out beside a.out was symbolized with it; the database sums its two epochs.
-    assert!(record(&rep, "2001/prog/gmon.out")["binary"]
+    assert!(record(rep, "2001/prog/gmon.out")["binary"]
         .as_str()
         .unwrap()
         .ends_with("a.out"));
@@ -204,11 +219,6 @@ fn a_mixed_archive_converts_in_one_run_with_a_truthful_report() {
         !out.join("notes").exists(),
         "nothing written for skipped inputs"
     );
-    // The input is untouched.
-    let fresh = dir.path().join("fresh");
-    std::fs::create_dir_all(&fresh).unwrap();
-    make_archive(&fresh);
-    assert_eq!(tree(&archive), tree(&fresh));
 }
 
 #[test]

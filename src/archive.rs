@@ -3,8 +3,10 @@
 //! The tree is walked one folder at a time, in name order (`walk.rs`), into
 //! units: a file, or a directory that is one profile (a DCPI database with
 //! its epochs, an APS capture directory). A first walk counts the units
-//! and their bytes (for the progress display); the second hands each unit,
-//! as it is reached, to a work-stealing pool, a bounded number ahead of
+//! and their bytes (the [`Tree`], and the plan for the progress display;
+//! a run of one shard of several walks once more to count its share, cut
+//! from that tree by bytes, `shard.rs`); the last walk hands each unit of
+//! the run, as it is reached, to a work-stealing pool, a bounded number ahead of
 //! the conversions, so that memory follows the largest folder and not the
 //! tree. Each unit writes its outputs through a temporary file and a
 //! rename, at the unit's relative path under the output directory with the
@@ -29,10 +31,13 @@ use crate::write::{self, OutputFormat, WriteOptions};
 mod journal;
 mod made_from;
 mod merge;
+mod shard;
 mod walk;
 pub use journal::Journal;
 use made_from::{Binaries, Stamp};
 pub use made_from::{BinaryFingerprint, Fingerprint, MadeFrom};
+use shard::Cut;
+pub use shard::{Shard, Share, Tree};
 use walk::{relative, Listing, Unit, Visit, Walk, MAX_DEPTH};
 
 /// What an archive run is asked to do.
@@ -227,6 +232,20 @@ pub struct Report {
     /// `[]` otherwise.
     #[serde(default)]
     pub missing_shards: Vec<String>,
+    /// The whole archive as the run's first walk listed it, every shard's
+    /// units (see [`Tree`]); the shards of a merged report listed this one
+    /// tree. `None` for a report written before profconv kept it.
+    #[serde(default)]
+    pub tree: Option<Tree>,
+    /// For a merged report, each shard's units and input bytes, in shard
+    /// order; `[]` otherwise.
+    #[serde(default)]
+    pub shards: Vec<Share>,
+    /// For a merged report, the largest shard's input bytes over the mean
+    /// of the shards merged (1.0: even); `None` otherwise, or when the
+    /// shards have no bytes.
+    #[serde(default)]
+    pub shard_spread: Option<f64>,
     /// Units converted in this run.
     pub converted: usize,
     /// Units whose outputs were already up to date.
@@ -262,6 +281,9 @@ impl Report {
             formats: Vec::new(),
             options: String::new(),
             missing_shards: Vec::new(),
+            tree: None,
+            shards: Vec::new(),
+            shard_spread: None,
             converted: count(Status::Converted),
             unchanged: count(Status::Unchanged),
             skipped: count(Status::Skipped),
@@ -757,7 +779,10 @@ pub fn run(
     let started = Instant::now();
     check_out_dir(archive, &options.out_dir)?;
     let walk = || Walk::new(archive, Some(&options.out_dir), &options.formats);
-    let plan = Count::of(walk()?, options.shard);
+    let (plan, mut tree) = Count::plan(walk, options.shard)?;
+    if let Some(journal) = &options.journal {
+        journal.listed(&tree);
+    }
     // No thread without a unit to convert (0 stays rayon's "all cores").
     let threads = options.jobs.min(plan.units.max(1));
     let pool = rayon::ThreadPoolBuilder::new()
@@ -786,19 +811,25 @@ pub fn run(
         }
     };
     let walk = walk()?;
-    pool.in_place_scope_fifo(|scope| {
-        walk.run(&mut Dispatch {
+    let listed = pool.in_place_scope_fifo(|scope| {
+        let mut dispatch = Dispatch {
             scope,
             window: &window,
             options,
             shared: &shared,
             finish: &finish,
             next: 0,
-        })
+            cut: Cut::of(options.shard, &tree),
+            stale: Vec::new(),
+        };
+        walk.run(&mut dispatch);
+        dispatch.cut.tree()
     });
+    tree.changed |= !tree.same_units(&listed);
     let inputs = records.into_inner().unwrap_or_else(PoisonError::into_inner);
     let seconds = started.elapsed().as_secs_f64();
-    let report = Report::of_run(archive, options, seconds, inputs);
+    let mut report = Report::of_run(archive, options, seconds, inputs);
+    report.tree = Some(tree);
     let report = match &options.journal {
         Some(journal) => journal.head(report),
         None => report,
@@ -813,19 +844,34 @@ pub fn run(
 
 /// Counts the units of a shard and their bytes, as a walk hands them on.
 struct Count {
-    shard: Option<Shard>,
+    cut: Cut,
     plan: Plan,
 }
 
 impl Count {
-    /// The units of `shard` that `walk` reaches, and their bytes.
-    fn of(walk: Walk<'_>, shard: Option<Shard>) -> Plan {
+    /// What a run of `shard` converts, and the tree it is cut from: a
+    /// first walk measures the tree (every unit: a whole run's plan); a run
+    /// of one shard of several walks again to count its share, the tree
+    /// marked `changed` when that walk listed another.
+    fn plan<'a>(walk: impl Fn() -> Result<Walk<'a>>, shard: Option<Shard>) -> Result<(Plan, Tree)> {
+        let whole = Count::of(walk()?, Cut::measure());
+        let mut tree = whole.cut.tree();
+        let Some(shard) = shard.filter(|s| s.count > 1) else {
+            return Ok((whole.plan, tree));
+        };
+        let share = Count::of(walk()?, Cut::of(Some(shard), &tree));
+        tree.changed = !tree.same_units(&share.cut.tree());
+        Ok((share.plan, tree))
+    }
+
+    /// The units `cut` takes of those `walk` reaches, and their bytes.
+    fn of(walk: Walk<'_>, cut: Cut) -> Count {
         let mut count = Count {
-            shard,
+            cut,
             plan: Plan::default(),
         };
         walk.run(&mut count);
-        count.plan
+        count
     }
 }
 
@@ -833,7 +879,7 @@ impl Visit for Count {
     fn folder(&mut self, _: &Listing) {}
 
     fn unit(&mut self, unit: Unit) {
-        if self.shard.is_none_or(|s| s.takes(&unit.rel)) {
+        if self.cut.takes(&unit) {
             self.plan.units += 1;
             self.plan.bytes += unit.bytes;
         }
@@ -898,36 +944,42 @@ struct Dispatch<'a, 'scope> {
     finish: &'scope (dyn Fn(Record, u64) + Sync),
     /// The number of the next unit of the shard.
     next: u64,
+    /// Which units are the shard's.
+    cut: Cut,
+    /// The temporaries a stopped run left in the output folders of the
+    /// folders on the walk's way down, the innermost last.
+    stale: Vec<write::Stale>,
 }
 
 impl Visit for Dispatch<'_, '_> {
-    /// Removes the temporaries a stopped run left for the outputs of the
-    /// folder's units of this shard: it alone writes them (the walk gives
-    /// each output one unit, and a unit one shard), so they are a stopped
-    /// run's, never a live one's. The output folder is read once.
+    /// Reads the folder's output folder once for the temporaries a stopped
+    /// run left there (see [`Dispatch::unit`]).
     fn folder(&mut self, listing: &Listing) {
         let out_dir = &self.options.out_dir;
         let folder = out_dir.join(&listing.folder().rel);
-        if !write::target::is_folder_within(out_dir, &folder) {
-            return;
-        }
-        let (shard, formats) = (self.options.shard, &self.options.formats);
-        write::remove_stale_in(&folder, || {
-            let ours = listing
-                .units()
-                .filter(move |u| u.problem.is_none() && shard.is_none_or(|s| s.takes(&u.rel)));
-            ours.flat_map(|u| {
-                let stem = u.out_stem.file_name().unwrap_or_default().to_os_string();
-                formats.iter().map(move |&f| walk::output_name(&stem, f))
-            })
-            .collect::<Vec<_>>()
-        });
+        self.stale
+            .push(match write::target::is_folder_within(out_dir, &folder) {
+                true => write::Stale::in_folder(&folder),
+                false => write::Stale::none(),
+            });
     }
 
+    /// Removes the temporaries a stopped run left for the unit's outputs,
+    /// when it is the shard's: this shard alone writes them (the walk gives
+    /// each output one unit, and a unit one shard), so they are a stopped
+    /// run's, never a live one's. Then hands the unit to the pool.
     fn unit(&mut self, unit: Unit) {
         let options = self.options;
-        if !options.shard.is_none_or(|s| s.takes(&unit.rel)) {
+        if !self.cut.takes(&unit) {
             return;
+        }
+        if let (None, Some(stale)) = (&unit.problem, self.stale.last_mut()) {
+            stale.remove_for(|| {
+                let stem = unit.out_stem.file_name().unwrap_or_default();
+                (options.formats.iter())
+                    .map(|&f| walk::output_name(stem, f))
+                    .collect::<Vec<_>>()
+            });
         }
         let number = self.next;
         self.next += 1;
@@ -944,6 +996,10 @@ impl Visit for Dispatch<'_, '_> {
                         .is_some_and(|p| options.known_failures.contains(p)));
             finish(record, number);
         });
+    }
+
+    fn left(&mut self, _: &Listing) {
+        self.stale.pop();
     }
 }
 
@@ -1045,38 +1101,6 @@ fn remove_empty_folders(dir: &Path, depth: usize) {
     }
     // Fails, leaving it, when something is inside.
     let _ = std::fs::remove_dir(dir);
-}
-
-/// A deterministic part of an archive run: shard `index` of `count` (from 0,
-/// as Kubernetes Indexed Jobs count) takes the units whose relative path
-/// hashes (FNV-1a, 64 bits) to `index` modulo `count`. The hash depends on
-/// the path only, so a unit stays in its shard when others are added or
-/// removed, and every machine agrees without talking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    /// This shard, `0..count`.
-    pub index: u64,
-    /// How many shards the run is split into (1 or more).
-    pub count: u64,
-}
-
-impl Shard {
-    /// Does the unit at `rel` (a relative path as in the report) belong to
-    /// this shard?
-    pub fn takes(&self, rel: &str) -> bool {
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for byte in rel.bytes() {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-        hash % self.count.max(1) == self.index
-    }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
 }
 
 /// The end-of-run summary for standard error: the counts, the failures
@@ -1191,6 +1215,35 @@ mod tests {
         assert!(glob_match("run?/gmon.out", "run1/gmon.out"));
         assert!(!glob_match("run?/gmon.out", "run12/gmon.out"));
         assert!(glob_match("2003/**", "2003/a/b/gmon.out"));
+    }
+
+    #[test]
+    fn a_tree_that_changes_between_a_shards_walks_is_marked_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a", "b", "c"] {
+            std::fs::write(dir.path().join(name), [0u8; 100]).unwrap();
+        }
+        let walks = std::cell::Cell::new(0);
+        let (walks, root) = (&walks, dir.path());
+        let walk = |grow: bool| {
+            walks.set(0);
+            move || {
+                walks.set(walks.get() + 1);
+                if grow && walks.get() == 2 {
+                    std::fs::write(root.join("b"), [0u8; 300]).unwrap();
+                }
+                Walk::new(root, None, &[])
+            }
+        };
+        let half = Some(Shard { index: 0, count: 2 });
+        let (plan, tree) = Count::plan(walk(false), half).unwrap();
+        assert_eq!((tree.units, tree.bytes, tree.changed), (3, 300, false));
+        // Equal thirds: the middle one's middle is the half-way mark, shard 1's.
+        assert_eq!((plan.units, plan.bytes), (1, 100));
+        let (_, whole) = Count::plan(walk(false), None).unwrap();
+        assert_eq!(whole, tree);
+        let (_, grown) = Count::plan(walk(true), half).unwrap();
+        assert!(grown.changed && grown.bytes == 300, "{grown:?}");
     }
 
     #[test]

@@ -754,9 +754,109 @@ fn shards_in_any_order_give_the_outputs_and_merged_report_of_one_run() {
     args.extend(reports.iter().map(String::as_str));
     args.extend(["-o", merged.to_str().unwrap()]);
     profconv_ok(&args);
-    assert_eq!(
-        without_timings(report(&merged)),
-        without_timings(report(&whole_report))
+    let mut merged = report(&merged);
+    let shares = merged["shards"].as_array().unwrap();
+    let shards: Vec<&str> = shares
+        .iter()
+        .map(|s| s["shard"].as_str().unwrap())
+        .collect();
+    assert_eq!(shards, ["0/3", "1/3", "2/3"], "{merged:#}");
+    assert!(
+        merged["shard_spread"].as_f64().unwrap() >= 1.0,
+        "{merged:#}"
+    );
+    // The shards' shares are all the merged report has that a whole run's
+    // has not.
+    let whole = report(&whole_report);
+    assert_eq!(whole["shards"], serde_json::json!([]));
+    assert_eq!(whole["shard_spread"], serde_json::Value::Null);
+    merged["shards"] = serde_json::json!([]);
+    merged["shard_spread"] = serde_json::Value::Null;
+    assert_eq!(without_timings(merged), without_timings(whole));
+}
+
+/// An archive of `sizes.len()` files named `f00`, `f01`… of those sizes,
+/// in two folders (the second half in `b/`); none is a profile, each is one
+/// input of its size.
+fn make_sized_archive(root: &Path, sizes: &[usize]) {
+    for (i, &size) in sizes.iter().enumerate() {
+        let folder = if i < sizes.len() / 2 { "a" } else { "b" };
+        let path = root.join(folder).join(format!("f{i:02}"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, vec![b'x'; size]).unwrap();
+    }
+}
+
+/// Each shard's inputs (paths) and bytes, from the reports of `archive`
+/// converted in `n` shards.
+fn shares(archive: &Path, out: &Path, n: usize) -> Vec<(Vec<String>, u64)> {
+    (0..n)
+        .map(|k| {
+            let rep = out.with_extension(format!("{k}of{n}.json"));
+            let shard = format!("{k}/{n}");
+            let args = ["--to", "folded", "-q", "--shard", &shard, "--report"];
+            let mut args = args.to_vec();
+            args.push(rep.to_str().unwrap());
+            convert(archive, out, &args);
+            let doc = report(&rep);
+            let inputs = doc["inputs"].as_array().unwrap();
+            let paths = inputs
+                .iter()
+                .map(|r| r["path"].as_str().unwrap().to_owned());
+            let bytes = inputs.iter().map(|r| r["bytes"].as_u64().unwrap()).sum();
+            (paths.collect(), bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn every_input_is_in_exactly_one_shard_whatever_the_shard_count() {
+    let dir = tempdir();
+    let archive = dir.path().join("archive");
+    let sizes = [300, 5, 0, 4000, 70, 70, 1, 0, 900, 20, 20, 6000, 3];
+    make_sized_archive(&archive, &sizes);
+    let mut all: Vec<String> = (0..sizes.len())
+        .map(|i| format!("{}/f{i:02}", if i < sizes.len() / 2 { "a" } else { "b" }))
+        .collect();
+    all.sort();
+    for n in [1, 2, 3, 5, 8, 13, 20] {
+        let mut seen: Vec<String> = shares(&archive, &dir.path().join(format!("out{n}")), n)
+            .into_iter()
+            .flat_map(|(paths, _)| paths)
+            .collect();
+        seen.sort();
+        assert_eq!(seen, all, "{n} shards");
+    }
+}
+
+#[test]
+fn shards_are_balanced_by_input_bytes() {
+    let dir = tempdir();
+    let archive = dir.path().join("equal");
+    make_sized_archive(&archive, &[1000; 12]);
+    let equal = shares(&archive, &dir.path().join("equal-out"), 3);
+    let counts: Vec<(usize, u64)> = equal.iter().map(|(p, b)| (p.len(), *b)).collect();
+    assert_eq!(counts, [(4, 4000), (4, 4000), (4, 4000)]);
+
+    // Mixed sizes: a shard is the mean give or take the largest input.
+    let archive = dir.path().join("mixed");
+    let sizes: Vec<usize> = (0..30).map(|i| 200 + (i * 7919) % 5000).collect();
+    make_sized_archive(&archive, &sizes);
+    let total: usize = sizes.iter().sum();
+    let mean = total as u64 / 8;
+    let largest = *sizes.iter().max().unwrap() as u64;
+    let mixed = shares(&archive, &dir.path().join("mixed-out"), 8);
+    for (k, (paths, bytes)) in mixed.iter().enumerate() {
+        assert!(
+            bytes.abs_diff(mean) <= largest,
+            "shard {k}: {} inputs, {bytes} bytes, mean {mean}: {mixed:?}",
+            paths.len()
+        );
+    }
+    let most = mixed.iter().map(|(_, b)| *b).max().unwrap();
+    assert!(
+        most as f64 <= 1.35 * mean as f64,
+        "{most} against {mean}: {mixed:?}"
     );
 }
 
@@ -1073,6 +1173,24 @@ fn report_merge_refuses_missing_or_repeated_shards_and_reports_of_other_runs() {
     let (code, stderr) = merge(&[&a1, &a0], &[]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(report(&merged)["missing_shards"], serde_json::json!([]));
+    assert!(stderr.contains("inputs in 2 shards"), "{stderr}");
+    assert!(stderr.contains("× the mean"), "{stderr}");
+    std::fs::remove_file(&merged).unwrap();
+
+    // An input added between the shards' runs moves the cut: refused.
+    std::fs::write(archive.join("added.gmon"), vec![0u8; 5000]).unwrap();
+    let later = shard_report("1/2", "out", "pprof");
+    let (code, stderr) = merge(&[&a0, &later], &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the archive changed between the shards' runs")
+            && stderr.contains("re-run every shard"),
+        "{stderr}"
+    );
+    assert!(!merged.exists(), "nothing merged");
+    let again = shard_report("0/2", "out", "pprof");
+    let (code, stderr) = merge(&[&again, &later], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 #[test]

@@ -144,6 +144,27 @@ fn assert_same_as_one_run(work: &Path, inputs: usize) {
     let whole = report(&work.join("one.json"));
     assert_eq!(records(&merged).len(), inputs, "{merged:#}");
     assert_eq!(records(&merged), records(&whole));
+    // Cut by bytes: no shard above the mean by more than one input (here
+    // a DCPI database larger than the mean, which no cut can split).
+    let bytes = |r: &Value| r["bytes"].as_u64().unwrap();
+    let sizes: Vec<u64> = merged["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(bytes)
+        .collect();
+    let largest = sizes.iter().max().unwrap();
+    let mean = sizes.iter().sum::<u64>() / SHARDS as u64;
+    for share in merged["shards"].as_array().unwrap() {
+        assert!(
+            bytes(share) <= mean + largest + inputs as u64,
+            "{share} against a mean of {mean} bytes: {:#}",
+            merged["shards"]
+        );
+    }
+    let mut merged = merged;
+    merged["shards"] = Value::Array(Vec::new());
+    merged["shard_spread"] = Value::Null;
     assert_eq!(without_timings(merged), without_timings(whole));
     let (sharded, alone) = (tree(&work.join("out")), tree(&work.join("one")));
     assert_eq!(

@@ -118,9 +118,16 @@ impl Journal {
         self.lock().stopped = true;
     }
 
+    /// Keeps the tree the run listed ([`Report::tree`]), for the report of
+    /// a run stopped before it ends.
+    pub(crate) fn listed(&self, tree: &super::Tree) {
+        self.lock().head.tree = Some(tree.clone());
+    }
+
     /// The report so far less its records: the counts, with `archive`,
     /// `out_dir`, `shard`, `formats` and `options` taken from `run` (a
-    /// [`Report::of_run`] of no records) and its `seconds`. Its `inputs`
+    /// [`Report::of_run`] of no records) and its `seconds`, and the tree
+    /// listed when `run` has none. Its `inputs`
     /// are the failed and skipped records only (what the summary lists);
     /// [`Journal::save`] writes them all.
     pub fn head(&self, run: Report) -> Report {
@@ -136,6 +143,7 @@ impl Journal {
             new_failures: inner.head.new_failures,
             unsymbolized: inner.head.unsymbolized,
             binaries: inner.head.binaries,
+            tree: run.tree.clone().or_else(|| inner.head.tree.clone()),
             ..run
         }
     }

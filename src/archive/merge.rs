@@ -1,21 +1,25 @@
 //! `profconv report merge`: the shards' reports of one run joined into the
 //! report the run would have made in one piece, after checking that they
 //! are of one run (the same archive, output folder, formats, options and
-//! shard count) and that every shard is there once. The reports are held in
-//! memory together, with the merged one.
+//! shard count), that every shard is there once, and that the shards listed
+//! one same archive (their shares are cut from it, `shard.rs`); with each
+//! shard's units and bytes, and how far the largest is from the mean. The
+//! reports are held in memory together, with the merged one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{Record, Report, Shard};
+use super::{shard, Record, Report, Shard, Share, Tree};
 use crate::error::{Error, Result};
 
 /// Joins the reports of the shards of one run (each with the file it was
 /// read from, for the messages) into the report one run would have made:
-/// records in walk order, counts summed, `seconds` the longest shard's.
-/// Refused: reports of different runs, a shard twice, a record in two
-/// reports and, unless `partial`, a missing shard (with `partial`, the
-/// merged report lists them in [`Report::missing_shards`]).
+/// records in walk order, counts summed, `seconds` the longest shard's,
+/// each shard's share ([`Report::shards`]) and their spread. Refused:
+/// reports of different runs, a shard twice, a record in two reports,
+/// shards that listed different trees or saw theirs change, and, unless
+/// `partial`, a missing shard (with `partial`, the merged report lists
+/// them in [`Report::missing_shards`]).
 pub fn merge(reports: &[(PathBuf, Report)], partial: bool) -> Result<Report> {
     let Some((first_path, first)) = reports.first() else {
         return Err(Error::Usage("no report to merge".into()));
@@ -53,6 +57,7 @@ pub fn merge(reports: &[(PathBuf, Report)], partial: bool) -> Result<Report> {
         }
     }
     let n = count.map_or(1, |(n, _)| n);
+    let tree = same_tree(reports, n)?;
     let missing: Vec<String> = (0..n)
         .filter(|k| !shards.contains_key(k))
         .map(|k| Shard { index: k, count: n }.to_string())
@@ -77,7 +82,70 @@ pub fn merge(reports: &[(PathBuf, Report)], partial: bool) -> Result<Report> {
     merged.formats = first.formats.clone();
     merged.options = first.options.clone();
     merged.missing_shards = missing;
+    merged.tree = tree;
+    merged.shards = shares(reports)?;
+    merged.shard_spread = shard::spread(&merged.shards);
     Ok(merged)
+}
+
+/// Each report's share, in shard order.
+fn shares(reports: &[(PathBuf, Report)]) -> Result<Vec<Share>> {
+    let mut shares = Vec::with_capacity(reports.len());
+    for (path, report) in reports {
+        let shard = shard_of(path, report)?;
+        let share = Share {
+            shard: shard.to_string(),
+            units: report.inputs.len(),
+            bytes: report.inputs.iter().map(|r| r.bytes).sum(),
+        };
+        shares.push((shard.index, share));
+    }
+    shares.sort_by_key(|(k, _)| *k);
+    Ok(shares.into_iter().map(|(_, s)| s).collect())
+}
+
+/// The tree the shards of `reports` (of `n` shards) listed, refused when
+/// one saw it change while it ran or two listed different ones: their
+/// shares, cut from what each listed, may then overlap or leave units out.
+/// Reports without a tree are not compared.
+fn same_tree(reports: &[(PathBuf, Report)], n: u64) -> Result<Option<Tree>> {
+    let again = "re-run every shard (with --resume: only what is missing or changed is converted), then merge their new reports";
+    let mut first = None::<(&Path, &Tree)>;
+    for (path, report) in reports {
+        let Some(tree) = &report.tree else { continue };
+        if tree.changed && n > 1 {
+            return Err(Error::format(
+                path,
+                0,
+                format!(
+                    "{}: the archive changed while this shard ran, so its share may overlap another's or leave inputs out; {again}",
+                    path.display()
+                ),
+            ));
+        }
+        match first {
+            Some((other, seen)) if !seen.same_units(tree) => {
+                return Err(Error::format(
+                    path,
+                    0,
+                    format!(
+                        "{} listed {} inputs of {} bytes (fingerprint {}), {} listed {} of {} bytes ({}): the archive changed between the shards' runs, so their shares may overlap or leave inputs out; {again}",
+                        other.display(),
+                        seen.units,
+                        seen.bytes,
+                        seen.fingerprint,
+                        path.display(),
+                        tree.units,
+                        tree.bytes,
+                        tree.fingerprint
+                    ),
+                ))
+            }
+            Some(_) => {}
+            None => first = Some((path, tree)),
+        }
+    }
+    Ok(first.map(|(_, t)| t.clone()))
 }
 
 /// Every record of `reports`, each once.

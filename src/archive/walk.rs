@@ -80,6 +80,11 @@ pub(crate) trait Visit {
     fn folder(&mut self, listing: &Listing);
     /// The next unit.
     fn unit(&mut self, unit: Unit);
+    /// Every unit of the folder and below it has been visited: the walk
+    /// goes back to the folder holding it. Folders are entered
+    /// ([`Visit::folder`]) and left like brackets, and a unit is visited
+    /// between its own folder's two.
+    fn left(&mut self, _listing: &Listing) {}
 }
 
 /// What a folder's entry is to the walk.
@@ -127,13 +132,6 @@ impl Listing {
     /// The folder listed.
     pub fn folder(&self) -> &Folder {
         &self.folder
-    }
-
-    /// The units directly in the folder, in walk order.
-    pub fn units(&self) -> impl Iterator<Item = Unit> + '_ {
-        (0..self.entries.len())
-            .filter(|&i| !matches!(self.entries[i].kind, Kind::Folder))
-            .map(|i| self.unit(i))
     }
 
     /// The unit of entry `i` (not a plain folder).
@@ -256,6 +254,7 @@ impl<'a> Walk<'a> {
                 Err(e) => visit.unit(listing.unreadable(i, &e)),
             }
         }
+        visit.left(listing);
     }
 
     /// Lists the folder at `depth`, less the sample files of a capture

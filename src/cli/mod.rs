@@ -123,6 +123,7 @@ fn merge_reports(reports: &[PathBuf], output: &Path, partial: bool) -> Result<()
         .collect::<Result<Vec<_>>>()?;
     let merged = profconv::archive::Report::merge(&loaded, partial)?;
     merged.save(output)?;
+    say!("{}", shares_line(&merged));
     if !merged.missing_shards.is_empty() {
         say!(
             "profconv report merge: partial: shard {} missing; {} has {} inputs of the shards found",
@@ -132,6 +133,26 @@ fn merge_reports(reports: &[PathBuf], output: &Path, partial: bool) -> Result<()
         );
     }
     Ok(())
+}
+
+/// What `report merge` says of the shards' shares: how many inputs and
+/// bytes in all, and the largest shard's bytes against the mean.
+fn shares_line(merged: &profconv::archive::Report) -> String {
+    let shares = &merged.shards;
+    let bytes: u64 = shares.iter().map(|s| s.bytes).sum();
+    let mut line = format!(
+        "profconv report merge: {} inputs in {} shards, {bytes} bytes",
+        merged.inputs.len(),
+        shares.len()
+    );
+    let largest = shares.iter().rev().max_by_key(|s| s.bytes);
+    if let (Some(largest), Some(spread)) = (largest, merged.shard_spread) {
+        line.push_str(&format!(
+            "; the largest shard, {}, has {} bytes: {spread:.2}× the mean",
+            largest.shard, largest.bytes
+        ));
+    }
+    line
 }
 
 /// Writes the completion script for `shell` (`profconv completions SHELL`).
@@ -209,9 +230,10 @@ pub struct ArchiveArgs {
     /// Exit 0 when at most N failures are new (not in --known-failures).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub allow_failures: usize,
-    /// Convert only shard K of N (K from 0 to N-1): the inputs whose relative
-    /// path hashes to K. `auto/N` takes K from JOB_COMPLETION_INDEX
-    /// (Kubernetes Indexed Job) or SLURM_ARRAY_TASK_ID (Slurm array).
+    /// Convert only shard K of N (K from 0 to N-1): the K-th of N runs of
+    /// inputs, in walk order, of about equal bytes. `auto/N` takes K from
+    /// JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or SLURM_ARRAY_TASK_ID
+    /// (Slurm array).
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
     /// Write the report (one record per input) as JSON to this file.

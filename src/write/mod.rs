@@ -29,8 +29,8 @@ pub use options::{FlamegraphOptions, OutputFormat, WriteOptions};
 pub use output::write_file;
 pub(crate) use output::{write_atomically, StreamedOutputs};
 pub use target::refuse_input_as_output;
-pub(crate) use temporary::remove_stale_in;
 pub use temporary::remove_temporaries;
+pub(crate) use temporary::Stale;
 
 /// Writes `profile` in `format` to `out`, its locations folded to the
 /// granularity the options or the format ask for ([`granularity_of`]).

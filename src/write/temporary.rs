@@ -7,7 +7,7 @@
 //! output keeps its permissions.
 //!
 //! The `profconv-` marker and the output's own name make a temporary
-//! provably ours and provably that output's: [`remove_stale_in`] removes
+//! provably ours and provably that output's: [`Stale`] removes
 //! only the marked temporaries of the outputs it is given, so a user's `.plan.backup.tmp` or
 //! another process's live temporaries of other outputs are never touched.
 //!
@@ -321,34 +321,65 @@ fn marked_prefix(name: &std::ffi::OsStr) -> Option<&str> {
     (marked && random.chars().all(|c| c.is_ascii_alphanumeric())).then_some(prefix)
 }
 
-/// Removes the temporary files a stopped run left in `folder` for the
-/// outputs named (file names) by `outputs`, which is asked only when the
-/// folder holds a marked temporary (its own marked names only: a user's
-/// `.plan.backup.tmp` and the temporaries of other outputs stay); how many
-/// it removed. The folder is read once, whatever its size. Meant for a run
-/// about to write those outputs itself, which is then their only writer.
-pub fn remove_stale_in<I>(folder: &Path, outputs: impl FnOnce() -> I) -> usize
-where
-    I: IntoIterator<Item = std::ffi::OsString>,
-{
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return 0;
-    };
-    let marked: Vec<std::fs::DirEntry> = entries
-        .flatten()
-        .filter(|e| marked_prefix(&e.file_name()).is_some())
-        .collect();
-    if marked.is_empty() {
-        return 0;
+/// The marked temporary files a stopped run may have left in a folder,
+/// read once whatever the folder's size ([`Stale::in_folder`]), for a run
+/// about to write outputs there to remove those of its own outputs
+/// ([`Stale::remove_for`]): it is then their only writer. Holds the marked
+/// names only (none, but after a stopped run).
+pub(crate) struct Stale {
+    folder: PathBuf,
+    marked: Vec<std::ffi::OsString>,
+}
+
+impl Stale {
+    /// The marked temporaries in `folder` (none when it cannot be read).
+    pub fn in_folder(folder: &Path) -> Stale {
+        let marked = match std::fs::read_dir(folder) {
+            Ok(entries) => entries
+                .flatten()
+                .map(|e| e.file_name())
+                .filter(|name| marked_prefix(name).is_some())
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        Stale {
+            folder: folder.to_path_buf(),
+            marked,
+        }
     }
-    let ours: std::collections::HashSet<String> =
-        outputs().into_iter().map(|o| prefix_of(&o)).collect();
-    marked
-        .iter()
-        .filter(|e| marked_prefix(&e.file_name()).is_some_and(|p| ours.contains(p)))
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|e| std::fs::remove_file(e.path()).is_ok())
-        .count()
+
+    /// No temporaries: for a folder whose outputs are not looked at.
+    pub fn none() -> Stale {
+        Stale {
+            folder: PathBuf::new(),
+            marked: Vec::new(),
+        }
+    }
+
+    /// Removes the marked temporaries of the outputs named (file names) by
+    /// `outputs`, which is asked only when the folder holds a marked
+    /// temporary (its own marked names only: a user's `.plan.backup.tmp`
+    /// and the temporaries of other outputs stay); how many it removed.
+    pub fn remove_for<I>(&mut self, outputs: impl FnOnce() -> I) -> usize
+    where
+        I: IntoIterator<Item = std::ffi::OsString>,
+    {
+        if self.marked.is_empty() {
+            return 0;
+        }
+        let ours: std::collections::HashSet<String> =
+            outputs().into_iter().map(|o| prefix_of(&o)).collect();
+        let folder = &self.folder;
+        let before = self.marked.len();
+        self.marked.retain(|name| {
+            let theirs = marked_prefix(name).is_none_or(|p| !ours.contains(p));
+            let path = folder.join(name);
+            theirs
+                || !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
+                || std::fs::remove_file(&path).is_err()
+        });
+        before - self.marked.len()
+    }
 }
 
 #[cfg(test)]
@@ -486,7 +517,9 @@ mod tests {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
         let ours = || [out.file_name().unwrap().to_owned()];
-        assert_eq!(remove_stale_in(dir.path(), ours), 1);
+        let mut stale = Stale::in_folder(dir.path());
+        assert_eq!(stale.remove_for(ours), 1);
+        assert_eq!(stale.remove_for(ours), 0);
         let mut left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -1,4 +1,4 @@
-//! The README's Slurm recipe on a real cluster (issue 45, item 4): a
+//! The Slurm recipe of docs/archive.md on a real cluster (issue 45, item 4): a
 //! one-node Slurm (Debian's `slurmctld`, `slurmd`, `slurm-client` and
 //! `munge`, 22.05) started in the foreground as root, its configuration,
 //! key, sockets, state and logs in a temporary folder, runs the recipe as a
@@ -23,14 +23,14 @@ use serde_json::Value;
 
 use common::*;
 
-/// The README's Slurm recipe (README.md, "Across machines: shards") as this
+/// The Slurm recipe (docs/archive.md, "Across machines: shards") as this
 /// test runs it, from the folder holding `archive/`, with `profconv` on
 /// `PATH`: the whole code block, which [`the_recipe_run_here_is_the_readmes`]
-/// finds in the README.
+/// finds in docs/archive.md.
 const RECIPE: &str = "mkdir -p out reports
 sbatch --array=0-7 --wrap 'profconv convert archive/ -o out/ --to pprof --resume --shard auto/8 --report reports/$SLURM_ARRAY_TASK_ID.json'";
 
-/// The README's merge of the shards' reports.
+/// docs/archive.md's merge of the shards' reports.
 const MERGE: &str = "profconv report merge reports/*.json -o report.json";
 
 /// The shard count of [`RECIPE`].
@@ -43,14 +43,14 @@ const ARRAY_LIMIT: Duration = Duration::from_secs(600);
 
 #[test]
 fn the_recipe_run_here_is_the_readmes() {
-    let readme = std::fs::read_to_string(manifest_dir().join("README.md")).unwrap();
+    let doc = std::fs::read_to_string(manifest_dir().join("docs/archive.md")).unwrap();
     assert!(
-        readme.contains(&format!("```\n{RECIPE}\n```")),
-        "README.md's Slurm recipe is no longer the block `{RECIPE}`: update RECIPE in tests/slurm.rs"
+        doc.contains(&format!("```\n{RECIPE}\n```")),
+        "docs/archive.md's Slurm recipe is no longer the block `{RECIPE}`: update RECIPE in tests/slurm.rs"
     );
     assert!(
-        readme.contains(&format!("`{MERGE}`")),
-        "README.md no longer merges with `{MERGE}`: update MERGE in tests/slurm.rs"
+        doc.contains(&format!("`{MERGE}`")),
+        "docs/archive.md no longer merges with `{MERGE}`: update MERGE in tests/slurm.rs"
     );
 }
 

@@ -190,13 +190,14 @@ pub fn aps(data: &[u8]) -> Result<()> {
 }
 
 /// Every output format the library writes.
-pub const OUTPUTS: [OutputFormat; 6] = [
+pub const OUTPUTS: [OutputFormat; 7] = [
     OutputFormat::Pprof,
     OutputFormat::PprofRaw,
     OutputFormat::Folded,
     OutputFormat::Svg,
     OutputFormat::Speedscope,
     OutputFormat::Callgrind,
+    OutputFormat::FirefoxRaw,
 ];
 
 /// What the pipeline target lets a gzip input decompress to: small, so
@@ -330,8 +331,13 @@ fn check_syntax(format: OutputFormat, out: &[u8]) {
                 assert!(!frames.chars().any(char::is_control), "{line:?}");
             }
         }
+        OutputFormat::FirefoxRaw => {
+            if let Err(e) = serde_json::from_slice::<serde_json::Value>(out) {
+                panic!("the Firefox profile is not JSON: {e}");
+            }
+        }
         OutputFormat::Callgrind => check_callgrind(out),
-        OutputFormat::Pprof | OutputFormat::PprofRaw => {}
+        OutputFormat::Pprof | OutputFormat::PprofRaw | OutputFormat::Firefox => {}
     }
 }
 

@@ -534,7 +534,8 @@ fn human_size(bytes: u64) -> String {
 }
 
 /// The output extensions profconv knows, for messages.
-const EXTENSIONS: &str = ".pb.gz .pb .folded .txt .svg .json .callgrind, callgrind.out*";
+const EXTENSIONS: &str =
+    ".pb.gz .pb .folded .txt .svg .json .firefox.json.gz .firefox.json .callgrind, callgrind.out*";
 
 /// Every output with its format, settled before anything is read. Only
 /// `--to` names standard output's format, and `--to` is for a single

@@ -5,6 +5,7 @@
 //! opens (`limits.rs`).
 
 pub(crate) mod callgrind;
+pub(crate) mod firefox;
 pub(crate) mod flamegraph;
 pub(crate) mod folded;
 pub(crate) mod frames;
@@ -65,6 +66,8 @@ pub(crate) fn write_folded(
         OutputFormat::Svg => flamegraph::write(profile, options, out),
         OutputFormat::Speedscope => speedscope::write(profile, options, out),
         OutputFormat::Callgrind => callgrind::write(profile, options, out),
+        OutputFormat::Firefox => firefox::write(profile, options, true, out),
+        OutputFormat::FirefoxRaw => firefox::write(profile, options, false, out),
     }
 }
 

@@ -25,6 +25,11 @@ pub enum OutputFormat {
     /// callgrind profile for KCachegrind/QCachegrind and callgrind_annotate
     /// (`.callgrind`, `callgrind.out*`).
     Callgrind,
+    /// Firefox Profiler processed profile, gzip-compressed
+    /// (`.firefox.json.gz`; profiler.firefox.com loads it as is).
+    Firefox,
+    /// Firefox Profiler processed profile, uncompressed (`.firefox.json`).
+    FirefoxRaw,
 }
 
 impl OutputFormat {
@@ -45,6 +50,11 @@ impl OutputFormat {
             || name.ends_with(".collapsed")
         {
             OutputFormat::Folded
+        } else if name.ends_with(".firefox.json.gz") {
+            OutputFormat::Firefox
+        } else if name.ends_with(".firefox.json") {
+            // Before `.json`, which stays speedscope's.
+            OutputFormat::FirefoxRaw
         } else if name.ends_with(".svg") {
             OutputFormat::Svg
         } else if name.ends_with(".json") {
@@ -59,15 +69,18 @@ impl OutputFormat {
     /// ([`WriteOptions::granularity`]): pprof keeps every address (its
     /// viewer folds them at view time with its own `-granularity`);
     /// callgrind keeps source lines (KCachegrind's and callgrind_annotate's
-    /// source views); folded stacks, flamegraphs and speedscope show
-    /// functions, where a frame per instruction would help nobody.
+    /// source views); folded stacks, flamegraphs, speedscope and the Firefox
+    /// Profiler show functions, where a frame per instruction would help
+    /// nobody (the profiler's own call tree merges frames by function too).
     pub fn default_granularity(self) -> Granularity {
         match self {
             OutputFormat::Pprof | OutputFormat::PprofRaw => Granularity::Addresses,
             OutputFormat::Callgrind => Granularity::Lines,
-            OutputFormat::Folded | OutputFormat::Svg | OutputFormat::Speedscope => {
-                Granularity::Functions
-            }
+            OutputFormat::Folded
+            | OutputFormat::Svg
+            | OutputFormat::Speedscope
+            | OutputFormat::Firefox
+            | OutputFormat::FirefoxRaw => Granularity::Functions,
         }
     }
 
@@ -80,6 +93,8 @@ impl OutputFormat {
             OutputFormat::Svg => "svg",
             OutputFormat::Speedscope => "speedscope.json",
             OutputFormat::Callgrind => "callgrind",
+            OutputFormat::Firefox => "firefox.json.gz",
+            OutputFormat::FirefoxRaw => "firefox.json",
         }
     }
 }

@@ -233,3 +233,39 @@ fn callgrind_costs_match_the_samples() {
         );
     }
 }
+
+#[test]
+fn firefox_names_are_their_own_and_json_stays_speedscope() {
+    let format = |name: &str| OutputFormat::from_path(std::path::Path::new(name));
+    assert_eq!(format("p.firefox.json.gz"), Some(OutputFormat::Firefox));
+    assert_eq!(format("P.Firefox.JSON"), Some(OutputFormat::FirefoxRaw));
+    assert_eq!(format("p.json"), Some(OutputFormat::Speedscope));
+    assert_eq!(format("p.speedscope.json"), Some(OutputFormat::Speedscope));
+    for f in [OutputFormat::Firefox, OutputFormat::FirefoxRaw] {
+        let name = format!("x.{}", f.extension());
+        assert_eq!(format(&name), Some(f), "{name}");
+    }
+}
+
+#[test]
+fn firefox_threads_are_one_per_pid_tid_and_sample_type_and_keep_every_total() {
+    let profile = hand_built();
+    let mut out = Vec::new();
+    write(
+        &profile,
+        OutputFormat::FirefoxRaw,
+        &WriteOptions::default(),
+        &mut out,
+    )
+    .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let threads = doc["threads"].as_array().unwrap();
+    // Two pids (no tid), two sample types.
+    assert_eq!(threads.len(), 4, "{threads:?}");
+    let total: i64 = threads
+        .iter()
+        .flat_map(|t| t["samples"]["weight"].as_array().unwrap())
+        .map(|w| w.as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 5 + 2 + 1 + 50 + 20 + 10);
+}

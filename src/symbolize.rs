@@ -504,13 +504,19 @@ fn build_id_hex(file: &object::File<'_>) -> String {
     }
 }
 
-/// The line tables of `debug_file`, the debug file of the binary at `path`
-/// (its bytes `image`): read from the binary's own bytes when it is its own
-/// debug file, else from the file.
-fn tables_of(path: &Path, image: Option<&[u8]>, debug_file: &Path) -> Option<lines::LineTables> {
+/// The file and line of each of the sorted `addresses` in the line tables
+/// of `debug_file`, the debug file of the binary at `path` (its bytes
+/// `image`): read from the binary's own bytes when it is its own debug
+/// file, else from the file.
+fn lines_of(
+    path: &Path,
+    image: Option<&[u8]>,
+    debug_file: &Path,
+    addresses: &[u64],
+) -> Option<lines::SortedLines> {
     match image {
-        Some(image) if debug_file == path => lines::line_tables_in(image),
-        _ => lines::line_tables(debug_file),
+        Some(image) if debug_file == path => lines::sorted_lines_in(image, addresses),
+        _ => lines::sorted_lines(debug_file, addresses),
     }
 }
 
@@ -786,8 +792,7 @@ impl Binary {
         // entries or .debug_aranges that do not parse), this pass gives up
         // too: same file, same sections, read with the same gimli (lines.rs).
         let debug_file = self.line_tables_file()?;
-        let tables = tables_of(&self.path, self.image.as_deref(), debug_file)?;
-        Some(tables.claim(addresses))
+        lines_of(&self.path, self.image.as_deref(), debug_file, addresses)
     }
 
     /// The file whose line tables [`Binary::sorted_lines`] reads: the

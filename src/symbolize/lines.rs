@@ -95,20 +95,12 @@ impl Found {
 /// of the ELF file at `path`. `None` when the file or its DWARF does not
 /// parse (then every address is asked of addr2line).
 pub fn sorted_lines(path: &Path, addresses: &[u64]) -> Option<SortedLines> {
-    Some(line_tables(path)?.claim(addresses))
-}
-
-/// The line tables of the ELF file at `path`, read for [`LineTables::claim`]
-/// (`None` as for [`sorted_lines`]). Reading them is most of the work of a
-/// lookup, and needs no address: a caller can read them while it works out
-/// which addresses to look up.
-pub fn line_tables(path: &Path) -> Option<LineTables> {
     let bytes = super::read_object(path).ok()?;
-    line_tables_in(&bytes)
+    sorted_lines_in(&bytes, addresses)
 }
 
-/// [`line_tables`] of an ELF file's bytes (already read).
-pub fn line_tables_in(bytes: &[u8]) -> Option<LineTables> {
+/// [`sorted_lines`] in an ELF file's bytes (already read).
+pub fn sorted_lines_in(bytes: &[u8], addresses: &[u64]) -> Option<SortedLines> {
     let object = object::File::parse(bytes).ok()?;
     if !matches!(object, object::File::Elf32(_) | object::File::Elf64(_)) {
         return None; // checked on ELF only (lines_tests.rs): others are asked of addr2line
@@ -126,51 +118,31 @@ pub fn line_tables_in(bytes: &[u8]) -> Option<LineTables> {
     })
     .ok()?;
     let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
-    LineTables::read(&dwarf)
+    claim_all(&dwarf, addresses)
 }
 
-/// Every compile unit's line table and declared ranges, in the order of
-/// the units: what [`sorted_lines`] looks addresses up in.
-pub struct LineTables {
-    units: Vec<(Declared, UnitLines)>,
-}
-
-impl LineTables {
-    /// The units' line programs, run one after the other. `None` when one
-    /// does not parse.
-    fn read(dwarf: &gimli::Dwarf<Reader<'_>>) -> Option<LineTables> {
-        let aranges = Aranges::read(dwarf)?;
-        let units = compile_units(dwarf, &aranges)?;
-        let read_unit = |(unit, _): &(gimli::Unit<Reader<'_>>, Declared)| {
-            let program = unit.line_program.clone()?;
-            let mut lines = UnitLines::default();
-            lines.read(gimli::UnitRef::new(dwarf, unit), program)?;
-            Some(lines)
-        };
-        let read: Option<Vec<UnitLines>> = units.iter().map(read_unit).collect();
-        let declared = units.into_iter().map(|(_, declared)| declared);
-        Some(LineTables {
-            units: declared.zip(read?).collect(),
-        })
+/// The file and line of each of `addresses` (sorted, ascending): each
+/// compile unit's line program is run, and its rows claim the addresses
+/// they hold ([`UnitLines::claim`]), unit after unit, in one reused
+/// [`UnitLines`]. `None` when a unit's line program does not parse.
+fn claim_all(dwarf: &gimli::Dwarf<Reader<'_>>, addresses: &[u64]) -> Option<SortedLines> {
+    let aranges = Aranges::read(dwarf)?;
+    let units = compile_units(dwarf, &aranges)?;
+    let mut found = vec![Found::Nowhere; addresses.len()];
+    let mut files = Vec::new();
+    let mut lines = UnitLines::default();
+    for (unit, declared) in &units {
+        let program = unit.line_program.clone()?;
+        lines.read(gimli::UnitRef::new(dwarf, unit), program)?;
+        lines.claim(declared, files.len(), addresses, &mut found);
+        files.append(&mut lines.files);
     }
-
-    /// The file and line of each of `addresses` (sorted, ascending): each
-    /// unit's rows claim the addresses they hold ([`UnitLines::claim`]), in
-    /// the order of the units.
-    pub fn claim(self, addresses: &[u64]) -> SortedLines {
-        let mut found = vec![Found::Nowhere; addresses.len()];
-        let mut files = Vec::new();
-        for (declared, mut lines) in self.units {
-            lines.claim(&declared, files.len(), addresses, &mut found);
-            files.append(&mut lines.files);
+    for (found, &address) in found.iter_mut().zip(addresses) {
+        if address == u64::MAX {
+            *found = Found::Ask; // addr2line computes `probe + 1`
         }
-        for (found, &address) in found.iter_mut().zip(addresses) {
-            if address == u64::MAX {
-                *found = Found::Ask; // addr2line computes `probe + 1`
-            }
-        }
-        SortedLines { files, found }
     }
+    Some(SortedLines { files, found })
 }
 
 /// The compile units that have code and a line program, each with the
@@ -553,7 +525,7 @@ mod tests {
     //! up here and by addr2line's `Context::find_location` on the same
     //! sections: every address answered here has addr2line's answer.
 
-    use super::{gimli, Found, LineTables, Reader};
+    use super::{claim_all, gimli, Found, Reader};
     use crate::test_rng::XorShift as Rng;
 
     const BASE: u64 = 0x1000;
@@ -736,8 +708,7 @@ mod tests {
             let (abbrev, info) = unit(big);
             let sections = (&abbrev[..], &info[..], &line[..]);
             let context = addr2line::Context::from_dwarf(dwarf(sections, big)).unwrap();
-            let Some(sorted) = LineTables::read(&dwarf(sections, big)).map(|t| t.claim(&probes))
-            else {
+            let Some(sorted) = claim_all(&dwarf(sections, big), &probes) else {
                 asked += probes.len(); // rows that go back: all asked
                 continue;
             };

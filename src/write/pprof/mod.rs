@@ -60,7 +60,7 @@ fn pb_label(l: &crate::profile::Label) -> pb::Label {
 /// Converts the IR to the generated pprof message. Ids are indexes + 1, so
 /// they are unique and non-zero; string index 0 is "".
 pub fn to_proto(profile: &Profile) -> pb::Profile {
-    let mut message = to_proto_tables(profile, true);
+    let mut message = to_proto_tables(profile);
     message.sample = profile
         .samples()
         .iter()
@@ -70,10 +70,9 @@ pub fn to_proto(profile: &Profile) -> pb::Profile {
     message
 }
 
-/// [`to_proto`] without the samples, and without the locations unless
-/// `locations`.
-fn to_proto_tables(profile: &Profile, locations: bool) -> pb::Profile {
-    let mut message = to_proto_rest(profile, locations);
+/// [`to_proto`] without the samples.
+fn to_proto_tables(profile: &Profile) -> pb::Profile {
+    let mut message = to_proto_rest(profile, true);
     // The IR's table already starts with ""; comments and metadata are
     // appended to a copy of it, so the profile itself stays untouched.
     let mut strings = profile.strings().as_slice().to_vec();
@@ -191,7 +190,9 @@ fn pb_function((i, f): (usize, &crate::profile::Function)) -> pb::Function {
 }
 
 /// Writes the profile as pprof protobuf, gzip-compressed when `gzip` (at
-/// the fastest level, as Go's runtime/pprof does): encoded, then compressed.
+/// the fastest level, as Go's runtime/pprof does): encoded, then compressed
+/// in one piece (zlib-rs's fastest level makes other bytes of a message
+/// handed over in pieces: the bytes would then depend on the pieces).
 pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
     let io = Error::unnamed_output;
     let encoded = encode(profile);
@@ -226,10 +227,36 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
             s.labels.iter().map(pb_label),
         );
     }
-    to_proto_tables(profile, false)
-        .encode(&mut out)
-        .expect("a Vec grows as needed");
+    encode_tables(profile, &mut out);
     out
+}
+
+/// Appends the encoding of [`to_proto_tables`]`(profile)` without its
+/// locations to `out`: prost's bytes, without a copy of every string of the
+/// profile in a message. prost writes a message's fields in field order,
+/// so the fields before the string table (6), its strings, and the fields
+/// after it are encoded one after the other.
+fn encode_tables(profile: &Profile, out: &mut Vec<u8>) {
+    let mut rest = to_proto_rest(profile, false);
+    let before = pb::Profile {
+        sample_type: std::mem::take(&mut rest.sample_type),
+        mapping: std::mem::take(&mut rest.mapping),
+        function: profile
+            .functions()
+            .iter()
+            .enumerate()
+            .map(pb_function)
+            .collect(),
+        ..Default::default()
+    };
+    let grows = "a Vec grows as needed";
+    before.encode(out).expect(grows);
+    // The IR's table starts with "", then the comments and metadata.
+    let extra = std::mem::take(&mut rest.string_table);
+    for s in profile.strings().as_slice().iter().chain(&extra) {
+        prost::encoding::string::encode(6, s, out);
+    }
+    rest.encode(out).expect(grows);
 }
 
 /// One location and one sample message, reused for every one encoded, so

@@ -323,3 +323,11 @@ fn random_names_through_every_writer_give_outputs_that_parse() {
         }
     }
 }
+
+// An 888-byte APS file whose event values near 2^63 made the Firefox writer
+// split them into a million samples per thread (72 MB of JSON, seconds).
+case!(
+    pipeline_aps_huge_values_firefox_samples,
+    "pipeline",
+    "aps-huge-values-firefox-samples"
+);

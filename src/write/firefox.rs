@@ -8,7 +8,9 @@
 //! - a thread per sample type of each of them (one thread's samples carry
 //!   one weight), named after the type (`cpu (nanoseconds)`), its samples
 //!   weighted in the input's unit; a weight is an `i32` there, so a larger
-//!   value is written as several samples of the same stack;
+//!   value is written as several samples of the same stack, within a budget
+//!   of samples bounded by the profile's size (past it, the type's values
+//!   are divided by a power of ten, which its threads' names show);
 //! - a heap profile (`alloc_space` and `inuse_space` in bytes, mpatrol's)
 //!   also as native allocation samples on its `alloc_space` thread: the
 //!   unfreed bytes as allocations never freed, the rest as allocations freed
@@ -40,10 +42,14 @@ use crate::profile::{basename, Granularity, GroupBy, Profile, Sample};
 use crate::write::frames::group_frames;
 use crate::write::{effective_group_by, WriteOptions};
 
-/// The most samples a thread gets beyond one per stack when its values are
-/// split into `i32` weights; past it values are divided by a power of ten,
-/// and the thread's name says by how much.
-const MAX_EXTRA_SAMPLES: u64 = 1 << 20;
+/// How many samples the whole document may get beyond one per stack when
+/// values are split into `i32` weights: this many, plus
+/// [`EXTRA_SAMPLES_PER_SAMPLE`] per sample of the profile, shared evenly by
+/// the sample types. Past it a type's values are divided by a power of ten,
+/// and its threads' names say by how much: the output stays within a few
+/// times the profile's size, whatever its values.
+const EXTRA_SAMPLES: u64 = 1 << 16;
+const EXTRA_SAMPLES_PER_SAMPLE: u64 = 8;
 
 /// Writes `profile` as a processed profile, gzip-compressed when `gzip`.
 pub fn write(
@@ -80,6 +86,7 @@ pub(crate) fn build(profile: &Profile, options: &WriteOptions) -> fx::Profile {
     fx.set_symbolicated(true);
     let frames = FrameTable::new(profile, options, &mut fx);
     let types = type_order(profile);
+    let divisors = divisors(profile, &types);
     let heap = heap_types(profile);
     let default = profile.default_sample_type.unwrap_or(0);
     let mut selected = None;
@@ -97,16 +104,17 @@ pub(crate) fn build(profile: &Profile, options: &WriteOptions) -> fx::Profile {
         let tid = key.1.as_deref().and_then(|t| t.parse().ok()).unwrap_or(0);
         let mut order = samples;
         order.sort_by(|&a, &b| frames.stack(profile, a).cmp(frames.stack(profile, b)));
-        for &t in &types {
+        for (&t, &divisor) in types.iter().zip(&divisors) {
             let writer = ThreadWriter {
                 profile,
                 order: &order,
                 t,
+                divisor,
             };
             if writer.is_empty() {
                 continue;
             }
-            let name = writer.name(base.as_deref(), writer.divisor());
+            let name = writer.name(base.as_deref());
             // Not a main thread: the profiler names a main thread after its
             // process, and these are named by sample type.
             let start = Timestamp::from_millis_since_reference(0.0);
@@ -133,6 +141,8 @@ struct ThreadWriter<'a> {
     profile: &'a Profile,
     order: &'a [usize],
     t: usize,
+    /// What the values are divided by (see [`divisors`]).
+    divisor: i64,
 }
 
 impl ThreadWriter<'_> {
@@ -145,28 +155,11 @@ impl ThreadWriter<'_> {
         self.order.iter().all(|&i| self.value(i) == 0)
     }
 
-    /// What the values are divided by: 1, unless splitting them into `i32`
-    /// weights would take more than [`MAX_EXTRA_SAMPLES`] samples.
-    fn divisor(&self) -> i64 {
-        let mut divisor: i64 = 1;
-        loop {
-            let extra: u64 = self
-                .order
-                .iter()
-                .map(|&i| (self.value(i) / divisor).unsigned_abs() / i32::MAX as u64)
-                .fold(0, u64::saturating_add);
-            if extra <= MAX_EXTRA_SAMPLES || divisor > i64::MAX / 10 {
-                return divisor;
-            }
-            divisor *= 10;
-        }
-    }
-
     /// `thread_name — kind (unit)`, or the type alone for an input
     /// without threads.
-    fn name(&self, base: Option<&str>, divisor: i64) -> String {
+    fn name(&self, base: Option<&str>) -> String {
         let (kind, unit) = self.profile.sample_type_name(self.t);
-        let scaled = match divisor {
+        let scaled = match self.divisor {
             1 => String::new(),
             d => format!(" ÷{d}"),
         };
@@ -182,10 +175,9 @@ impl ThreadWriter<'_> {
         if unit == "bytes" {
             fx.set_thread_samples_weight_type(thread, WeightType::Bytes);
         }
-        let divisor = self.divisor();
         let mut time = 0u64;
         for &i in self.order {
-            let mut value = self.value(i) / divisor;
+            let mut value = self.value(i) / self.divisor;
             if value == 0 {
                 continue;
             }
@@ -199,6 +191,37 @@ impl ThreadWriter<'_> {
             }
         }
     }
+}
+
+/// What each sample type's values in `types` are divided by: 1, unless
+/// splitting them into `i32` weights would take more samples than the
+/// type's share of the budget ([`EXTRA_SAMPLES`]); then the least power of
+/// ten that keeps within it. One divisor per type, for all its threads, so
+/// that the threads of a type stay comparable.
+fn divisors(profile: &Profile, types: &[usize]) -> Vec<i64> {
+    let samples = profile.samples();
+    let budget = EXTRA_SAMPLES
+        .saturating_add(EXTRA_SAMPLES_PER_SAMPLE.saturating_mul(samples.len() as u64))
+        / types.len().max(1) as u64;
+    let extra = |t: usize, divisor: i64| -> u64 {
+        samples
+            .iter()
+            .map(|s| {
+                let value = s.values.get(t).copied().unwrap_or(0) / divisor;
+                value.unsigned_abs() / i32::MAX as u64
+            })
+            .fold(0, u64::saturating_add)
+    };
+    types
+        .iter()
+        .map(|&t| {
+            let mut divisor: i64 = 1;
+            while extra(t, divisor) > budget && divisor <= i64::MAX / 10 {
+                divisor *= 10;
+            }
+            divisor
+        })
+        .collect()
 }
 
 /// The allocation samples of a heap profile: each stack's unfreed bytes

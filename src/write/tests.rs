@@ -3,7 +3,7 @@
 //! inlined into `work`), three stacks, two sample types, a pid label.
 
 use super::*;
-use crate::profile::{GroupBy, Line, Location, Mapping};
+use crate::profile::{GroupBy, Label, LabelValue, Line, Location, Mapping};
 
 /// `main` → `work` → `leaf` (inlined into `work` at one address).
 ///
@@ -268,4 +268,73 @@ fn firefox_threads_are_one_per_pid_tid_and_sample_type_and_keep_every_total() {
         .map(|w| w.as_i64().unwrap())
         .sum();
     assert_eq!(total, 5 + 2 + 1 + 50 + 20 + 10);
+}
+
+#[test]
+fn firefox_splits_values_past_i32_exactly_and_stays_small_for_huge_ones() {
+    let thread_samples = |values: &[i64]| {
+        let mut p = Profile::new(&[("cpu", "nanoseconds")]);
+        let key = p.intern("tid");
+        for (i, &v) in values.iter().enumerate() {
+            let f = p.add_function(&format!("f{i}"), "", "", 0);
+            let l = p.add_location(Location {
+                mapping: None,
+                address: 0x1000 + i as u64,
+                is_return_address: false,
+                lines: vec![Line {
+                    function: f,
+                    line: 0,
+                }]
+                .into(),
+            });
+            let tid = p.intern(&i.to_string());
+            let label = Label {
+                key,
+                value: LabelValue::Str(tid),
+            };
+            p.add_sample(&[l], &[v], &[label]);
+        }
+        let mut out = Vec::new();
+        write(
+            &p,
+            OutputFormat::FirefoxRaw,
+            &WriteOptions::default(),
+            &mut out,
+        )
+        .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let threads = doc["threads"].as_array().unwrap().clone();
+        (threads, out.len())
+    };
+    let weights = |t: &serde_json::Value| -> Vec<i64> {
+        let w = t["samples"]["weight"].as_array().unwrap();
+        w.iter().map(|w| w.as_i64().unwrap()).collect()
+    };
+    // 5 s and 9 s of CPU in nanoseconds: split into i32 weights, exactly.
+    let (threads, _) = thread_samples(&[5_000_000_000, 9_000_000_000]);
+    let totals: Vec<i64> = threads.iter().map(|t| weights(t).iter().sum()).collect();
+    assert_eq!(totals, [5_000_000_000, 9_000_000_000]);
+    assert!(threads
+        .iter()
+        .all(|t| !t["name"].as_str().unwrap().contains('÷')));
+    // Values near 2^63 in many threads: the samples stay within the budget
+    // (not a million per thread), scaled by a power of ten that each
+    // thread's name shows, and the scaled totals are kept.
+    let (threads, len) = thread_samples(&[i64::MAX / 2; 40]);
+    let samples: usize = threads.iter().map(|t| weights(t).len()).sum();
+    assert!(samples <= (1 << 16) + 8 * 40 + 40, "{samples} samples");
+    assert!(len < 8 << 20, "{len} bytes");
+    for t in &threads {
+        let name = t["name"].as_str().unwrap();
+        let divisor: i64 = name
+            .split('÷')
+            .nth(1)
+            .and_then(|d| d.trim_end_matches(')').parse().ok())
+            .unwrap_or_else(|| panic!("no divisor in {name}"));
+        assert_eq!(
+            weights(t).iter().sum::<i64>(),
+            (i64::MAX / 2) / divisor,
+            "{name}"
+        );
+    }
 }

@@ -96,6 +96,12 @@ fn threads(cli: &Cli, session: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A value per function name.
+type Totals = BTreeMap<String, i64>;
+
+/// Self and total values per (source file, line).
+type PerLine = BTreeMap<(String, i64), (i64, i64)>;
+
 /// Self and total values per function name, summed over `handles`, under
 /// the data source `strategy`.
 fn functions(
@@ -104,7 +110,19 @@ fn functions(
     handles: &[String],
     strategy: &str,
 ) -> (BTreeMap<String, i64>, BTreeMap<String, i64>) {
-    let (mut flat, mut cum) = (BTreeMap::new(), BTreeMap::new());
+    let (flat, cum, _) = functions_and_libraries(cli, session, handles, strategy);
+    (flat, cum)
+}
+
+/// As [`functions`], with the library the profiler names for each
+/// function (`None` for one without).
+fn functions_and_libraries(
+    cli: &Cli,
+    session: &str,
+    handles: &[String],
+    strategy: &str,
+) -> (Totals, Totals, BTreeMap<String, Option<String>>) {
+    let (mut flat, mut cum, mut libraries) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     for handle in handles {
         let args = [
             "thread",
@@ -120,13 +138,37 @@ fn functions(
         let doc = cli.json(session, &args);
         for f in doc["functions"].as_array().expect("functions") {
             let name = f["name"].as_str().unwrap().to_owned();
+            let library = f["library"].as_str().map(str::to_owned);
+            libraries.insert(name.clone(), library);
             let value = |k: &str| f[k].as_f64().unwrap().round() as i64;
             *flat.entry(name.clone()).or_insert(0) += value("selfSamples");
             *cum.entry(name).or_insert(0) += value("totalSamples");
         }
     }
     flat.retain(|_, v| *v != 0);
-    (flat, cum)
+    (flat, cum, libraries)
+}
+
+/// The image (the basename of its mapping's file) of each function pprof
+/// places in a named mapping.
+fn pprof_images(p: &pb::Profile) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for loc in &p.location {
+        let Some(m) = p.mapping.iter().find(|m| m.id == loc.mapping_id) else {
+            continue;
+        };
+        let file = s(p, m.filename);
+        let image = file.rsplit('/').next().unwrap_or(file);
+        if image.is_empty() {
+            continue;
+        }
+        for line in &loc.line {
+            let f = p.function.iter().find(|f| f.id == line.function_id);
+            let name = s(p, f.unwrap().name).to_owned();
+            out.entry(name).or_insert_with(|| image.to_owned());
+        }
+    }
+    out
 }
 
 /// pprof's cumulative value of sample type `t` per function name: each
@@ -219,8 +261,17 @@ fn check_against_pprof(cli: &Cli, session: &str, name: &str, p: &pb::Profile) {
             !handles.is_empty(),
             "{name}: no thread for {label} in {threads:?}"
         );
-        let (flat, cum) = functions(cli, session, &handles, "timing");
+        let (flat, cum, libraries) = functions_and_libraries(cli, session, &handles, "timing");
         assert_eq!(flat, flat_want, "{name}: self values of {label}");
+        for (function, image) in pprof_images(p) {
+            if let Some(library) = libraries.get(&function) {
+                assert_eq!(
+                    library.as_deref(),
+                    Some(image.as_str()),
+                    "{name}: the library of {function} in {label}"
+                );
+            }
+        }
         for (function, want) in pprof_cum(p, t) {
             assert_eq!(
                 cum.get(&function),
@@ -321,4 +372,125 @@ fn a_truncated_output_is_refused_by_the_firefox_profiler() {
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let loaded = cli.load("cut", &cut);
     assert!(!loaded.status.success(), "a truncated profile loaded");
+}
+
+/// At `--granularity lines` the profiler's source view has pprof's numbers
+/// per line: for each source file, the self and total values its
+/// annotation gives each line are `go tool pprof -lines`' flat and cum of
+/// that line (decoded from the `.pb.gz` of the same run); the call tree
+/// still shows functions, each with the executable as its library.
+#[test]
+fn at_line_granularity_the_source_view_has_pprofs_values_per_line() {
+    if let Some(reason) = missing_tool() {
+        assert!(
+            !in_ci(),
+            "the Firefox Profiler check cannot run under CI: {reason}"
+        );
+        skip_note!("{reason}");
+        return;
+    }
+    let dir = tempdir();
+    let cli = Cli {
+        sessions: dir.path().join("sessions"),
+    };
+    let binary = fixture("gprof/callgraph-nopie");
+    let input = fixture("gprof/callgraph-nopie.gmon");
+    let out = |ext: &str| dir.path().join(format!("lines.{ext}"));
+    for ext in ["firefox.json.gz", "pb.gz"] {
+        profconv_ok(&[
+            input.to_str().unwrap(),
+            "--binary",
+            binary.to_str().unwrap(),
+            "--granularity",
+            "lines",
+            "-o",
+            out(ext).to_str().unwrap(),
+        ]);
+    }
+    let p = decode_pprof(&out("pb.gz"));
+    assert!(cli.load("lines", &out("firefox.json.gz")).status.success());
+    let threads = threads(&cli, "lines");
+    assert_eq!(threads.len(), p.sample_type.len(), "{threads:?}");
+    for (handle, thread) in threads {
+        let t = p
+            .sample_type
+            .iter()
+            .position(|vt| thread == format!("{} ({})", s(&p, vt.r#type), s(&p, vt.unit)))
+            .unwrap_or_else(|| panic!("no sample type for the thread {thread}"));
+        cli.run(&["thread", "select", &handle, "--session", "lines"]);
+        let (want, got) = pprof_and_annotated_lines(&cli, &handle, &p, t);
+        assert!(want.len() > 3, "{thread}: pprof has lines: {want:?}");
+        assert_eq!(got, want, "{thread}: self and total per source line");
+    }
+}
+
+/// pprof's flat and cum of sample type `t` per (file, line), without
+/// zeros, and the same from the source view of every file of the functions
+/// on `thread` (selected in session `lines`).
+fn pprof_and_annotated_lines(
+    cli: &Cli,
+    thread: &str,
+    p: &pb::Profile,
+    t: usize,
+) -> (PerLine, PerLine) {
+    let mut want = PerLine::new();
+    for sample in &p.sample {
+        let mut seen = std::collections::BTreeSet::new();
+        for (depth, id) in sample.location_id.iter().enumerate() {
+            let loc = p.location.iter().find(|l| l.id == *id).unwrap();
+            for (k, line) in loc.line.iter().enumerate() {
+                let f = p.function.iter().find(|f| f.id == line.function_id);
+                let key = (s(p, f.unwrap().filename).to_owned(), line.line);
+                let entry = want.entry(key.clone()).or_insert((0, 0));
+                if depth == 0 && k == 0 {
+                    entry.0 += sample.value[t];
+                }
+                if seen.insert(key) {
+                    entry.1 += sample.value[t];
+                }
+            }
+        }
+    }
+    let list = cli.json(
+        "lines",
+        &["thread", "functions", "--thread", thread, "--limit", "0"],
+    );
+    let functions = list["functions"].as_array().expect("functions");
+    let names: Vec<&str> = functions
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.len() <= p.function.len(),
+        "one function each, not one per line: {names:?}"
+    );
+    for f in functions {
+        assert_eq!(f["library"], "callgraph-nopie", "{f}");
+    }
+    let mut got = PerLine::new();
+    let mut files_seen = std::collections::BTreeSet::new();
+    for f in functions {
+        let handle = f["functionHandle"].as_str().unwrap();
+        let doc = cli.json(
+            "lines",
+            &["function", "annotate", handle, "--context", "file"],
+        );
+        let a = &doc["srcAnnotation"];
+        let file = a["filename"].as_str().expect("a source file").to_owned();
+        if !files_seen.insert(file.clone()) {
+            continue;
+        }
+        for l in a["lines"].as_array().unwrap() {
+            let value = |k: &str| l[k].as_f64().unwrap().round() as i64;
+            if value("selfSamples") != 0 || value("totalSamples") != 0 {
+                let line = l["lineNumber"].as_i64().unwrap();
+                got.insert(
+                    (file.clone(), line),
+                    (value("selfSamples"), value("totalSamples")),
+                );
+            }
+        }
+    }
+    want.retain(|_, v| *v != (0, 0));
+    (want, got)
 }

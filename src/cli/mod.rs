@@ -288,9 +288,11 @@ pub struct WriteArgs {
     pub group_by: Option<Vec<String>>,
     /// How finely frames are told apart (pprof's word). Each output's
     /// default is what its viewer is for: pprof keeps every address (pprof
-    /// folds at view time); callgrind, source lines; folded, SVG and
-    /// speedscope, functions. Above `addresses`, an unsymbolized address
-    /// folds to its image's one frame, `[image]`.
+    /// folds at view time); callgrind, source lines; folded, SVG,
+    /// speedscope and the Firefox Profiler, functions (at `lines` the
+    /// Firefox Profiler keeps functions and gets each frame's line for its
+    /// source view). Above `addresses`, an unsymbolized address folds to
+    /// its image's one frame, `[image]`.
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub granularity: Option<profconv::profile::Granularity>,
     /// SVG: the title (default: the inputs and the sample type).

@@ -18,17 +18,22 @@
 //!   "allocated memory" what was allocated;
 //! - frames by name, inlined frames as frames of their own (caller first);
 //!   the frame's image (mapping) as its category, which colours the
-//!   profiler's graphs by library. The crate's 0.8 format has no source
-//!   file or line per function, nor a library for a named frame: a file and
-//!   line show only at `--granularity lines`, in the name (`f file:12`).
+//!   profiler's graphs by library;
+//! - each function's source file and first line, and its library (the
+//!   image, with its path and build id: the profiler's `libs`, named in its
+//!   call tree as `name [library]`); at `--granularity lines` each frame's
+//!   line too. The crate's format 0.8 leaves these columns `null`, so they
+//!   are added to the document it serialized, per function name (the crate
+//!   keys functions by name).
 //!
 //! Samples of one stack are one sample (the IR aggregates them); they are
 //! placed a millisecond apart in stack order, root first, so that the stack
 //! chart draws each call once. The whole document is built in memory (the
-//! crate serializes a finished profile): memory is that of the profile
-//! folded to its granularity, as for the other outputs.
+//! crate serializes a finished profile, which then takes its sources as a
+//! JSON value): memory is that of the profile folded to its granularity, as
+//! for the other outputs, times a small factor.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use fx::{
@@ -36,9 +41,10 @@ use fx::{
     ReferenceTimestamp, SamplingInterval, ThreadHandle, Timestamp, WeightType,
 };
 use fxprof_processed_profile as fx;
+use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::profile::{basename, Granularity, GroupBy, Profile, Sample};
+use crate::profile::{basename, Granularity, GroupBy, Mapping, Profile, Sample, StrId};
 use crate::write::frames::group_frames;
 use crate::write::{effective_group_by, WriteOptions};
 
@@ -58,9 +64,11 @@ pub fn write(
     gzip: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let document = build(profile, options);
+    let (document, sources) = build(profile, options);
     let io = Error::unnamed_output;
     let json = |e: serde_json::Error| io(e.into());
+    let mut document = serde_json::to_value(&document).map_err(json)?;
+    sources.add_to(&mut document);
     if gzip {
         let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
         serde_json::to_writer(&mut gz, &document).map_err(json)?;
@@ -72,8 +80,9 @@ pub fn write(
     }
 }
 
-/// The processed profile of `profile`.
-pub(crate) fn build(profile: &Profile, options: &WriteOptions) -> fx::Profile {
+/// The processed profile of `profile`, and what the crate cannot say of
+/// its functions (files, lines, libraries).
+fn build(profile: &Profile, options: &WriteOptions) -> (fx::Profile, Sources) {
     let reference = ReferenceTimestamp::from_millis_since_unix_epoch(
         profile.time_nanos.max(0) as f64 / 1_000_000.0,
     );
@@ -84,7 +93,7 @@ pub(crate) fn build(profile: &Profile, options: &WriteOptions) -> fx::Profile {
     let mut fx = fx::Profile::new(title, reference, SamplingInterval::from_millis(1));
     // profconv symbolized what it could; nothing is left for a symbol server.
     fx.set_symbolicated(true);
-    let frames = FrameTable::new(profile, options, &mut fx);
+    let (frames, sources) = FrameTable::new(profile, options, &mut fx);
     let types = type_order(profile);
     let divisors = divisors(profile, &types);
     let heap = heap_types(profile);
@@ -132,7 +141,7 @@ pub(crate) fn build(profile: &Profile, options: &WriteOptions) -> fx::Profile {
     if let Some(thread) = selected {
         fx.add_initial_selected_thread(thread);
     }
-    fx
+    (fx, sources)
 }
 
 /// The samples of one thread of the input (its `pid` and `tid`) for one
@@ -341,17 +350,23 @@ struct FrameTable {
 }
 
 impl FrameTable {
-    fn new(profile: &Profile, options: &WriteOptions, fx: &mut fx::Profile) -> FrameTable {
+    fn new(
+        profile: &Profile,
+        options: &WriteOptions,
+        fx: &mut fx::Profile,
+    ) -> (FrameTable, Sources) {
         let by_line = options.granularity == Some(Granularity::Lines);
         let mut categories: BTreeMap<&str, CategoryPairHandle> = BTreeMap::new();
         let mut images = 0;
+        let mut sources = Sources::default();
         let mut locations = Vec::with_capacity(profile.locations().len());
-        for (l, location) in profile.locations().iter().enumerate() {
-            let image = location
+        for location in profile.locations() {
+            let mapping = location
                 .mapping
                 .and_then(|m| profile.mappings().get(m.index()))
-                .map(|m| basename(profile.str(m.filename)))
-                .filter(|name| !name.is_empty());
+                .filter(|m| !profile.str(m.filename).is_empty());
+            let lib = mapping.map(|m| sources.lib(profile, m));
+            let image = mapping.map(|m| basename(profile.str(m.filename)));
             let category = match image {
                 None => CategoryHandle::OTHER.into(),
                 Some(image) => *categories.entry(image).or_insert_with(|| {
@@ -360,20 +375,41 @@ impl FrameTable {
                     fx.add_category(image, color).into()
                 }),
             };
-            let id = crate::profile::LocationId::from_index(l);
-            let names = profile.location_frames(id);
-            let frames = names
-                .iter()
-                .rev()
-                .map(|f| {
-                    let name = match (by_line && f.line > 0, f.file) {
-                        (false, _) => f.name.to_string(),
-                        (true, Some(file)) => format!("{} {file}:{}", f.name, f.line),
-                        (true, None) => format!("{}:{}", f.name, f.line),
-                    };
-                    label(fx, &name, category)
-                })
-                .collect();
+            let frames = if location.lines.is_empty() {
+                let name = profile.address_name(location);
+                sources.name(
+                    &name,
+                    Source {
+                        lib,
+                        ..Source::default()
+                    },
+                );
+                vec![label(fx, &name, category)]
+            } else {
+                let lines = location.lines.iter().rev();
+                lines
+                    .map(|line| {
+                        let f = profile.line_frame(line);
+                        let function = &profile.functions()[line.function.index()];
+                        let (name, at) = match (by_line && f.line > 0, f.file) {
+                            (false, _) => (f.name.to_string(), None),
+                            (true, Some(file)) => {
+                                (format!("{} {file}:{}", f.name, f.line), Some(f.line))
+                            }
+                            (true, None) => (format!("{}:{}", f.name, f.line), Some(f.line)),
+                        };
+                        let source = Source {
+                            base: at.map(|_| f.name.to_string()),
+                            lib,
+                            file: f.file.map(str::to_owned),
+                            start_line: Some(function.start_line).filter(|&l| l > 0),
+                            line: at,
+                        };
+                        sources.name(&name, source);
+                        label(fx, &name, category)
+                    })
+                    .collect()
+            };
             locations.push(frames);
         }
         let group_by: Vec<GroupBy> = effective_group_by(profile, options)
@@ -398,7 +434,7 @@ impl FrameTable {
             }
             groups.push(frames);
         }
-        FrameTable { locations, groups }
+        (FrameTable { locations, groups }, sources)
     }
 
     /// The frames of sample `i`, root first, for ordering samples.
@@ -425,6 +461,286 @@ impl FrameTable {
     ) -> Option<fx::StackHandle> {
         fx.intern_stack_frames(thread, self.stack(profile, i).cloned())
     }
+}
+
+/// What the crate's format 0.8 leaves empty, added to the document it
+/// serialized: each function's source file and first line and its library
+/// (the image, with its path and build id), and at `--granularity lines`
+/// each frame's line. The crate keys functions and frames by name, so this
+/// is kept per name (the first function of a name gives it).
+#[derive(Default)]
+struct Sources {
+    by_name: HashMap<String, Source>,
+    libs: Vec<fx::LibraryInfo>,
+    lib_of: HashMap<(StrId, StrId), usize>,
+}
+
+#[derive(Default, Clone)]
+struct Source {
+    /// The function's own name, when the frame's name also has its line.
+    base: Option<String>,
+    lib: Option<usize>,
+    file: Option<String>,
+    start_line: Option<i64>,
+    line: Option<i64>,
+}
+
+impl Sources {
+    fn name(&mut self, name: &str, source: Source) {
+        if !self.by_name.contains_key(name) {
+            self.by_name.insert(name.to_owned(), source);
+        }
+    }
+
+    /// The library of image `m`, added once per path and build id.
+    fn lib(&mut self, profile: &Profile, m: &Mapping) -> usize {
+        let libs = &mut self.libs;
+        *self
+            .lib_of
+            .entry((m.filename, m.build_id))
+            .or_insert_with(|| {
+                let path = profile.str(m.filename).to_owned();
+                let name = basename(&path).to_owned();
+                let build_id = profile.str(m.build_id);
+                libs.push(fx::LibraryInfo {
+                    name: name.clone(),
+                    debug_name: name,
+                    debug_path: path.clone(),
+                    path,
+                    debug_id: debug_id(build_id),
+                    code_id: (!build_id.is_empty()).then(|| build_id.to_owned()),
+                    arch: None,
+                    symbol_table: None,
+                });
+                libs.len() - 1
+            })
+    }
+
+    /// Fills the columns the crate leaves `null` in `doc` (a serialized
+    /// processed profile): `libs`, and per thread the functions' `fileName`,
+    /// `lineNumber` and `resource` (a resource per library, as the profiler
+    /// makes for native code), the frames' `line`.
+    fn add_to(&self, doc: &mut Value) {
+        if self
+            .by_name
+            .values()
+            .all(|s| s.lib.is_none() && s.file.is_none())
+        {
+            return;
+        }
+        doc["libs"] = serde_json::to_value(&self.libs).unwrap_or_default();
+        let Some(threads) = doc["threads"].as_array_mut() else {
+            return;
+        };
+        for thread in threads {
+            self.add_to_thread(thread);
+        }
+    }
+
+    /// One thread's columns. At `--granularity lines` the crate made a
+    /// function per line (`f file:12`); here each of those frames moves to
+    /// the function itself (`f`, added if the crate has none) with its
+    /// line, so the profiler's call tree shows functions and its source
+    /// view the lines, as for native code it symbolizes itself.
+    fn add_to_thread(&self, thread: &mut Value) {
+        let Value::Object(t) = thread else {
+            return;
+        };
+        let mut strings = match t.get("stringArray") {
+            Some(Value::Array(a)) => Strings::new(a),
+            _ => return,
+        };
+        let names: Vec<usize> = column(t, "funcTable", "name");
+        let sources: Vec<Source> = names
+            .iter()
+            .map(|&n| {
+                self.by_name
+                    .get(strings.get(n))
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        // The function each of the crate's functions stands for.
+        let mut funcs = Funcs::default();
+        let mut by_name: HashMap<usize, usize> = HashMap::new();
+        for (&name, source) in names.iter().zip(&sources) {
+            let f = funcs.push(name, source, &mut strings, self);
+            if source.base.is_none() {
+                by_name.entry(name).or_insert(f);
+            }
+        }
+        let mut target: Vec<usize> = (0..names.len()).collect();
+        for (f, source) in sources.iter().enumerate() {
+            if let Some(base) = &source.base {
+                let name = strings.intern(base);
+                target[f] = match by_name.get(&name) {
+                    Some(&g) => g,
+                    None => {
+                        let g = funcs.push(name, source, &mut strings, self);
+                        by_name.insert(name, g);
+                        g
+                    }
+                };
+            }
+        }
+        let resources = funcs.resources.to_value();
+        if let Some(Value::Object(table)) = t.get_mut("funcTable") {
+            funcs.write(table);
+        }
+        let frame_funcs: Vec<usize> = column(t, "frameTable", "func");
+        if let Some(Value::Object(frames)) = t.get_mut("frameTable") {
+            let func = frame_funcs
+                .iter()
+                .map(|&f| target.get(f).copied().unwrap_or(f));
+            frames.insert("func".into(), func.map(Value::from).collect());
+            let line = frame_funcs.iter().map(|&f| {
+                let line = sources.get(f).and_then(|s| s.line);
+                line.map_or(Value::Null, Value::from)
+            });
+            frames.insert("line".into(), line.collect());
+        }
+        t.insert("resourceTable".into(), resources);
+        t.insert("stringArray".into(), strings.list.into());
+    }
+}
+
+/// A thread's function table as written: the crate's functions, then those
+/// added for functions the crate only has per line.
+#[derive(Default)]
+struct Funcs {
+    names: Vec<usize>,
+    files: Vec<Value>,
+    lines: Vec<Value>,
+    resources_of: Vec<i64>,
+    resources: Resources,
+}
+
+impl Funcs {
+    fn push(
+        &mut self,
+        name: usize,
+        source: &Source,
+        strings: &mut Strings,
+        all: &Sources,
+    ) -> usize {
+        self.names.push(name);
+        let file = source.file.as_deref().map(|f| strings.intern(f));
+        self.files.push(file.map_or(Value::Null, Value::from));
+        self.lines
+            .push(source.start_line.map_or(Value::Null, Value::from));
+        let resource = source.lib.map(|lib| {
+            let name = strings.intern(&all.libs[lib].name);
+            self.resources.of(lib, name)
+        });
+        self.resources_of.push(resource.map_or(-1, |r| r as i64));
+        self.names.len() - 1
+    }
+
+    fn write(self, table: &mut serde_json::Map<String, Value>) {
+        let len = self.names.len();
+        table.insert("length".into(), len.into());
+        table.insert("name".into(), self.names.into());
+        table.insert("isJS".into(), vec![false; len].into());
+        table.insert("relevantForJS".into(), vec![false; len].into());
+        table.insert("resource".into(), self.resources_of.into());
+        table.insert("fileName".into(), self.files.into());
+        table.insert("lineNumber".into(), self.lines.into());
+        table.insert("columnNumber".into(), vec![Value::Null; len].into());
+    }
+}
+
+/// A thread's string table, as serialized, to add strings to.
+struct Strings {
+    list: Vec<String>,
+    index: HashMap<String, usize>,
+}
+
+impl Strings {
+    fn new(values: &[Value]) -> Strings {
+        let list: Vec<String> = values
+            .iter()
+            .map(|s| s.as_str().unwrap_or("").to_owned())
+            .collect();
+        let mut index = HashMap::with_capacity(list.len());
+        for (i, s) in list.iter().enumerate() {
+            index.entry(s.clone()).or_insert(i);
+        }
+        Strings { list, index }
+    }
+
+    fn get(&self, i: usize) -> &str {
+        self.list.get(i).map_or("", String::as_str)
+    }
+
+    fn intern(&mut self, s: &str) -> usize {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        self.list.push(s.to_owned());
+        self.index.insert(s.to_owned(), self.list.len() - 1);
+        self.list.len() - 1
+    }
+}
+
+/// A thread's resource table: one library resource per library used.
+#[derive(Default)]
+struct Resources {
+    libs: Vec<usize>,
+    names: Vec<usize>,
+}
+
+impl Resources {
+    fn of(&mut self, lib: usize, name: usize) -> usize {
+        match self.libs.iter().position(|&l| l == lib) {
+            Some(r) => r,
+            None => {
+                self.libs.push(lib);
+                self.names.push(name);
+                self.libs.len() - 1
+            }
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        /// The processed format's `resourceTypeEnum.library`.
+        const LIBRARY: u32 = 1;
+        let len = self.libs.len();
+        serde_json::json!({
+            "length": len,
+            "lib": self.libs,
+            "name": self.names,
+            "host": vec![Value::Null; len],
+            "type": vec![LIBRARY; len],
+        })
+    }
+}
+
+/// The column `key` of `table` in thread `t`, as indexes.
+fn column(t: &serde_json::Map<String, Value>, table: &str, key: &str) -> Vec<usize> {
+    let Some(Value::Array(values)) = t.get(table).and_then(|t| t.get(key)) else {
+        return Vec::new();
+    };
+    let index = |v: &Value| v.as_u64().unwrap_or(u64::MAX) as usize;
+    values.iter().map(index).collect()
+}
+
+/// The debug id of an ELF build id (hex), as samply makes it: its first 16
+/// bytes read as a little-endian GUID, age 0; nil without one.
+fn debug_id(build_id: &str) -> fx::debugid::DebugId {
+    let bytes: Vec<u8> = (0..build_id.len() / 2)
+        .filter_map(|i| u8::from_str_radix(build_id.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect();
+    if bytes.is_empty() {
+        return fx::debugid::DebugId::nil();
+    }
+    let mut guid = [0u8; 16];
+    for (g, b) in guid.iter_mut().zip(&bytes) {
+        *g = *b;
+    }
+    guid[0..4].reverse();
+    guid[4..6].reverse();
+    guid[6..8].reverse();
+    fx::debugid::DebugId::from_guid_age(&guid, 0).unwrap_or_default()
 }
 
 /// A frame named `name`.

@@ -81,11 +81,14 @@ pub fn read_parts(inputs: &[Input], options: &ReadOptions, sink: &mut dyn PartSi
 /// ([`ReadOptions::threads`]) and applied in image order.
 pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
     let mut c = index::index(inputs, options)?;
-    let scan = |c: &_, i| scan::scan_image(c, inputs, options, i, scan::Keep::Sums);
+    let scan = |c: &_, i, buf: &mut Vec<u8>| {
+        scan::scan_image(c, inputs, options, (i, buf), scan::Keep::Sums)
+    };
     match options.pool()? {
         None => {
+            let mut buf = Vec::new();
             for i in 0..c.images.len() {
-                let mut one = scan(&c, i)?;
+                let mut one = scan(&c, i, &mut buf)?;
                 scan::apply(&mut c, &mut one);
             }
         }
@@ -93,7 +96,7 @@ pub fn info(inputs: &[Input], options: &ReadOptions) -> Result<Summary> {
             let scans: Vec<Result<scan::ImageScan>> = pool.install(|| {
                 (0..c.images.len())
                     .into_par_iter()
-                    .map(|i| scan(&c, i))
+                    .map(|i| scan(&c, i, &mut Vec::new()))
                     .collect()
             });
             for result in scans {

@@ -93,14 +93,13 @@ pub(super) fn read_parts(
     let (mut samples, mut nonzero) = (0u64, 0u64);
     // One image at a time, into one lean part whose buffers every image
     // reuses.
-    let mut part = AddressPart::default();
+    let (mut part, mut buf) = (AddressPart::default(), Vec::new());
     for i in 0..c.images.len() {
         let mut scan = image_part(
             &c,
-            inputs,
-            options,
+            (inputs, options),
             &layout,
-            i,
+            (i, &mut buf),
             (samples, nonzero),
             &mut part,
         )?;
@@ -182,10 +181,9 @@ fn tail(warnings: &Warnings, symbol_warnings: &Warnings) -> Profile {
 /// the bounds on values, checked before the rows are stored).
 fn image_part(
     c: &Collection,
-    inputs: &[Input],
-    options: &ReadOptions,
+    (inputs, options): (&[Input], &ReadOptions),
     layout: &Layout,
-    i: usize,
+    (i, buf): (usize, &mut Vec<u8>),
     before: (u64, u64),
     part: &mut AddressPart,
 ) -> Result<ImageScan> {
@@ -200,12 +198,12 @@ fn image_part(
     let scan = if direct {
         let (slot, period) = columns[0];
         let mut rows = RowSink::new(part, slot, period, c.insn).bound(layout.types.len(), before);
-        let scan = scan::scan_image(c, inputs, options, i, Keep::Into(&mut rows))?;
+        let scan = scan::scan_image(c, inputs, options, (i, buf), Keep::Into(&mut rows))?;
         let (n, _) = rows.rows();
         check_values(c, layout, before, n, n)?;
         scan
     } else {
-        let mut scan = scan::scan_image(c, inputs, options, i, Keep::Counts)?;
+        let mut scan = scan::scan_image(c, inputs, options, (i, buf), Keep::Counts)?;
         let counts = std::mem::take(&mut scan.counts);
         let rows = Rows::new(&counts);
         check_values(c, layout, before, rows.distinct(), rows.entries())?;

@@ -52,12 +52,14 @@ pub(super) enum Keep<'s> {
     Into(&'s mut dyn CountSink),
 }
 
-/// Reads the counts of image `image` from its files, keeping what `keep` says.
+/// Reads the counts of image `image` from its files, keeping what `keep`
+/// says; a file read from disk goes into `buf`, which the caller reuses for
+/// the next image (its memory is then neither allocated nor zeroed again).
 pub(super) fn scan_image(
     c: &Collection,
     inputs: &[Input],
     options: &ReadOptions,
-    image: usize,
+    (image, buf): (usize, &mut Vec<u8>),
     mut keep: Keep<'_>,
 ) -> Result<ImageScan> {
     let img = &c.images[image];
@@ -72,7 +74,6 @@ pub(super) fn scan_image(
         ..ImageScan::default()
     };
     // A database's files are read whole, one after the other, into one buffer.
-    let mut buf = Vec::new();
     for &file in &img.files {
         let summary = &c.files[file];
         let walked;
@@ -80,11 +81,7 @@ pub(super) fn scan_image(
             Origin::Input(i) => inputs.get(i).map_or(Ok(&[][..]), Input::bytes)?,
             Origin::Walked => {
                 walked = Input::open(&summary.path, None)?;
-                walked.window(
-                    0,
-                    usize::try_from(walked.len()).unwrap_or(usize::MAX),
-                    &mut buf,
-                )?
+                walked.window(0, usize::try_from(walked.len()).unwrap_or(usize::MAX), buf)?
             }
         };
         options.advance(data.len() as u64);

@@ -19,24 +19,61 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Writes `v` as a varint into `row` at `n`; where it ends.
+fn put(row: &mut [u8], mut n: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        row[n] = v as u8 | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    row[n] = v as u8;
+    n + 1
+}
+
 /// Appends `Profile.location` (field 4): a location with no lines. Zero
-/// fields are left out, as proto3 writes them.
+/// fields are left out, as proto3 writes them. Its body is at most three
+/// 11-byte fields, so its length is one byte: the row is put together in a
+/// small array and appended at once.
 pub(super) fn location(out: &mut Vec<u8>, id: u64, mapping_id: u64, address: u64) {
-    let field = |v: u64| if v == 0 { 0 } else { 1 + len(v) };
-    let body = field(id) + field(mapping_id) + field(address);
-    out.push(4 << 3 | 2);
-    varint(out, body as u64);
+    let mut row = [0u8; 2 + 3 * 11];
+    row[0] = 4 << 3 | 2;
+    let mut n = 2;
     for (tag, v) in [(1u8, id), (2, mapping_id), (3, address)] {
         if v != 0 {
-            out.push(tag << 3);
-            varint(out, v);
+            row[n] = tag << 3;
+            n = put(&mut row, n + 1, v);
         }
     }
+    row[1] = (n - 2) as u8;
+    out.extend_from_slice(&row[..n]);
 }
 
 /// Appends `Profile.sample` (field 2): one location, `values` packed, and
-/// `labels`, the `Sample.label` fields encoded already.
+/// `labels`, the `Sample.label` fields encoded already. A row of up to
+/// four values and 64 bytes of labels (every DCPI row) has a body under 128
+/// bytes, a one-byte length: it is put together in a small array, as a
+/// location is; a longer one is sized first.
 pub(super) fn sample(out: &mut Vec<u8>, location_id: u64, values: &[i64], labels: &[u8]) {
+    if values.len() <= 4 && labels.len() <= 64 {
+        let mut row = [0u8; 2 + 12 + 2 + 4 * 10];
+        let mut n = put(&mut row, 2, 1 << 3 | 2);
+        n = put(&mut row, n, len(location_id) as u64);
+        n = put(&mut row, n, location_id);
+        if !values.is_empty() {
+            n = put(&mut row, n, 2 << 3 | 2);
+            let at = n;
+            n += 1;
+            for &v in values {
+                n = put(&mut row, n, v as u64);
+            }
+            row[at] = (n - at - 1) as u8;
+        }
+        row[0] = 2 << 3 | 2;
+        row[1] = (n - 2 + labels.len()) as u8;
+        out.extend_from_slice(&row[..n]);
+        out.extend_from_slice(labels);
+        return;
+    }
     let packed = |n: usize| if n == 0 { 0 } else { 1 + len(n as u64) + n };
     let ids = len(location_id);
     let vals: usize = values.iter().map(|&v| len(v as u64)).sum();
@@ -94,11 +131,13 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let value_sets: [&[i64]; 5] = [
+        let value_sets: [&[i64]; 7] = [
             &[],
             &[0],
             &[1, 0, 300],
             &[-1, i64::MIN, i64::MAX],
+            &[-1, -2, i64::MIN, -4],
+            &[1, 2, 3, 4, 5],
             &[0; 200],
         ];
         for labels in [&labels[..0], &labels[..1], &labels[..]] {

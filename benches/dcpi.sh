@@ -17,9 +17,10 @@
 #        floors: CPU time at most 1/2 of gzip -1's (reading, converting and compressing
 #        in less than half the time gzip's fastest level takes to compress the result), and
 #        peak RSS <= the database's size; -j 2's wall time is printed beside
-#      profconv DB -o out.folded (and .svg, .speedscope.json, .callgrind, all four at once)
-#        against profconv DB --to pprof -o /dev/null: floors 1/3 of the .pb.gz's CPU time
-#        (SVG 1/5, the four together 1/6), peak RSS <= the database's size
+#      profconv DB -o out.folded (and .svg, .speedscope.json, .callgrind, .firefox.json.gz,
+#        all four of the issue at once) against profconv DB --to pprof -o /dev/null: floors
+#        1/3 of the .pb.gz's CPU time (SVG 1/5, the four together 1/6), peak RSS <= the
+#        database's size
 #      profconv info DB
 #        goal: <= 0.4 s, peak RSS <= 64 MiB (RSS in MiB throughout)
 #    profconv runs under `prlimit --as=CAP_MB MiB` (default 8192): a run that would need
@@ -106,7 +107,7 @@ bench() { # DB LABEL
     # at most the database's size.
     local cap="prlimit --as=$((CAP_MB * 1048576))" pb="$PROFCONV $db --to pprof -o /dev/null"
     local fmt goal outs what
-    for fmt in folded svg speedscope.json callgrind all; do
+    for fmt in folded svg speedscope.json callgrind firefox.json.gz all; do
         what=.$fmt
         case $fmt in
             svg) goal=0.2 outs="-o $WORK/out.svg" ;;

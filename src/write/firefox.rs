@@ -524,7 +524,7 @@ impl Sources {
         if self
             .by_name
             .values()
-            .all(|s| s.lib.is_none() && s.file.is_none())
+            .all(|s| s.lib.is_none() && s.file.is_none() && s.base.is_none())
         {
             return;
         }

@@ -21,6 +21,22 @@ pub const SPEEDSCOPE_BYTES: u64 = (1 << 29) - 24;
 /// frames) in 104 s and 123 MB (640 000 frames) in 269 s.
 pub const SVG_SLOW_BYTES: u64 = 32 << 20;
 
+/// The callgrind size past which KCachegrind needs gigabytes of memory and
+/// most of a minute to open the file. It has no limit of its own: it holds
+/// the whole file in memory, about 17 bytes per byte of file above a base
+/// of 45 MB, and loads about 6 MB a second. KCachegrind 22.12
+/// (`QT_QPA_PLATFORM=offscreen`) on the 2-core machine the tests run on:
+/// 14 MB (a gprof program of 100 000 functions) 264 MB in 2.5 s of CPU,
+/// 18 MB 360 MB in 2.7 s, 74 MB 1.3 GB in 11 s, 190 MB 3.2 GB in 27 s, 767 MB
+/// 12.7 GB in 126 s.
+pub const KCACHEGRIND_HEAVY_BYTES: u64 = 128 << 20;
+
+/// Memory KCachegrind takes to hold a callgrind file of `bytes` bytes, as
+/// measured ([`KCACHEGRIND_HEAVY_BYTES`]).
+fn kcachegrind_memory(bytes: u64) -> u64 {
+    (45 << 20) + bytes.saturating_mul(17)
+}
+
 /// The warning for an output of `bytes` bytes in `format` at `path` that its
 /// viewer cannot open, or opens only slowly, if so.
 pub fn warning(format: OutputFormat, bytes: u64, path: &Path) -> Option<String> {
@@ -39,6 +55,16 @@ pub fn warning(format: OutputFormat, bytes: u64, path: &Path) -> Option<String> 
             path.display(),
             bytes / 1_000_000,
             SPEEDSCOPE_BYTES / 1_000_000
+        )),
+        OutputFormat::Callgrind if bytes > KCACHEGRIND_HEAVY_BYTES => Some(format!(
+            "{}: {} MB of callgrind takes KCachegrind about {} GB of memory and {} s or more \
+             to open (it holds the whole file, about 17 bytes per byte); a coarser \
+             --granularity (lines, functions) makes a smaller file, or the pprof output \
+             (.pb.gz) opens in go tool pprof -http at any size",
+            path.display(),
+            bytes / 1_000_000,
+            (kcachegrind_memory(bytes) + 500_000_000) / 1_000_000_000,
+            bytes / 6_000_000,
         )),
         _ => None,
     }
@@ -92,6 +118,20 @@ mod tests {
         assert_eq!(warning(OutputFormat::Svg, SVG_SLOW_BYTES, path), None);
         let past = warning(OutputFormat::Svg, 62_000_000, path).unwrap();
         assert!(past.starts_with("big.svg: 62 MB of SVG"), "{past}");
+        assert!(past.contains("--granularity"), "{past}");
+    }
+
+    #[test]
+    fn a_heavy_callgrind_file_is_said_with_the_memory_kcachegrind_needs() {
+        let path = Path::new("callgrind.out.big");
+        let at = warning(OutputFormat::Callgrind, KCACHEGRIND_HEAVY_BYTES, path);
+        assert_eq!(at, None);
+        let past = warning(OutputFormat::Callgrind, 767_000_000, path).unwrap();
+        assert!(
+            past.starts_with("callgrind.out.big: 767 MB of callgrind"),
+            "{past}"
+        );
+        assert!(past.contains("about 13 GB of memory and 127 s"), "{past}");
         assert!(past.contains("--granularity"), "{past}");
     }
 

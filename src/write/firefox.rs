@@ -44,7 +44,7 @@ use fxprof_processed_profile as fx;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::profile::{basename, Granularity, GroupBy, Mapping, Profile, Sample, StrId};
+use crate::profile::{basename, Granularity, GroupBy, Location, Mapping, Profile, Sample, StrId};
 use crate::write::frames::group_frames;
 use crate::write::{effective_group_by, WriteOptions};
 
@@ -356,7 +356,7 @@ impl FrameTable {
         fx: &mut fx::Profile,
     ) -> (FrameTable, Sources) {
         let by_line = options.granularity == Some(Granularity::Lines);
-        let mut categories: BTreeMap<&str, CategoryPairHandle> = BTreeMap::new();
+        let mut categories: BTreeMap<&str, CategoryHandle> = BTreeMap::new();
         let mut images = 0;
         let mut sources = Sources::default();
         let mut locations = Vec::with_capacity(profile.locations().len());
@@ -366,51 +366,23 @@ impl FrameTable {
                 .and_then(|m| profile.mappings().get(m.index()))
                 .filter(|m| !profile.str(m.filename).is_empty());
             let lib = mapping.map(|m| sources.lib(profile, m));
-            let image = mapping.map(|m| basename(profile.str(m.filename)));
-            let category = match image {
-                None => CategoryHandle::OTHER.into(),
+            let category = match mapping.map(|m| basename(profile.str(m.filename))) {
+                None => CategoryHandle::OTHER,
                 Some(image) => *categories.entry(image).or_insert_with(|| {
                     let color = COLORS[images % COLORS.len()];
                     images += 1;
-                    fx.add_category(image, color).into()
+                    fx.add_category(image, color)
                 }),
             };
-            let frames = if location.lines.is_empty() {
-                let name = profile.address_name(location);
-                sources.name(
-                    &name,
-                    Source {
-                        lib,
-                        ..Source::default()
-                    },
-                );
-                vec![label(fx, &name, category)]
-            } else {
-                let lines = location.lines.iter().rev();
-                lines
-                    .map(|line| {
-                        let f = profile.line_frame(line);
-                        let function = &profile.functions()[line.function.index()];
-                        let (name, at) = match (by_line && f.line > 0, f.file) {
-                            (false, _) => (f.name.to_string(), None),
-                            (true, Some(file)) => {
-                                (format!("{} {file}:{}", f.name, f.line), Some(f.line))
-                            }
-                            (true, None) => (format!("{}:{}", f.name, f.line), Some(f.line)),
-                        };
-                        let source = Source {
-                            base: at.map(|_| f.name.to_string()),
-                            lib,
-                            file: f.file.map(str::to_owned),
-                            start_line: Some(function.start_line).filter(|&l| l > 0),
-                            line: at,
-                        };
-                        sources.name(&name, source);
-                        label(fx, &name, category)
-                    })
-                    .collect()
-            };
-            locations.push(frames);
+            let at = Placed { lib, category };
+            locations.push(location_frames(
+                profile,
+                location,
+                by_line,
+                at,
+                fx,
+                &mut sources,
+            ));
         }
         let group_by: Vec<GroupBy> = effective_group_by(profile, options)
             .iter()
@@ -463,14 +435,66 @@ impl FrameTable {
     }
 }
 
+/// Where a location's frames are: its image's library and category.
+#[derive(Clone, Copy)]
+struct Placed {
+    lib: Option<usize>,
+    category: CategoryHandle,
+}
+
+/// The frames of `location`, root first, each with what `sources` keeps
+/// for its function: the image's library, and for a symbolized frame its
+/// file and first line (and at `by_line` its line, the frame then named
+/// `function file:line` as pprof names a line).
+fn location_frames(
+    profile: &Profile,
+    location: &Location,
+    by_line: bool,
+    at: Placed,
+    fx: &mut fx::Profile,
+    sources: &mut Sources,
+) -> Vec<FrameInfo> {
+    if location.lines.is_empty() {
+        let name = profile.address_name(location);
+        let source = Source {
+            lib: at.lib,
+            ..Source::default()
+        };
+        sources.name(&name, at.category, source);
+        return vec![label(fx, &name, at.category.into())];
+    }
+    let lines = location.lines.iter().rev();
+    lines
+        .map(|line| {
+            let f = profile.line_frame(line);
+            let function = &profile.functions()[line.function.index()];
+            let (name, line) = match (by_line && f.line > 0, f.file) {
+                (false, _) => (f.name.to_string(), None),
+                (true, Some(file)) => (format!("{} {file}:{}", f.name, f.line), Some(f.line)),
+                (true, None) => (format!("{}:{}", f.name, f.line), Some(f.line)),
+            };
+            let source = Source {
+                base: line.map(|_| f.name.to_string()),
+                lib: at.lib,
+                file: f.file.map(str::to_owned),
+                start_line: Some(function.start_line).filter(|&l| l > 0),
+                line,
+            };
+            sources.name(&name, at.category, source);
+            label(fx, &name, at.category.into())
+        })
+        .collect()
+}
+
 /// What the crate's format 0.8 leaves empty, added to the document it
 /// serialized: each function's source file and first line and its library
 /// (the image, with its path and build id), and at `--granularity lines`
-/// each frame's line. The crate keys functions and frames by name, so this
-/// is kept per name (the first function of a name gives it).
+/// each frame's line. The crate keys a frame by its name and category (the
+/// image), so this is kept per name and category; functions are then made
+/// per name and library, so that `_init` of two images is two functions.
 #[derive(Default)]
 struct Sources {
-    by_name: HashMap<String, Source>,
+    by_frame: HashMap<(String, u64), Source>,
     libs: Vec<fx::LibraryInfo>,
     lib_of: HashMap<(StrId, StrId), usize>,
 }
@@ -486,10 +510,11 @@ struct Source {
 }
 
 impl Sources {
-    fn name(&mut self, name: &str, source: Source) {
-        if !self.by_name.contains_key(name) {
-            self.by_name.insert(name.to_owned(), source);
-        }
+    /// Keeps `source` for the frames named `name` in `category` (the first
+    /// of them gives it).
+    fn name(&mut self, name: &str, category: CategoryHandle, source: Source) {
+        let key = (name.to_owned(), category_index(category));
+        self.by_frame.entry(key).or_insert(source);
     }
 
     /// The library of image `m`, added once per path and build id.
@@ -522,7 +547,7 @@ impl Sources {
     /// makes for native code), the frames' `line`.
     fn add_to(&self, doc: &mut Value) {
         if self
-            .by_name
+            .by_frame
             .values()
             .all(|s| s.lib.is_none() && s.file.is_none() && s.base.is_none())
         {
@@ -537,11 +562,12 @@ impl Sources {
         }
     }
 
-    /// One thread's columns. At `--granularity lines` the crate made a
-    /// function per line (`f file:12`); here each of those frames moves to
-    /// the function itself (`f`, added if the crate has none) with its
-    /// line, so the profiler's call tree shows functions and its source
-    /// view the lines, as for native code it symbolizes itself.
+    /// One thread's columns. Every frame gets the function of its name and
+    /// library; at `--granularity lines` the crate named a frame per line
+    /// (`f file:12`), and such a frame gets the function itself (`f`) and
+    /// its line, so the profiler's call tree shows functions and its source
+    /// view the lines, as for native code it symbolizes itself. The
+    /// function table is made anew from the frames.
     fn add_to_thread(&self, thread: &mut Value) {
         let Value::Object(t) = thread else {
             return;
@@ -551,61 +577,45 @@ impl Sources {
             _ => return,
         };
         let names: Vec<usize> = column(t, "funcTable", "name");
-        let sources: Vec<Source> = names
-            .iter()
-            .map(|&n| {
-                self.by_name
-                    .get(strings.get(n))
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .collect();
-        // The function each of the crate's functions stands for.
+        let frame_funcs: Vec<usize> = column(t, "frameTable", "func");
+        let frame_categories: Vec<usize> = column(t, "frameTable", "category");
         let mut funcs = Funcs::default();
-        let mut by_name: HashMap<usize, usize> = HashMap::new();
-        for (&name, source) in names.iter().zip(&sources) {
-            let f = funcs.push(name, source, &mut strings, self);
-            if source.base.is_none() {
-                by_name.entry(name).or_insert(f);
-            }
-        }
-        let mut target: Vec<usize> = (0..names.len()).collect();
-        for (f, source) in sources.iter().enumerate() {
-            if let Some(base) = &source.base {
-                let name = strings.intern(base);
-                target[f] = match by_name.get(&name) {
-                    Some(&g) => g,
-                    None => {
-                        let g = funcs.push(name, source, &mut strings, self);
-                        by_name.insert(name, g);
-                        g
-                    }
-                };
-            }
+        let mut func_of: HashMap<(usize, Option<usize>), usize> = HashMap::new();
+        let mut func = Vec::with_capacity(frame_funcs.len());
+        let mut line = Vec::with_capacity(frame_funcs.len());
+        for (&f, &category) in frame_funcs.iter().zip(&frame_categories) {
+            let Some(&name) = names.get(f) else {
+                func.push(Value::from(f));
+                line.push(Value::Null);
+                continue;
+            };
+            let key = (strings.get(name).to_owned(), category as u64);
+            let source = self.by_frame.get(&key).cloned().unwrap_or_default();
+            let name = match &source.base {
+                Some(base) => strings.intern(base),
+                None => name,
+            };
+            let g = *func_of
+                .entry((name, source.lib))
+                .or_insert_with(|| funcs.push(name, &source, &mut strings, self));
+            func.push(Value::from(g));
+            line.push(source.line.map_or(Value::Null, Value::from));
         }
         let resources = funcs.resources.to_value();
         if let Some(Value::Object(table)) = t.get_mut("funcTable") {
             funcs.write(table);
         }
-        let frame_funcs: Vec<usize> = column(t, "frameTable", "func");
         if let Some(Value::Object(frames)) = t.get_mut("frameTable") {
-            let func = frame_funcs
-                .iter()
-                .map(|&f| target.get(f).copied().unwrap_or(f));
-            frames.insert("func".into(), func.map(Value::from).collect());
-            let line = frame_funcs.iter().map(|&f| {
-                let line = sources.get(f).and_then(|s| s.line);
-                line.map_or(Value::Null, Value::from)
-            });
-            frames.insert("line".into(), line.collect());
+            frames.insert("func".into(), func.into());
+            frames.insert("line".into(), line.into());
         }
         t.insert("resourceTable".into(), resources);
         t.insert("stringArray".into(), strings.list.into());
     }
 }
 
-/// A thread's function table as written: the crate's functions, then those
-/// added for functions the crate only has per line.
+/// A thread's function table as written: a function per name and library
+/// its frames have, in the order of the frames.
 #[derive(Default)]
 struct Funcs {
     names: Vec<usize>,
@@ -741,6 +751,15 @@ fn debug_id(build_id: &str) -> fx::debugid::DebugId {
     guid[4..6].reverse();
     guid[6..8].reverse();
     fx::debugid::DebugId::from_guid_age(&guid, 0).unwrap_or_default()
+}
+
+/// The index of `category` in the profile's categories (its serialized
+/// form: the crate gives the index no other way).
+fn category_index(category: CategoryHandle) -> u64 {
+    serde_json::to_value(category)
+        .ok()
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
 }
 
 /// A frame named `name`.

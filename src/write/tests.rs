@@ -333,3 +333,68 @@ fn firefox_splits_values_past_i32_exactly_and_stays_small_for_huge_ones() {
         );
     }
 }
+
+#[test]
+fn firefox_gives_same_named_functions_of_two_images_their_own_library() {
+    // `_init` in libA.so and libB.so, each under `main` of the program.
+    let mut p = Profile::new(&[("cpu", "nanoseconds")]);
+    let location = |p: &mut Profile, image: &str, start: u64, name: &str, file: &str| {
+        let filename = p.intern(image);
+        let build_id = p.intern("");
+        let m = p.add_mapping(Mapping::new(start, start + 0x1000, 0, filename, build_id));
+        let function = p.add_function(name, name, file, 1);
+        p.add_location(Location {
+            mapping: Some(m),
+            address: start + 0x10,
+            is_return_address: false,
+            lines: vec![Line { function, line: 2 }].into(),
+        })
+    };
+    let main = location(&mut p, "/bin/prog", 0x1000, "main", "prog.c");
+    let init_a = location(&mut p, "/lib/libA.so", 0x10000, "_init", "a.c");
+    let init_b = location(&mut p, "/lib/libB.so", 0x20000, "_init", "b.c");
+    p.add_sample(&[init_a, main], &[3], &[]);
+    p.add_sample(&[init_b, main], &[4], &[]);
+    let (doc, _) = firefox_document(&p);
+    let libs: Vec<&str> = doc["libs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    let thread = &doc["threads"][0];
+    let strings = thread["stringArray"].as_array().unwrap();
+    let string = |v: &serde_json::Value| strings[v.as_u64().unwrap() as usize].as_str().unwrap();
+    let funcs = &thread["funcTable"];
+    let resources = &thread["resourceTable"];
+    // Each function: its name, its library (through its resource), its file.
+    let mut seen: Vec<(String, String, String)> = (0..funcs["length"].as_u64().unwrap() as usize)
+        .map(|f| {
+            let resource = funcs["resource"][f].as_u64().unwrap() as usize;
+            let lib = resources["lib"][resource].as_u64().unwrap() as usize;
+            let name = string(&funcs["name"][f]).to_owned();
+            (
+                name,
+                libs[lib].to_owned(),
+                string(&funcs["fileName"][f]).to_owned(),
+            )
+        })
+        .collect();
+    seen.sort();
+    let expected = [
+        ("_init", "libA.so", "a.c"),
+        ("_init", "libB.so", "b.c"),
+        ("main", "prog", "prog.c"),
+    ];
+    let expected: Vec<(String, String, String)> = expected
+        .iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect();
+    assert_eq!(seen, expected);
+    // Every frame's function is one of them, and no function is unused.
+    let frame_funcs = thread["frameTable"]["func"].as_array().unwrap();
+    let mut used: Vec<u64> = frame_funcs.iter().map(|f| f.as_u64().unwrap()).collect();
+    used.sort();
+    used.dedup();
+    assert_eq!(used, [0, 1, 2]);
+}

@@ -70,8 +70,36 @@ impl Cli {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{all:?}: {e}: {text}"))
     }
 
+    /// `load PATH` in `session`. The CLI gives its daemon 500 ms to start
+    /// and, on a busy machine where Node takes longer, says so and that a
+    /// retry often works: the daemon it names is then stopped and the load
+    /// tried again, a few times.
     fn load(&self, session: &str, path: &Path) -> Output {
-        self.run(&["load", path.to_str().unwrap(), "--session", session])
+        let mut tries = 0;
+        loop {
+            let out = self.run(&["load", path.to_str().unwrap(), "--session", session]);
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let slow = text.contains("did not become ready");
+            tries += 1;
+            if out.status.success() || !slow || tries == 5 {
+                return out;
+            }
+            eprintln!("profiler-cli's daemon was slow to start; trying again: {text}");
+            let pid = text
+                .split("as pid ")
+                .nth(1)
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .filter(|pid| !pid.is_empty());
+            if let Some(pid) = pid {
+                let _ = Command::new("kill").arg(pid).status();
+            }
+            let _ = self.run(&["stop", "--session", session]);
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
     }
 }
 

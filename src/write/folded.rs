@@ -1,6 +1,7 @@
 //! Folded stacks: one line per distinct stack, frames root first joined by
 //! `;`, a space, an integer count (inferno's and flamegraph.pl's input).
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use crate::error::{Error, Result};
@@ -76,13 +77,14 @@ fn each_line(
     stacks.retain(|&(_, v)| v > 0);
 
     // Cleaning can make two stacks equal: sort by the line and merge again.
-    let cleaned: Vec<String> = table
+    // A name that needs no cleaning is borrowed, not copied.
+    let cleaned: Vec<Cow<'_, str>> = table
         .frames
         .iter()
         .map(|f| match (f.line, f.file) {
-            (0, _) => clean_frame(&f.name),
-            (line, Some(file)) => clean_frame(&format!("{} {file}:{line}", f.name)),
-            (line, None) => clean_frame(&format!("{}:{line}", f.name)),
+            (0, _) => super::names::folded_frame(&f.name),
+            (line, Some(file)) => clean_frame(&format!("{} {file}:{line}", f.name)).into(),
+            (line, None) => clean_frame(&format!("{}:{line}", f.name)).into(),
         })
         .collect();
     let joined = |i: usize| {

@@ -4,9 +4,11 @@
 //! profile (locations, inline depth, samples), not in the sum of all stack
 //! depths, which for a deep call chain is quadratic in the input.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::ops::Range;
+
+use hashbrown::HashTable;
+use rustc_hash::FxHasher;
 
 use crate::profile::{Frame, GroupBy, Profile, Sample};
 
@@ -38,17 +40,31 @@ impl<'p> Frames<'p> {
             group: Vec::with_capacity(profile.samples().len()),
             ids: Vec::new(),
         };
-        type Key<'p> = (Cow<'p, str>, Option<&'p str>, i64);
-        let mut index: HashMap<Key<'p>, u32> = HashMap::new();
+        // Frames by the hash of what tells them apart, as indexes into
+        // `frames`: no copy of a name is kept (an address's name is made
+        // once per location, and there can be millions).
+        // Room for a frame per location, the most there are at addresses
+        // (growing the table by doubling rehashes millions of frames).
+        let mut index: HashTable<u32> = HashTable::with_capacity(profile.locations().len());
+        let hash = move |f: &Frame<'p>| {
+            let mut h = FxHasher::default();
+            frame_key(f, by_file).hash(&mut h);
+            h.finish()
+        };
         let mut intern = |frames: &mut Vec<Frame<'p>>, mut f: Frame<'p>| -> u32 {
             if !by_line {
                 f.line = 0;
             }
-            let key = (f.name.clone(), if by_file { f.file } else { None }, f.line);
-            *index.entry(key).or_insert_with(|| {
-                frames.push(f);
-                (frames.len() - 1) as u32
-            })
+            let h = hash(&f);
+            let found =
+                |&id: &u32| frame_key(&frames[id as usize], by_file) == frame_key(&f, by_file);
+            if let Some(&id) = index.find(h, found) {
+                return id;
+            }
+            frames.push(f);
+            let id = (frames.len() - 1) as u32;
+            index.insert_unique(h, id, |&id| hash(&frames[id as usize]));
+            id
         };
         let mut of_function: Vec<Option<u32>> = vec![None; profile.functions().len()];
         for sample in profile.samples() {
@@ -106,6 +122,11 @@ impl<'p> Frames<'p> {
                 .flat_map(|r| self.ids[r].iter().copied()),
         )
     }
+}
+
+/// What tells frames apart: name, line, and (`by_file`) file.
+fn frame_key<'a>(f: &'a Frame<'_>, by_file: bool) -> (&'a str, Option<&'a str>, i64) {
+    (&f.name, f.file.filter(|_| by_file), f.line)
 }
 
 /// The synthetic frames `group_by` puts at the root of a sample's stack

@@ -325,7 +325,18 @@ fn all_time_is_on_stacks_rooted_where_gprof_roots_the_call_graph() {
         .filter(|(frames, _)| roots.contains(frames.last().unwrap()))
         .map(|s| s.1)
         .sum();
-    assert_eq!(rooted, total, "time on stacks that start mid-graph");
+    let mid_graph: Vec<String> = stacks
+        .iter()
+        .filter(|(frames, _)| !roots.contains(frames.last().unwrap()))
+        .take(10)
+        .map(|(frames, ns)| format!("{ns} ns: {}", frames.join(" <- ")))
+        .collect();
+    assert_eq!(
+        rooted,
+        total,
+        "time on stacks that start mid-graph:\n{}",
+        mid_graph.join("\n")
+    );
     // main holds (nearly) everything: what is not under main is time in
     // functions gprof shows as spontaneous roots of their own.
     let main = &run.graph["main"];

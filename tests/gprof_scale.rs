@@ -319,6 +319,17 @@ fn all_time_is_on_stacks_rooted_where_gprof_roots_the_call_graph() {
         .collect();
     assert!(roots.contains(&"main".to_owned()), "main is a root");
     let CpuView { cum, stacks, .. } = cpu_view(&run.pprof);
+    // What gprof's arithmetic credits to no function (part of a bin; in
+    // its report nowhere) is a frame of its own, alone on its stack
+    // (docs/formats/gprof.md §3.2): a root outside gprof's graph.
+    let uncredited = "[uncredited by gprof]".to_owned();
+    for (frames, ns) in &stacks {
+        if frames.contains(&uncredited) {
+            assert_eq!(frames.len(), 1, "{ns} ns uncredited under {frames:?}");
+        }
+    }
+    let mut roots = roots;
+    roots.insert(&uncredited);
     let total: i64 = stacks.iter().map(|s| s.1).sum();
     let rooted: i64 = stacks
         .iter()

@@ -226,6 +226,12 @@ case!(
 );
 
 case!(
+    a_leaf_ending_in_a_number_and_a_space_stays_a_name_in_the_flamegraph,
+    "names",
+    "leaf-ending-in-a-number-and-a-space"
+);
+
+case!(
     gprof_bsd_total_of_tick_nanos_does_not_overflow,
     "gprof_bsd",
     "tick-nanos-sum-overflow"

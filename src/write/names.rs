@@ -41,11 +41,14 @@ pub(crate) fn folded_frame(name: &str) -> Cow<'_, str> {
 /// number (`worker 12`), that space becomes a no-break space (U+00A0).
 /// inferno and flamegraph.pl take a line's last two numbers after ASCII
 /// spaces as a differential profile's counts, so the number would leave
-/// the name and become a count.
+/// the name and become a count. inferno trims the whitespace that then
+/// ends the line before it looks for the second number, so a leaf that
+/// ends in whitespace (`worker 12 `) is looked at without it.
 pub(crate) fn end_folded_stack(stack: &mut String) {
     let leaf = stack.rfind(';').map_or(0, |i| i + 1);
-    if let Some(space) = stack[leaf..].rfind(' ').map(|i| leaf + i) {
-        if reads_as_count(&stack[space + 1..]) {
+    let end = stack.trim_end().len().max(leaf);
+    if let Some(space) = stack[leaf..end].rfind(' ').map(|i| leaf + i) {
+        if reads_as_count(&stack[space + 1..end]) {
             stack.replace_range(space..space + 1, "\u{a0}");
         }
     }
@@ -141,6 +144,11 @@ mod tests {
             ),
             ("v 1.2.3", "v 1.2.3"),
             ("pid 7;12", "pid 7;12"),
+            // inferno trims the line before the second count.
+            ("f 7886392057103692812 ", "f\u{a0}7886392057103692812 "),
+            ("f 12\u{2003}\u{a0}", "f\u{a0}12\u{2003}\u{a0}"),
+            ("x 5; ", "x 5; "),
+            ("5 ", "5 "),
         ] {
             let mut line = stack.to_owned();
             end_folded_stack(&mut line);

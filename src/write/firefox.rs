@@ -356,7 +356,10 @@ impl FrameTable {
         fx: &mut fx::Profile,
     ) -> (FrameTable, Sources) {
         let by_line = options.granularity == Some(Granularity::Lines);
-        let mut categories: BTreeMap<&str, CategoryHandle> = BTreeMap::new();
+        // Each image's category, with its index in the document (which
+        // the document's frames name it by).
+        let mut categories: BTreeMap<&str, (CategoryHandle, u64)> = BTreeMap::new();
+        let other = (CategoryHandle::OTHER, category_index(CategoryHandle::OTHER));
         let mut images = 0;
         let mut sources = Sources::default();
         let mut locations = Vec::with_capacity(profile.locations().len());
@@ -366,15 +369,20 @@ impl FrameTable {
                 .and_then(|m| profile.mappings().get(m.index()))
                 .filter(|m| !profile.str(m.filename).is_empty());
             let lib = mapping.map(|m| sources.lib(profile, m));
-            let category = match mapping.map(|m| basename(profile.str(m.filename))) {
-                None => CategoryHandle::OTHER,
+            let (category, index) = match mapping.map(|m| basename(profile.str(m.filename))) {
+                None => other,
                 Some(image) => *categories.entry(image).or_insert_with(|| {
                     let color = COLORS[images % COLORS.len()];
                     images += 1;
-                    fx.add_category(image, color)
+                    let category = fx.add_category(image, color);
+                    (category, category_index(category))
                 }),
             };
-            let at = Placed { lib, category };
+            let at = Placed {
+                lib,
+                category,
+                index,
+            };
             locations.push(location_frames(
                 profile,
                 location,
@@ -435,11 +443,13 @@ impl FrameTable {
     }
 }
 
-/// Where a location's frames are: its image's library and category.
+/// Where a location's frames are: its image's library and category, and
+/// the category's index in the document.
 #[derive(Clone, Copy)]
 struct Placed {
     lib: Option<usize>,
     category: CategoryHandle,
+    index: u64,
 }
 
 /// The frames of `location`, root first, each with what `sources` keeps
@@ -460,7 +470,7 @@ fn location_frames(
             lib: at.lib,
             ..Source::default()
         };
-        sources.name(&name, at.category, source);
+        sources.name(&name, at.index, source);
         return vec![label(fx, &name, at.category.into())];
     }
     let lines = location.lines.iter().rev();
@@ -480,7 +490,7 @@ fn location_frames(
                 start_line: Some(function.start_line).filter(|&l| l > 0),
                 line,
             };
-            sources.name(&name, at.category, source);
+            sources.name(&name, at.index, source);
             label(fx, &name, at.category.into())
         })
         .collect()
@@ -510,11 +520,12 @@ struct Source {
 }
 
 impl Sources {
-    /// Keeps `source` for the frames named `name` in `category` (the first
-    /// of them gives it).
-    fn name(&mut self, name: &str, category: CategoryHandle, source: Source) {
-        let key = (name.to_owned(), category_index(category));
-        self.by_frame.entry(key).or_insert(source);
+    /// Keeps `source` for the frames named `name` in the category of index
+    /// `category` (the first of them gives it).
+    fn name(&mut self, name: &str, category: u64, source: Source) {
+        self.by_frame
+            .entry((name.to_owned(), category))
+            .or_insert(source);
     }
 
     /// The library of image `m`, added once per path and build id.
@@ -581,6 +592,7 @@ impl Sources {
         let frame_categories: Vec<usize> = column(t, "frameTable", "category");
         let mut funcs = Funcs::default();
         let mut func_of: HashMap<(usize, Option<usize>), usize> = HashMap::new();
+        let unknown = Source::default();
         let mut func = Vec::with_capacity(frame_funcs.len());
         let mut line = Vec::with_capacity(frame_funcs.len());
         for (&f, &category) in frame_funcs.iter().zip(&frame_categories) {
@@ -590,14 +602,14 @@ impl Sources {
                 continue;
             };
             let key = (strings.get(name).to_owned(), category as u64);
-            let source = self.by_frame.get(&key).cloned().unwrap_or_default();
+            let source = self.by_frame.get(&key).unwrap_or(&unknown);
             let name = match &source.base {
                 Some(base) => strings.intern(base),
                 None => name,
             };
             let g = *func_of
                 .entry((name, source.lib))
-                .or_insert_with(|| funcs.push(name, &source, &mut strings, self));
+                .or_insert_with(|| funcs.push(name, source, &mut strings, self));
             func.push(Value::from(g));
             line.push(source.line.map_or(Value::Null, Value::from));
         }

@@ -42,9 +42,8 @@ impl<'p> Frames<'p> {
         };
         // Frames by the hash of what tells them apart, as indexes into
         // `frames`: no copy of a name is kept (an address's name is made
-        // once per location, and there can be millions).
-        // Room for a frame per location, the most there are at addresses
-        // (growing the table by doubling rehashes millions of frames).
+        // once per location, and there can be millions), with room for a
+        // frame per location, the most there are at addresses.
         let mut index: HashTable<u32> = HashTable::with_capacity(profile.locations().len());
         let hash = move |f: &Frame<'p>| {
             let mut h = FxHasher::default();

@@ -368,16 +368,12 @@ fn firefox_gives_same_named_functions_of_two_images_their_own_library() {
     let funcs = &thread["funcTable"];
     let resources = &thread["resourceTable"];
     // Each function: its name, its library (through its resource), its file.
-    let mut seen: Vec<(String, String, String)> = (0..funcs["length"].as_u64().unwrap() as usize)
+    let mut seen: Vec<(&str, &str, &str)> = (0..funcs["length"].as_u64().unwrap() as usize)
         .map(|f| {
             let resource = funcs["resource"][f].as_u64().unwrap() as usize;
             let lib = resources["lib"][resource].as_u64().unwrap() as usize;
-            let name = string(&funcs["name"][f]).to_owned();
-            (
-                name,
-                libs[lib].to_owned(),
-                string(&funcs["fileName"][f]).to_owned(),
-            )
+            let file = string(&funcs["fileName"][f]);
+            (string(&funcs["name"][f]), libs[lib], file)
         })
         .collect();
     seen.sort();
@@ -386,10 +382,6 @@ fn firefox_gives_same_named_functions_of_two_images_their_own_library() {
         ("_init", "libB.so", "b.c"),
         ("main", "prog", "prog.c"),
     ];
-    let expected: Vec<(String, String, String)> = expected
-        .iter()
-        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
-        .collect();
     assert_eq!(seen, expected);
     // Every frame's function is one of them, and no function is unused.
     let frame_funcs = thread["frameTable"]["func"].as_array().unwrap();

@@ -2,6 +2,7 @@
 //! `;`, a space, an integer count (inferno's and flamegraph.pl's input).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::io::Write;
 
 use crate::error::{Error, Result};
@@ -46,7 +47,7 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
 /// `i64::MAX`, which [`Profile::warn_unrepresentable_totals`] says).
 /// Stacks are walked by frame id ([`Frames`]), so only one line is built at
 /// a time.
-fn each_line(
+pub(crate) fn each_line(
     profile: &Profile,
     options: &WriteOptions,
     mut emit: impl FnMut(&str, i64) -> Result<()>,
@@ -77,7 +78,10 @@ fn each_line(
     stacks.retain(|&(_, v)| v > 0);
 
     // Cleaning can make two stacks equal: sort by the line and merge again.
-    // A name that needs no cleaning is borrowed, not copied.
+    // A name that needs no cleaning is borrowed, not copied. The leaf is
+    // compared as it is written ([`super::names::end_folded_stack`]), so the
+    // lines come sorted and distinct as they are written: runs of lines
+    // merge into the same output ([`super::runs`]).
     let cleaned: Vec<Cow<'_, str>> = table
         .frames
         .iter()
@@ -87,34 +91,114 @@ fn each_line(
             (line, None) => clean_frame(&format!("{}:{line}", f.name)).into(),
         })
         .collect();
-    let joined = |i: usize| {
-        stack(i)
-            .enumerate()
-            .flat_map(|(k, id)| {
-                let sep: &[u8] = if k > 0 { b";" } else { b"" };
-                sep.iter().chain(cleaned[id as usize].as_bytes())
-            })
-            .copied()
+    let as_leaf: HashMap<u32, String> = stacks
+        .iter()
+        .filter_map(|&(i, _)| stack(i).last())
+        .filter_map(|id| {
+            let mut leaf = cleaned[id as usize].to_string();
+            super::names::end_folded_stack(&mut leaf);
+            (leaf != cleaned[id as usize]).then_some((id, leaf))
+        })
+        .collect();
+    let name = |id: u32, leaf: bool| -> &str {
+        match leaf && !as_leaf.is_empty() {
+            true => as_leaf
+                .get(&id)
+                .map_or(&*cleaned[id as usize], String::as_str),
+            false => &cleaned[id as usize],
+        }
     };
-    stacks.sort_by(|&(a, va), &(b, vb)| joined(a).cmp(joined(b)).then(va.cmp(&vb)));
+    // A stack's line as pieces (names and separators), compared a piece
+    // at a time as the bytes they join into.
+    let joined = |i: usize| {
+        let depth = stack(i).count();
+        stack(i).enumerate().flat_map(move |(k, id)| {
+            let sep: &[u8] = if k > 0 { b";" } else { b"" };
+            [sep, name(id, k + 1 == depth).as_bytes()]
+        })
+    };
+    let order = |a: usize, b: usize| compare_pieces(joined(a), joined(b));
+    stacks.sort_by(|&(a, va), &(b, vb)| order(a, b).then(va.cmp(&vb)));
     let mut line = String::new();
     let mut k = 0;
     while k < stacks.len() {
         let (first, mut total) = stacks[k];
         k += 1;
-        while k < stacks.len() && joined(first).eq(joined(stacks[k].0)) {
+        while k < stacks.len() && order(first, stacks[k].0).is_eq() {
             total = total.saturating_add(stacks[k].1);
             k += 1;
         }
         line.clear();
+        let depth = stack(first).count();
         for (n, id) in stack(first).enumerate() {
             if n > 0 {
                 line.push(';');
             }
-            line.push_str(&cleaned[id as usize]);
+            line.push_str(name(id, n + 1 == depth));
         }
-        super::names::end_folded_stack(&mut line);
         emit(&line, total)?;
     }
     Ok(())
+}
+
+/// Compares the byte strings that two sequences of pieces join into,
+/// a slice at a time.
+fn compare_pieces<'a>(
+    mut a: impl Iterator<Item = &'a [u8]>,
+    mut b: impl Iterator<Item = &'a [u8]>,
+) -> std::cmp::Ordering {
+    let (mut x, mut y): (&[u8], &[u8]) = (&[], &[]);
+    loop {
+        while x.is_empty() {
+            match a.next() {
+                Some(piece) => x = piece,
+                None => break,
+            }
+        }
+        while y.is_empty() {
+            match b.next() {
+                Some(piece) => y = piece,
+                None => break,
+            }
+        }
+        if x.is_empty() || y.is_empty() {
+            return x.len().cmp(&y.len());
+        }
+        let n = x.len().min(y.len());
+        match x[..n].cmp(&y[..n]) {
+            std::cmp::Ordering::Equal => (x, y) = (&x[n..], &y[n..]),
+            unequal => return unequal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare_pieces;
+
+    #[test]
+    fn pieces_compare_as_the_bytes_they_join_into() {
+        let cases: [(&[&str], &[&str]); 6] = [
+            (&["a", ";", "b"], &["a;", "b"]),
+            (&["ab"], &["a", ";", "b"]),
+            (&["a", " x"], &["a", ";", "x"]),
+            (&["", "f"], &["f", ""]),
+            (&["f"], &["f", ";", "g"]),
+            (&["lib+0x10"], &["lib+0x1", "0"]),
+        ];
+        for (a, b) in cases {
+            let (ja, jb) = (a.concat(), b.concat());
+            let pieces = |p: &'static [&'static str]| p.iter().map(|s| s.as_bytes());
+            assert_eq!(
+                compare_pieces(pieces(a), pieces(b)),
+                ja.cmp(&jb),
+                "{a:?} {b:?}"
+            );
+            assert_eq!(
+                compare_pieces(pieces(b), pieces(a)),
+                jb.cmp(&ja),
+                "{b:?} {a:?}"
+            );
+        }
+    }
 }

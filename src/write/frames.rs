@@ -17,6 +17,8 @@ use crate::profile::{Frame, GroupBy, Profile, Sample};
 pub struct Frames<'p> {
     /// Frame id → the frame.
     pub frames: Vec<Frame<'p>>,
+    /// Frame id → whether it names an unsymbolized address.
+    pub of_address: Vec<bool>,
     /// Ids of every location's frames, root first (inlined callers before
     /// their callees), as ranges of `ids`.
     location: Vec<Option<Range<usize>>>,
@@ -36,6 +38,7 @@ impl<'p> Frames<'p> {
     ) -> Frames<'p> {
         let mut table = Frames {
             frames: Vec::new(),
+            of_address: Vec::new(),
             location: vec![None; profile.locations().len()],
             group: Vec::with_capacity(profile.samples().len()),
             ids: Vec::new(),
@@ -66,10 +69,23 @@ impl<'p> Frames<'p> {
             id
         };
         let mut of_function: Vec<Option<u32>> = vec![None; profile.functions().len()];
+        // An image's frame is named once, not once per sample.
+        let mut of_image: Vec<Option<u32>> = vec![None; profile.mappings().len() + 1];
         for sample in profile.samples() {
             let start = table.ids.len();
-            for f in group_frames(profile, sample, group_by) {
-                let id = intern(&mut table.frames, f);
+            for g in group_by {
+                let id = match g {
+                    GroupBy::Image => {
+                        let image = leaf_image(profile, sample);
+                        let slot = image.map_or(profile.mappings().len(), |m| m);
+                        *of_image[slot].get_or_insert_with(|| {
+                            intern(&mut table.frames, image_frame(profile, image))
+                        })
+                    }
+                    GroupBy::Label(key) => {
+                        intern(&mut table.frames, label_frame(profile, sample, key))
+                    }
+                };
                 table.ids.push(id);
             }
             table.group.push(start..table.ids.len());
@@ -85,6 +101,8 @@ impl<'p> Frames<'p> {
                 if lines.is_empty() {
                     for f in profile.location_frames(loc) {
                         let id = intern(&mut table.frames, f);
+                        table.of_address.resize(table.frames.len(), false);
+                        table.of_address[id as usize] = true;
                         table.ids.push(id);
                     }
                 }
@@ -102,6 +120,7 @@ impl<'p> Frames<'p> {
                 table.location[loc.index()] = Some(start..table.ids.len());
             }
         }
+        table.of_address.resize(table.frames.len(), false);
         table
     }
 
@@ -135,29 +154,40 @@ pub fn group_frames<'p>(
     sample: &Sample,
     group_by: &[GroupBy],
 ) -> Vec<Frame<'p>> {
-    let mut frames = Vec::with_capacity(group_by.len());
-    for g in group_by {
-        let name = match g {
-            GroupBy::Image => {
-                let image = sample
-                    .stack
-                    .first()
-                    .and_then(|&l| profile.locations().get(l.index()))
-                    .and_then(|l| l.mapping)
-                    .and_then(|m| profile.mappings().get(m.index()))
-                    .map(|m| crate::profile::basename(profile.str(m.filename)).to_owned())
-                    .filter(|n| !n.is_empty());
-                image.unwrap_or_else(|| "[unknown image]".to_owned())
-            }
-            GroupBy::Label(key) => group_frame_name(profile, sample, key),
-        };
-        frames.push(Frame {
-            name: std::borrow::Cow::Owned(name),
-            file: None,
-            line: 0,
-        });
+    let frame = |g: &GroupBy| match g {
+        GroupBy::Image => image_frame(profile, leaf_image(profile, sample)),
+        GroupBy::Label(key) => label_frame(profile, sample, key),
+    };
+    group_by.iter().map(frame).collect()
+}
+
+/// The mapping (an index) of a sample's leaf location, if it has one.
+fn leaf_image(profile: &Profile, sample: &Sample) -> Option<usize> {
+    let leaf = sample.stack.first()?;
+    let mapping = profile.locations().get(leaf.index())?.mapping?;
+    (mapping.index() < profile.mappings().len()).then_some(mapping.index())
+}
+
+/// The group frame of an image: its file's base name.
+fn image_frame<'p>(profile: &Profile, image: Option<usize>) -> Frame<'p> {
+    let name = image
+        .map(|m| crate::profile::basename(profile.str(profile.mappings()[m].filename)))
+        .filter(|n| !n.is_empty())
+        .unwrap_or("[unknown image]");
+    owned_frame(name.to_owned())
+}
+
+/// The group frame of a label ([`group_frame_name`]).
+fn label_frame<'p>(profile: &Profile, sample: &Sample, key: &str) -> Frame<'p> {
+    owned_frame(group_frame_name(profile, sample, key))
+}
+
+fn owned_frame<'p>(name: String) -> Frame<'p> {
+    Frame {
+        name: std::borrow::Cow::Owned(name),
+        file: None,
+        line: 0,
     }
-    frames
 }
 
 /// The frame for a label group: `name-value` when the sample has a

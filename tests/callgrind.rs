@@ -221,6 +221,72 @@ fn mpatrol_dcpi_and_aps_outputs_load_in_callgrind_annotate() {
 }
 
 #[test]
+fn a_database_of_more_addresses_than_memory_holds_at_once_loads_in_callgrind_annotate() {
+    // 90 000 sampled addresses: more than one run of folded lines,
+    // callgrind bodies and speedscope samples (src/write/output.rs,
+    // RUN_SAMPLES), so the outputs at every address are written from runs
+    // spilled to disk.
+    let dir = tempdir();
+    let db = dir.path().join("db");
+    let spec = common::gen::dcpi::DbSpec::sparse(3, 300_000, 100);
+    let truth = common::gen::dcpi::build_db(&db, &spec);
+    assert!(truth.addresses > 1 << 16, "{} addresses", truth.addresses);
+    let (cg, pb, folded, speedscope) = (
+        dir.path().join("db.callgrind"),
+        dir.path().join("db.pb.gz"),
+        dir.path().join("db.folded"),
+        dir.path().join("db.speedscope.json"),
+    );
+    profconv_ok(&[
+        db.to_str().unwrap(),
+        "--granularity",
+        "addresses",
+        "-o",
+        cg.to_str().unwrap(),
+        "-o",
+        pb.to_str().unwrap(),
+        "-o",
+        folded.to_str().unwrap(),
+        "-o",
+        speedscope.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&cg).unwrap();
+    assert!(text.contains("\npositions: instr line\n"), "spilled runs");
+    let p = decode_pprof(&pb);
+    let default = s(&p, p.default_sample_type).to_owned();
+    let flat = pprof_flat(&p, &default);
+    assert_eq!(flat.len() as u64, truth.addresses, "an address a function");
+    // The folded lines: an image's frame, then the address's.
+    let lines = parse_folded(&std::fs::read_to_string(&folded).unwrap());
+    assert_eq!(lines.len() as u64, truth.addresses, "an address a line");
+    let mut by_line: Vec<i64> = lines.values().copied().collect();
+    let mut by_address: Vec<i64> = flat.values().copied().collect();
+    by_line.sort();
+    by_address.sort();
+    assert!(by_line == by_address, "folded counts are pprof's");
+    // speedscope: valid, every address's weight in the default profile.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&speedscope).unwrap()).unwrap();
+    validate_speedscope(&doc);
+    let active = doc["activeProfileIndex"].as_u64().unwrap() as usize;
+    let weights = doc["profiles"][active]["weights"].as_array().unwrap();
+    let mut by_sample: Vec<i64> = weights.iter().map(|w| w.as_i64().unwrap()).collect();
+    by_sample.sort();
+    assert!(by_sample == by_address, "speedscope weights are pprof's");
+    let event: String = default
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let Some((total, own)) = annotate(cg.to_str().unwrap(), &event, false) else {
+        return;
+    };
+    assert_eq!(total, flat.values().sum::<i64>(), "total {default}");
+    let mut by_function: Vec<i64> = own.values().copied().collect();
+    by_function.sort();
+    assert!(by_function == by_address, "self {default} per function");
+}
+
+#[test]
 fn inclusive_costs_count_each_stack_once_under_recursion() {
     // mpatrol's fixture has `recurse` calling itself three deep.
     let dir = tempdir();

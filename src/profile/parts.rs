@@ -89,9 +89,16 @@ impl AddressPart {
     /// The profile the part stands for: `tables` with a location and a
     /// one-frame sample per row, in row order.
     pub fn to_profile(&self) -> Profile {
+        self.to_profile_of(0..self.addresses.len())
+    }
+
+    /// [`AddressPart::to_profile`] of some of the rows only: a part too
+    /// large to be made into one profile is made into several.
+    pub fn to_profile_of(&self, rows: std::ops::Range<usize>) -> Profile {
         let mut part = self.tables.clone();
-        part.reserve(self.addresses.len(), self.addresses.len(), 0);
-        for (address, values) in self.rows() {
+        let rows = rows.start.min(self.addresses.len())..rows.end.min(self.addresses.len());
+        part.reserve(rows.len(), rows.len(), 0);
+        for (address, values) in self.rows().skip(rows.start).take(rows.len()) {
             let location = part.address_location(Some(self.mapping), address, false);
             part.add_sample(&[location], values, &self.labels);
         }
@@ -117,6 +124,16 @@ impl CollectParts {
             profile: None,
             granularity,
         }
+    }
+
+    /// Samples held so far.
+    pub fn held_samples(&self) -> usize {
+        self.profile.as_ref().map_or(0, |p| p.samples().len())
+    }
+
+    /// The profile merged so far, if a part came.
+    pub fn profile_mut(&mut self) -> Option<&mut Profile> {
+        self.profile.as_mut()
     }
 
     /// The merged profile (an empty one if no part came).

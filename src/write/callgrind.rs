@@ -123,7 +123,11 @@ fn one_line(s: &str) -> String {
 }
 
 impl Callgrind {
-    fn new(profile: &Profile, events: &[Event]) -> Self {
+    /// The profile aggregated by site; with `both`, every position keeps
+    /// its address and its line (`positions: instr line`) whatever the
+    /// profile has (a run of a larger profile, whose header is written for
+    /// all runs).
+    fn new(profile: &Profile, events: &[Event], both: bool) -> Self {
         let mut cg = Callgrind {
             functions: Vec::new(),
             own: BTreeMap::new(),
@@ -132,6 +136,9 @@ impl Callgrind {
             has_addresses: false,
         };
         let mut location_sites = cg.location_sites(profile);
+        if both {
+            (cg.has_lines, cg.has_addresses) = (true, true);
+        }
         // Positions differ only in the subpositions written.
         let (lines, addresses) = (cg.has_lines, cg.has_addresses);
         for site in location_sites.iter_mut().flatten() {
@@ -319,15 +326,30 @@ fn add(acc: &mut Vec<u64>, costs: &[u64]) {
 /// Names written as `(id) name` the first time and `(id)` after (the
 /// specification's "Name Compression"); one table per kind (`ob`, `fl`, `fn`),
 /// shared by the `c`-prefixed keys as the specification requires.
-#[derive(Default)]
 struct Names<'a> {
     /// Borrowed from the functions written: no name copied.
     ids: HashMap<(&'static str, &'a str), usize>,
+    /// The first id this table gives.
+    first: usize,
 }
 
 impl<'a> Names<'a> {
+    /// Names given ids from `first` on (a run's names follow the previous
+    /// run's ids, never reusing one).
+    fn starting_at(first: usize) -> Names<'a> {
+        Names {
+            ids: HashMap::new(),
+            first,
+        }
+    }
+
+    /// The id the next new name gets.
+    fn next(&self) -> usize {
+        self.first + self.ids.len()
+    }
+
     fn get(&mut self, kind: &'static str, name: &'a str) -> String {
-        let next = self.ids.len() + 1;
+        let next = self.next();
         match self.ids.entry((kind, name)) {
             std::collections::hash_map::Entry::Occupied(e) => format!("({})", e.get()),
             std::collections::hash_map::Entry::Vacant(e) => {
@@ -356,10 +378,10 @@ pub fn write(profile: &Profile, options: &WriteOptions, out: &mut dyn Write) -> 
         return Err(Error::Usage("the profile has no sample types".into()));
     }
     let events = events(profile);
-    let cg = Callgrind::new(profile, &events);
+    let cg = Callgrind::new(profile, &events, false);
     let io = Error::unnamed_output;
-    write_header(profile, options, &events, &cg, out).map_err(io)?;
-    write_body(&cg, out).map_err(io)?;
+    write_header(profile, options, &events, cg.positions(), out).map_err(io)?;
+    write_body(&cg, &mut Names::starting_at(1), out).map_err(io)?;
     let mut totals = vec![0u64; events.len()];
     for costs in cg.own.values() {
         add(&mut totals, costs);
@@ -371,7 +393,7 @@ fn write_header(
     profile: &Profile,
     options: &WriteOptions,
     events: &[Event],
-    cg: &Callgrind,
+    positions: &str,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     writeln!(out, "# callgrind format")?;
@@ -386,7 +408,7 @@ fn write_header(
     for comment in profile.comments() {
         writeln!(out, "# {}", one_line(comment))?;
     }
-    writeln!(out, "positions: {}", cg.positions())?;
+    writeln!(out, "positions: {positions}")?;
     for e in events {
         writeln!(out, "event: {} : {}", e.name, e.long_name)?;
     }
@@ -395,8 +417,11 @@ fn write_header(
     writeln!(out, "events: {}", names.join(" "))
 }
 
-fn write_body(cg: &Callgrind, out: &mut dyn Write) -> std::io::Result<()> {
-    let mut names = Names::default();
+fn write_body<'a>(
+    cg: &'a Callgrind,
+    names: &mut Names<'a>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let mut funcs: Vec<usize> = cg
         .own
         .keys()
@@ -445,6 +470,74 @@ const MAX_POS: Pos = Pos {
     line: i64::MAX,
     addr: u64::MAX,
 };
+
+/// The callgrind output of a profile read in parts, at every address: the
+/// body of each run of parts (aggregated as [`write`] aggregates a whole
+/// profile) is written as the run is made, to an anonymous temporary file;
+/// the header and the totals, which depend on every run, are written at the
+/// end around it. A function of several runs has a block in each (callgrind
+/// tools add a function's cost lines up wherever they are), its name given
+/// a new id in each run; every position gives its address and its line.
+/// Memory: one run's aggregate.
+pub(crate) struct CallgrindRuns {
+    body: std::io::BufWriter<std::fs::File>,
+    /// The id the next run's first name gets.
+    next_name: usize,
+    totals: Vec<u64>,
+}
+
+impl CallgrindRuns {
+    /// Runs in an anonymous temporary file in `dir`
+    /// ([`super::runs::spill_file`]).
+    pub fn new(dir: &std::path::Path) -> Result<CallgrindRuns> {
+        Ok(CallgrindRuns {
+            body: super::runs::spill_file(dir)?,
+            next_name: 1,
+            totals: Vec::new(),
+        })
+    }
+
+    /// Writes the body of `profile` (some parts of the whole).
+    pub fn add(&mut self, profile: &Profile) -> Result<()> {
+        if profile.sample_types().is_empty() {
+            return Err(Error::Usage("the profile has no sample types".into()));
+        }
+        let events = events(profile);
+        let cg = Callgrind::new(profile, &events, true);
+        let mut names = Names::starting_at(self.next_name);
+        write_body(&cg, &mut names, &mut self.body).map_err(Error::unnamed_output)?;
+        self.next_name = names.next();
+        for costs in cg.own.values() {
+            add(&mut self.totals, costs);
+        }
+        Ok(())
+    }
+
+    /// Writes the whole output: the header of `head` (the profile's
+    /// tables: sample types, metadata, comments), the runs' bodies, the
+    /// totals.
+    pub fn write(
+        &mut self,
+        head: &Profile,
+        options: &WriteOptions,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        use std::io::{Seek, SeekFrom};
+        if head.sample_types().is_empty() {
+            return Err(Error::Usage("the profile has no sample types".into()));
+        }
+        let io = Error::unnamed_output;
+        let events = events(head);
+        write_header(head, options, &events, "instr line", out).map_err(io)?;
+        self.body.flush().map_err(io)?;
+        let mut file = self.body.get_ref();
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        std::io::copy(&mut file, out).map_err(io)?;
+        let mut totals = self.totals.clone();
+        totals.resize(events.len().max(totals.len()), 0);
+        writeln!(out, "\ntotals: {}", cost_text(&totals)).map_err(io)
+    }
+}
 
 /// The file name callgrind tools look for: `callgrind.out.*`, or `*.callgrind`.
 pub fn is_callgrind_name(name: &str) -> bool {
@@ -503,7 +596,7 @@ mod tests {
         // main → f → g → f (leaf)
         p.add_sample(&[f2, g, f1, main], &[7], &[]);
         let events = events(&p);
-        let cg = Callgrind::new(&p, &events);
+        let cg = Callgrind::new(&p, &events, false);
         let costs: Vec<(String, String, u64)> = cg
             .calls
             .iter()

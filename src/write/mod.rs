@@ -14,6 +14,7 @@ mod names;
 mod options;
 mod output;
 pub(crate) mod pprof;
+mod runs;
 pub(crate) mod speedscope;
 pub(crate) mod target;
 mod temporary;
@@ -74,7 +75,8 @@ pub(crate) fn write_folded(
 /// Can `format` be written while the profile is still being read, part by
 /// part ([`pprof::Stream`])? Only pprof at every address can; the other
 /// writers need the profile whole (sorted stacks, totals), folded to their
-/// granularity as it is read ([`StreamedOutputs`]).
+/// granularity as it is read, or, at every address, spilled in sorted runs
+/// ([`StreamedOutputs`]).
 pub(crate) fn streams_format(format: OutputFormat, options: &WriteOptions) -> bool {
     matches!(format, OutputFormat::Pprof | OutputFormat::PprofRaw)
         && granularity_of(format, options) == Granularity::Addresses

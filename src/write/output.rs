@@ -6,14 +6,18 @@
 use std::io::Write;
 use std::path::Path;
 
+use super::callgrind::CallgrindRuns;
+use super::runs::FoldedRuns;
+use super::speedscope::SpeedscopeRuns;
 use super::{granularity_of, limits, pprof, streams_format, target, temporary};
 use super::{prefer_sample_type, write, write_folded, OutputFormat, WriteOptions};
 use crate::error::{Error, Result};
 use crate::profile::{AddressPart, CollectParts, Granularity, PartSink, Profile, ValueTotals};
 
-/// A writer of one format ([`write`], or [`write_folded`] for a profile
-/// folded already).
-type Writer = fn(&Profile, OutputFormat, &WriteOptions, &mut dyn Write) -> Result<()>;
+/// A writer of one format ([`write`], [`write_folded`] for a profile
+/// folded already, or the writer of spilled folded lines).
+type Writer<'a> =
+    &'a mut dyn FnMut(&Profile, OutputFormat, &WriteOptions, &mut dyn Write) -> Result<()>;
 
 /// Writes `profile` to `path` (`-` = standard output). A regular file (or a
 /// symbolic link's target) is written through a temporary file in the same
@@ -42,7 +46,7 @@ pub(crate) fn write_files(
     within: Option<&Path>,
 ) -> Result<()> {
     let mut pending = Vec::new();
-    write_each(profile, outputs, options, within, write, &mut pending)?;
+    write_each(profile, outputs, options, within, &mut write, &mut pending)?;
     temporary::commit_all(pending)?;
     Ok(())
 }
@@ -55,7 +59,7 @@ fn write_each(
     outputs: &[(&Path, OutputFormat)],
     options: &WriteOptions,
     within: Option<&Path>,
-    write: Writer,
+    write: Writer<'_>,
     pending: &mut Vec<temporary::Temporary>,
 ) -> Result<Vec<String>> {
     let mut warnings = Vec::new();
@@ -207,12 +211,159 @@ pub struct StreamedOutputs {
     warnings: Vec<String>,
     /// The totals of every part's values, to say those past an `i64`.
     totals: ValueTotals,
+    /// Samples held before folded lines are spilled ([`RUN_SAMPLES`]).
+    run_samples: usize,
 }
 
 /// The outputs of one granularity written whole once every part is in.
 struct Collected {
     parts: CollectParts,
     outputs: Vec<(std::path::PathBuf, OutputFormat)>,
+    /// What the outputs are written from once the parts held pass
+    /// `run_samples`: at every address, where the distinct stacks are as
+    /// many as the input's addresses, runs spilled to disk.
+    spills: Spills,
+    /// The runs spilled so far.
+    runs: Option<Runs>,
+}
+
+/// What a group of outputs spills ([`Collected::spills`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spills {
+    /// Nothing: the outputs are written from the profile held whole.
+    Nothing,
+    /// Runs of folded lines (folded and SVG outputs).
+    FoldedLines,
+    /// Runs of callgrind bodies.
+    CallgrindBodies,
+    /// Runs of speedscope samples and frames.
+    SpeedscopeSamples,
+}
+
+impl Spills {
+    /// What the outputs of `format` at `granularity` spill.
+    fn of(format: OutputFormat, granularity: Granularity) -> Spills {
+        match (format, granularity) {
+            (OutputFormat::Folded | OutputFormat::Svg, Granularity::Addresses) => {
+                Spills::FoldedLines
+            }
+            (OutputFormat::Callgrind, Granularity::Addresses) => Spills::CallgrindBodies,
+            (OutputFormat::Speedscope, Granularity::Addresses) => Spills::SpeedscopeSamples,
+            _ => Spills::Nothing,
+        }
+    }
+}
+
+/// Runs spilled to disk.
+enum Runs {
+    FoldedLines(FoldedRuns),
+    CallgrindBodies(CallgrindRuns),
+    SpeedscopeSamples(SpeedscopeRuns),
+}
+
+/// Samples held before they are spilled as a run (at about 300 bytes each
+/// while held and written: some 20 MiB).
+const RUN_SAMPLES: usize = 1 << 16;
+
+impl Collected {
+    /// Takes a part; with `spills`, spills the parts held once they pass
+    /// `run_samples`.
+    fn take(&mut self, part: Profile, options: &WriteOptions, run_samples: usize) -> Result<()> {
+        self.parts.part(part)?;
+        self.spill_if_full(options, run_samples)
+    }
+
+    /// [`Collected::take`] of a lean part (`run_samples` rows at a time
+    /// when it spills).
+    fn take_lean(
+        &mut self,
+        part: &AddressPart,
+        options: &WriteOptions,
+        run_samples: usize,
+    ) -> Result<()> {
+        if self.spills == Spills::Nothing {
+            return self.parts.address_part(part);
+        }
+        for start in (0..part.addresses.len()).step_by(run_samples.max(1)) {
+            self.parts
+                .part(part.to_profile_of(start..start.saturating_add(run_samples)))?;
+            self.spill_if_full(options, run_samples)?;
+        }
+        Ok(())
+    }
+
+    fn spill_if_full(&mut self, options: &WriteOptions, run_samples: usize) -> Result<()> {
+        match self.spills != Spills::Nothing && self.parts.held_samples() >= run_samples {
+            true => self.spill(options),
+            false => Ok(()),
+        }
+    }
+
+    /// Writes the samples held as the next run of folded lines and drops
+    /// them (the tables stay, for the parts to come).
+    fn spill(&mut self, options: &WriteOptions) -> Result<()> {
+        let first = self
+            .outputs
+            .first()
+            .map(|(p, _)| p.clone())
+            .unwrap_or_default();
+        let Some(profile) = self.parts.profile_mut() else {
+            return Ok(());
+        };
+        prefer_sample_type(profile, options.sample_type.as_deref())?;
+        let named = |e: Error| e.naming_output(&first);
+        let runs = match (&mut self.runs, self.spills) {
+            (Some(runs), _) => runs,
+            (None, Spills::CallgrindBodies) => self.runs.insert(Runs::CallgrindBodies(
+                CallgrindRuns::new(&spill_dir(&first)).map_err(named)?,
+            )),
+            (None, Spills::SpeedscopeSamples) => self.runs.insert(Runs::SpeedscopeSamples(
+                SpeedscopeRuns::new(&spill_dir(&first)).map_err(named)?,
+            )),
+            (None, _) => self.runs.insert(Runs::FoldedLines(
+                FoldedRuns::new(&spill_dir(&first)).map_err(named)?,
+            )),
+        };
+        match runs {
+            Runs::FoldedLines(runs) => runs.add(profile, options),
+            Runs::CallgrindBodies(runs) => runs.add(profile),
+            Runs::SpeedscopeSamples(runs) => runs.add(profile, options),
+        }
+        .map_err(named)?;
+        // The next run is as large: its tables are made at that size at once.
+        let (locations, samples) = (profile.locations().len(), profile.samples().len());
+        profile.clear_locations_and_samples();
+        profile.reserve(locations, samples, 0);
+        Ok(())
+    }
+}
+
+/// Where the runs of the output `path` are spilled: its folder.
+fn spill_dir(path: &Path) -> std::path::PathBuf {
+    match path.parent() {
+        _ if path == Path::new("-") => std::env::temp_dir(),
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    }
+}
+
+/// Writes an output of spilled runs; `head` is the profile's tables.
+fn write_runs(
+    runs: &mut Runs,
+    head: &Profile,
+    format: OutputFormat,
+    options: &WriteOptions,
+    out: &mut dyn Write,
+) -> Result<()> {
+    match (runs, format) {
+        (Runs::CallgrindBodies(runs), _) => runs.write(head, options, out),
+        (Runs::SpeedscopeSamples(runs), _) => runs.write(head, options, out),
+        (Runs::FoldedLines(runs), OutputFormat::Svg) => {
+            super::flamegraph::write_runs(head, runs, options, out)
+        }
+        (Runs::FoldedLines(runs), _) => runs
+            .merge(|stack, count| writeln!(out, "{stack} {count}").map_err(Error::unnamed_output)),
+    }
 }
 
 impl StreamedOutputs {
@@ -226,16 +377,22 @@ impl StreamedOutputs {
     ) -> Result<StreamedOutputs> {
         let mut streams = Vec::new();
         let mut paths = Vec::new();
-        let mut collected: Vec<(Granularity, Collected)> = Vec::new();
+        let mut collected: Vec<((Granularity, Spills), Collected)> = Vec::new();
         for &(path, format) in outputs {
             if !streams_format(format, options) {
                 let granularity = granularity_of(format, options);
-                let at = match collected.iter().position(|(g, _)| *g == granularity) {
+                let spills = Spills::of(format, granularity);
+                let key = (granularity, spills);
+                let at = match collected.iter().position(|(k, _)| *k == key) {
                     Some(at) => at,
                     None => {
-                        let parts = CollectParts::folded(granularity);
-                        let outputs = Vec::new();
-                        collected.push((granularity, Collected { parts, outputs }));
+                        let c = Collected {
+                            parts: CollectParts::folded(granularity),
+                            outputs: Vec::new(),
+                            spills,
+                            runs: None,
+                        };
+                        collected.push((key, c));
                         collected.len() - 1
                     }
                 };
@@ -256,7 +413,15 @@ impl StreamedOutputs {
             within: within.map(Path::to_path_buf),
             warnings: Vec::new(),
             totals: ValueTotals::default(),
+            run_samples: RUN_SAMPLES,
         })
+    }
+
+    /// Spills folded lines every `samples` samples instead of
+    /// [`RUN_SAMPLES`] (tests, to have many runs of a small profile).
+    #[cfg(test)]
+    pub(crate) fn set_run_samples(&mut self, samples: usize) {
+        self.run_samples = samples;
     }
 
     /// Writes the rest of every output, then renames them into place
@@ -267,32 +432,40 @@ impl StreamedOutputs {
     pub fn finish(mut self, before_writing: impl FnOnce(&[String])) -> Result<Vec<String>> {
         let totals = self.totals.warnings();
         let mut profiles = Vec::with_capacity(self.collected.len());
-        for c in std::mem::take(&mut self.collected) {
+        for mut c in std::mem::take(&mut self.collected) {
+            if c.runs.is_some() {
+                c.spill(&self.options)?;
+            }
             let mut profile = c.parts.into_profile();
             prefer_sample_type(&mut profile, self.options.sample_type.as_deref())?;
-            profiles.push((profile, c.outputs));
+            profiles.push((profile, c.outputs, c.runs));
         }
         for text in totals {
             if !self.warnings.contains(&text) {
                 self.streams.iter_mut().for_each(|s| s.warn(&text));
-                profiles.iter_mut().for_each(|(p, _)| p.warn(&text));
+                profiles.iter_mut().for_each(|(p, _, _)| p.warn(&text));
                 self.warnings.push(text);
             }
         }
         before_writing(&self.warnings);
         let mut pending = Vec::new();
-        for (profile, outputs) in &profiles {
+        for (profile, outputs, runs) in &mut profiles {
             let outputs: Vec<(&Path, OutputFormat)> =
                 outputs.iter().map(|(p, f)| (p.as_path(), *f)).collect();
             let within = self.within.as_deref();
-            write_each(
-                profile,
-                &outputs,
-                &self.options,
-                within,
-                write_folded,
-                &mut pending,
-            )?;
+            let options = &self.options;
+            match runs {
+                Some(runs) => {
+                    let mut write = |p: &Profile, f, o: &WriteOptions, out: &mut dyn Write| {
+                        write_runs(runs, p, f, o, out)
+                    };
+                    write_each(profile, &outputs, options, within, &mut write, &mut pending)?
+                }
+                None => {
+                    let mut write = write_folded;
+                    write_each(profile, &outputs, options, within, &mut write, &mut pending)?
+                }
+            };
         }
         drop(profiles);
         for (stream, path) in self.streams.into_iter().zip(&self.paths) {
@@ -317,7 +490,7 @@ impl PartSink for StreamedOutputs {
                 .map_err(|e| e.naming_output(path))?;
         }
         for c in &mut self.collected {
-            c.parts.address_part(part)?;
+            c.take_lean(part, &self.options, self.run_samples)?;
         }
         Ok(())
     }
@@ -337,7 +510,7 @@ impl PartSink for StreamedOutputs {
         }
         let first = self.streams.len();
         for (i, c) in self.collected.iter_mut().enumerate() {
-            c.parts.part(take(first + i))?;
+            c.take(take(first + i), &self.options, self.run_samples)?;
         }
         Ok(())
     }

@@ -544,3 +544,31 @@ fn control_bytes_and_invalid_utf8_in_names_give_valid_outputs() {
     std::fs::write(&input, aps_named(&names)).unwrap();
     check_outputs_parse(dir.path(), &input);
 }
+
+#[test]
+fn an_output_past_what_its_viewer_opens_is_written_and_said() {
+    // 170 000 sampled addresses drawn one frame each (--minwidth 0): a
+    // flamegraph of over 32 MiB, which a browser takes minutes to draw.
+    let dir = tempdir();
+    let db = dir.path().join("db");
+    let spec = common::gen::dcpi::DbSpec::sparse(1, 1_700_000, 100);
+    common::gen::dcpi::build_db(&db, &spec);
+    let svg = dir.path().join("db.svg");
+    let run = profconv_ok(&[
+        db.to_str().unwrap(),
+        "--granularity",
+        "addresses",
+        "--minwidth",
+        "0",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    let bytes = std::fs::metadata(&svg).unwrap().len();
+    assert!(bytes > 32 << 20, "{bytes} bytes of SVG");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let said = format!(
+        "db.svg: {} MB of SVG takes a browser a minute",
+        bytes / 1_000_000
+    );
+    assert!(stderr.contains(&said), "{stderr}");
+}

@@ -454,7 +454,7 @@ impl StreamedOutputs {
                 outputs.iter().map(|(p, f)| (p.as_path(), *f)).collect();
             let within = self.within.as_deref();
             let options = &self.options;
-            match runs {
+            let limits = match runs {
                 Some(runs) => {
                     let mut write = |p: &Profile, f, o: &WriteOptions, out: &mut dyn Write| {
                         write_runs(runs, p, f, o, out)
@@ -466,6 +466,7 @@ impl StreamedOutputs {
                     write_each(profile, &outputs, options, within, &mut write, &mut pending)?
                 }
             };
+            self.warnings.extend(limits);
         }
         drop(profiles);
         for (stream, path) in self.streams.into_iter().zip(&self.paths) {

@@ -21,6 +21,9 @@
 #        all four of the issue at once) against profconv DB --to pprof -o /dev/null: floors
 #        1/3 of the .pb.gz's CPU time (SVG 1/5, the four together 1/6), peak RSS <= the
 #        database's size
+#      profconv DB --granularity addresses -o out.folded (and .svg, .speedscope.json,
+#        .callgrind): peak RSS <= the database's size (the time against the .pb.gz's is
+#        printed, not judged)
 #      profconv info DB
 #        goal: <= 0.4 s, peak RSS <= 64 MiB (RSS in MiB throughout)
 #    profconv runs under `prlimit --as=CAP_MB MiB` (default 8192): a run that would need
@@ -118,6 +121,17 @@ bench() { # DB LABEL
         "${MEASURE[@]}" --case "DCPI $label → $what" \
             --bytes "$bytes" --goal-cpu-ratio "$goal" --goal-rss-mb "$((bytes / 1048576))" \
             --profconv "$cap $PROFCONV $db $outs" --reference ".pb.gz" "$cap $pb"
+        ls -l $WORK/out.* 2>/dev/null | awk '{print "   output: " $NF ", " $5 " bytes"}'
+        rm -f "$WORK"/out.*
+    done
+    # At --granularity addresses (a frame per sampled address, ten million distinct stacks),
+    # folded, SVG, speedscope and callgrind are written from runs spilled to disk: goal, peak
+    # RSS at most the database's size; the time against the .pb.gz's is printed, not judged.
+    for fmt in folded svg speedscope.json callgrind; do
+        "${MEASURE[@]}" --case "DCPI $label → .$fmt at --granularity addresses" \
+            --bytes "$bytes" --goal-rss-mb "$((bytes / 1048576))" --fresh "$WORK/out.$fmt" \
+            --profconv "$cap $PROFCONV $db --granularity addresses -o $WORK/out.$fmt" \
+            --reference ".pb.gz" "$cap $pb"
         ls -l $WORK/out.* 2>/dev/null | awk '{print "   output: " $NF ", " $5 " bytes"}'
         rm -f "$WORK"/out.*
     done

@@ -522,7 +522,6 @@ impl CallgrindRuns {
         options: &WriteOptions,
         out: &mut dyn Write,
     ) -> Result<()> {
-        use std::io::{Seek, SeekFrom};
         if head.sample_types().is_empty() {
             return Err(Error::Usage("the profile has no sample types".into()));
         }
@@ -530,9 +529,9 @@ impl CallgrindRuns {
         let events = events(head);
         write_header(head, options, &events, "instr line", out).map_err(io)?;
         self.body.flush().map_err(io)?;
-        let mut file = self.body.get_ref();
-        file.seek(SeekFrom::Start(0)).map_err(io)?;
-        std::io::copy(&mut file, out).map_err(io)?;
+        let file = self.body.get_ref();
+        let bytes = file.metadata().map_err(io)?.len();
+        super::runs::copy_range(file, 0..bytes, out)?;
         let mut totals = self.totals.clone();
         totals.resize(events.len().max(totals.len()), 0);
         writeln!(out, "\ntotals: {}", cost_text(&totals)).map_err(io)

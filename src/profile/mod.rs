@@ -84,10 +84,39 @@ pub struct Profile {
     function_index: HashMap<Function, FunctionId>,
     /// Locations by the hash of their content, as indexes into
     /// `locations` (as the strings' index): no copy of a location is kept.
-    location_index: HashTable<u32>,
+    location_index: HashTable<Slot>,
     /// Samples by the hash of their stack and labels, as indexes into
     /// `samples`: a repeated stack costs no allocation.
-    sample_index: HashTable<u32>,
+    sample_index: HashTable<Slot>,
+}
+
+/// An entry of [`Profile`]'s location and sample indexes: the row's index
+/// and its hash, kept so that a growing table moves its entries without
+/// reading (and hashing again) every row, and a probe reads a row only when
+/// the hashes agree.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    at: u32,
+    hash: u32,
+}
+
+impl Slot {
+    /// The index's hash of a row hashed to `full`: 32 bits kept, spread
+    /// over the 64 the table reads (its buckets from the low bits, its tags
+    /// from the top ones).
+    fn hash_of(full: u64) -> u32 {
+        (full >> 32) as u32 ^ full as u32
+    }
+
+    /// The hash the table is given for `hash`, as [`Slot::hash_of`] made it.
+    fn table_hash(hash: u32) -> u64 {
+        (u64::from(hash) << 32) | u64::from(hash)
+    }
+
+    /// What the table rehashes an entry with.
+    fn rehash(&self) -> u64 {
+        Slot::table_hash(self.hash)
+    }
 }
 
 impl Profile {
@@ -282,16 +311,20 @@ impl Profile {
     /// next id in order.
     pub fn add_location(&mut self, location: Location) -> LocationId {
         let locations = &self.locations;
+        let hash = Slot::hash_of(location_hash(&location));
         let entry = self.location_index.entry(
-            location_hash(&location),
-            |&i| locations[i as usize] == location,
-            |&i| location_hash(&locations[i as usize]),
+            Slot::table_hash(hash),
+            |s| s.hash == hash && locations[s.at as usize] == location,
+            Slot::rehash,
         );
         match entry {
-            Entry::Occupied(found) => LocationId::from_index(*found.get() as usize),
+            Entry::Occupied(found) => LocationId::from_index(found.get().at as usize),
             Entry::Vacant(slot) => {
                 let id = LocationId::from_index(self.locations.len());
-                slot.insert(id.index() as u32);
+                slot.insert(Slot {
+                    at: id.index() as u32,
+                    hash,
+                });
                 self.locations.push(location);
                 id
             }
@@ -304,13 +337,9 @@ impl Profile {
     /// that the hash tables are not rebuilt as they grow.
     pub(crate) fn reserve(&mut self, locations: usize, samples: usize, functions: usize) {
         self.locations.reserve(locations);
-        let rows = &self.locations;
-        let hash = |&i: &u32| location_hash(&rows[i as usize]);
-        self.location_index.reserve(locations, hash);
+        self.location_index.reserve(locations, Slot::rehash);
         self.samples.reserve(samples);
-        let rows = &self.samples;
-        let hash = |&i: &u32| sample_hash(&rows[i as usize].stack, &rows[i as usize].labels);
-        self.sample_index.reserve(samples, hash);
+        self.sample_index.reserve(samples, Slot::rehash);
         self.functions.reserve(functions);
         self.function_index.reserve(functions);
         self.strings.reserve(functions.saturating_mul(2));
@@ -340,22 +369,22 @@ impl Profile {
             return;
         };
         let at = id.index() as u32;
+        let hash = Slot::hash_of(location_hash(location));
         if let Ok(entry) = self
             .location_index
-            .find_entry(location_hash(location), |&i| i == at)
+            .find_entry(Slot::table_hash(hash), |s| s.at == at)
         {
             entry.remove();
         }
         location.lines = Lines::from_vec(lines);
         let (locations, location) = (&self.locations, &self.locations[id.index()]);
-        let hash = location_hash(location);
-        if self
-            .location_index
-            .find(hash, |&i| locations[i as usize] == *location)
-            .is_none()
-        {
-            let rehash = |&i: &u32| location_hash(&locations[i as usize]);
-            self.location_index.insert_unique(hash, at, rehash);
+        let hash = Slot::hash_of(location_hash(location));
+        let eq = |s: &Slot| s.hash == hash && locations[s.at as usize] == *location;
+        let table_hash = Slot::table_hash(hash);
+        if self.location_index.find(table_hash, eq).is_none() {
+            let slot = Slot { at, hash };
+            self.location_index
+                .insert_unique(table_hash, slot, Slot::rehash);
         }
     }
 
@@ -407,22 +436,26 @@ impl Profile {
             &sorted[..]
         };
         let samples = &self.samples;
+        let hash = Slot::hash_of(sample_hash(stack, labels));
         let entry = self.sample_index.entry(
-            sample_hash(stack, labels),
-            |&i| {
-                let s = &samples[i as usize];
-                s.stack[..] == *stack && s.labels == labels
+            Slot::table_hash(hash),
+            |slot| {
+                let s = || &samples[slot.at as usize];
+                slot.hash == hash && s().stack[..] == *stack && s().labels == labels
             },
-            |&i| sample_hash(&samples[i as usize].stack, &samples[i as usize].labels),
+            Slot::rehash,
         );
         let slot = match entry {
             Entry::Occupied(found) => {
-                add_values(&mut self.samples[*found.get() as usize].values, values);
+                add_values(&mut self.samples[found.get().at as usize].values, values);
                 return;
             }
             Entry::Vacant(slot) => slot,
         };
-        slot.insert(self.samples.len() as u32);
+        slot.insert(Slot {
+            at: self.samples.len() as u32,
+            hash,
+        });
         let mut own = Values::from_slice(values);
         own.resize(self.sample_types.len(), 0);
         self.samples.push(Sample {

@@ -208,7 +208,7 @@ pub fn write(profile: &Profile, gzip: bool, out: &mut dyn Write) -> Result<()> {
 /// The encoded pprof message, what `to_proto(profile)` decodes to: the
 /// locations (field 4), the samples (field 2), then the tables.
 pub fn encode(profile: &Profile) -> Vec<u8> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(rows_len_bound(profile));
     let mut scratch = Scratch::default();
     for (i, l) in profile.locations().iter().enumerate() {
         scratch.location(
@@ -229,6 +229,38 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
     }
     encode_tables(profile, &mut out);
     out
+}
+
+/// At most the bytes [`encode`] writes for the locations and samples (each
+/// varint at its longest for its range): room made at once, so that the
+/// buffer is not copied as it grows. Room never written is never touched.
+fn rows_len_bound(profile: &Profile) -> usize {
+    let varint = |n: usize| prost::encoding::encoded_len_varint(n as u64);
+    let location_id = varint(profile.locations().len());
+    let function_id = varint(profile.functions().len());
+    let mapping_id = varint(profile.mappings().len());
+    // A field's tag, a message's tag and length: at most 1 and 1 + 5.
+    let (field, message, number) = (1, 6, 10);
+    let line = message + field + function_id + field + number;
+    let locations: usize = profile
+        .locations()
+        .iter()
+        .map(|l| {
+            let fixed = message + 2 * field + location_id + mapping_id + field + number;
+            fixed + l.lines.len() * line
+        })
+        .sum();
+    let label = message + 4 * (field + number);
+    let samples: usize = profile
+        .samples()
+        .iter()
+        .map(|s| {
+            let stack = message + s.stack.len() * location_id;
+            let values = message + s.values.len() * number;
+            message + stack + values + s.labels.len() * label
+        })
+        .sum();
+    locations.saturating_add(samples)
 }
 
 /// Appends the encoding of [`to_proto_tables`]`(profile)` without its

@@ -88,6 +88,14 @@ pub(crate) struct SymbolNames<'d> {
 }
 
 impl<'d> SymbolNames<'d> {
+    /// Room for `names` distinct names, so that the table is not rebuilt
+    /// as it grows.
+    pub fn with_capacity(names: usize) -> Self {
+        let mut by_raw = rustc_hash::FxHashMap::default();
+        by_raw.reserve(names);
+        SymbolNames { by_raw }
+    }
+
     /// [`FunctionSymbol::new`], with the strings of a name seen before.
     pub fn symbol(&mut self, address: u64, size: u64, raw: &'d str) -> FunctionSymbol {
         let (name, system_name) = self
@@ -207,8 +215,14 @@ impl SymbolRules {
 fn keep_names_apart(symbols: &mut [FunctionSymbol]) {
     // Symbols that share a name share its strings ([`SymbolNames`]): each
     // distinct one is looked at once, found by its address, so that a name
-    // of a megabyte named by a thousand symbols is hashed once.
+    // of a megabyte named by a thousand symbols is hashed once. A name not
+    // demangled is its system name's string: where none was (C), there is
+    // nothing to look at.
+    if symbols.iter().all(|s| Arc::ptr_eq(&s.name, &s.system_name)) {
+        return;
+    }
     let mut distinct: rustc_hash::FxHashMap<*const u8, (&str, &str)> = Default::default();
+    distinct.reserve(symbols.len());
     for s in symbols.iter() {
         distinct
             .entry(s.system_name.as_ptr())
@@ -441,7 +455,7 @@ fn text_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     // demangled) for the symbols kept only.
     symbols.sort_by_key(|s| s.0);
     let rule = |a: &&Entry<'_>, b: &&Entry<'_>| (a.3, a.2.len(), a.2).cmp(&(b.3, b.2.len(), b.2));
-    let mut names = SymbolNames::default();
+    let mut names = SymbolNames::with_capacity(symbols.len());
     symbols
         .chunk_by(|a, b| a.0 == b.0)
         .filter_map(|aliases| aliases.iter().min_by(rule))

@@ -328,7 +328,7 @@ fn finalize<'d>(
     });
     let kept = all;
     let mut out = Vec::with_capacity(kept.len());
-    let mut names = SymbolNames::default();
+    let mut names = SymbolNames::with_capacity(kept.len());
     for (i, c) in kept.iter().enumerate() {
         let end = match kept.get(i + 1) {
             Some(next) => next.address,

@@ -718,6 +718,56 @@ mod tests {
         assert_eq!(p.total(0), 10);
     }
 
+    /// The indexes find every row again after growing past what was
+    /// reserved (their entries moved by the hashes they keep), and after a
+    /// location's lines are replaced.
+    #[test]
+    fn indexes_find_rows_after_growth_and_new_lines() {
+        let mut p = Profile::new(&[("samples", "count")]);
+        p.reserve(10, 10, 0);
+        let n = 50_000u64;
+        let ids: Vec<LocationId> = (0..n)
+            .map(|a| p.address_location(None, 0x1000 + a, false))
+            .collect();
+        for (i, pair) in ids.windows(2).enumerate() {
+            p.add_sample(pair, &[i as i64], &[]);
+        }
+        for (a, &id) in (0..n).zip(&ids) {
+            assert_eq!(p.address_location(None, 0x1000 + a, false), id);
+        }
+        for (i, pair) in ids.windows(2).enumerate() {
+            p.add_sample(pair, &[1], &[]);
+            assert_eq!(p.samples[i].values[..], [i as i64 + 1]);
+        }
+        assert_eq!(
+            (p.locations.len(), p.samples.len()),
+            (n as usize, n as usize - 1)
+        );
+
+        let f = p.add_function("f", "f", "f.c", 1);
+        p.set_location_lines(
+            ids[7],
+            vec![Line {
+                function: f,
+                line: 3,
+            }],
+        );
+        let with_lines = Location {
+            mapping: None,
+            address: 0x1007,
+            is_return_address: false,
+            lines: vec![Line {
+                function: f,
+                line: 3,
+            }]
+            .into(),
+        };
+        assert_eq!(p.add_location(with_lines), ids[7]);
+        // The old content is no longer indexed: it is a new location.
+        let again = p.address_location(None, 0x1007, false);
+        assert_eq!(again.index(), n as usize);
+    }
+
     #[test]
     fn check_finds_a_sample_with_the_wrong_number_of_values() {
         let mut p = Profile::new(&[("samples", "count")]);

@@ -231,32 +231,35 @@ pub fn encode(profile: &Profile) -> Vec<u8> {
     out
 }
 
-/// At most the bytes [`encode`] writes for the locations and samples (each
-/// varint at its longest for its range): room made at once, so that the
-/// buffer is not copied as it grows. Room never written is never touched.
+/// At most the bytes [`encode`] writes for the locations and samples
+/// (numbers at their length, ids at the longest of their range): room made
+/// at once, so that the buffer is not copied as it grows. Room never
+/// written is never touched.
 fn rows_len_bound(profile: &Profile) -> usize {
-    let varint = |n: usize| prost::encoding::encoded_len_varint(n as u64);
-    let location_id = varint(profile.locations().len());
-    let function_id = varint(profile.functions().len());
-    let mapping_id = varint(profile.mappings().len());
+    let varint = |n: u64| prost::encoding::encoded_len_varint(n);
+    let location_id = varint(profile.locations().len() as u64);
+    let function_id = varint(profile.functions().len() as u64);
+    let mapping_id = varint(profile.mappings().len() as u64);
     // A field's tag, a message's tag and length: at most 1 and 1 + 5.
-    let (field, message, number) = (1, 6, 10);
-    let line = message + field + function_id + field + number;
+    let (field, message) = (1, 6);
     let locations: usize = profile
         .locations()
         .iter()
         .map(|l| {
-            let fixed = message + 2 * field + location_id + mapping_id + field + number;
-            fixed + l.lines.len() * line
+            let ids = 2 * field + location_id + mapping_id;
+            let lines: usize = (l.lines.iter())
+                .map(|line| message + 2 * field + function_id + varint(line.line as u64))
+                .sum();
+            message + ids + field + varint(l.address) + lines
         })
         .sum();
-    let label = message + 4 * (field + number);
+    let label = message + 4 * (field + 10);
     let samples: usize = profile
         .samples()
         .iter()
         .map(|s| {
             let stack = message + s.stack.len() * location_id;
-            let values = message + s.values.len() * number;
+            let values = message + s.values.iter().map(|&v| varint(v as u64)).sum::<usize>();
             message + stack + values + s.labels.len() * label
         })
         .sum();
@@ -404,5 +407,40 @@ mod encode_tests {
                 "one gzip member of the same bytes"
             );
         }
+    }
+
+    /// The room [`encode`] makes for the locations and samples holds them
+    /// at their longest: the largest address, negative lines and values
+    /// (ten bytes each), several lines, numeric and string labels.
+    #[test]
+    fn the_room_for_the_rows_holds_their_longest_encoding() {
+        let mut p = Profile::new(&[("a", "count"), ("b", "count"), ("c", "count")]);
+        let name = p.intern("a.out");
+        let m = p.add_mapping(Mapping::new(0, u64::MAX, 0, name, StrId::EMPTY));
+        let f = p.add_function("f", "f", "f.c", -1);
+        let line = |line| crate::profile::Line { function: f, line };
+        let mut stack = Vec::new();
+        for a in 0..2000u64 {
+            stack.push(p.add_location(Location {
+                mapping: Some(m),
+                address: u64::MAX - a,
+                is_return_address: false,
+                lines: smallvec::smallvec![line(-1), line(i64::MIN), line(a as i64)],
+            }));
+        }
+        let labels = [
+            p.label_num("bytes", i64::MIN, "bytes"),
+            p.label_str("thread", "main"),
+        ];
+        for depth in 1..stack.len() {
+            let values = [i64::MIN, -1, depth as i64];
+            p.add_sample(&stack[..depth], &values, &labels);
+        }
+        let mut tables = Vec::new();
+        encode_tables(&p, &mut tables);
+        let rows = encode(&p).len() - tables.len();
+        let room = rows_len_bound(&p);
+        assert!(rows <= room, "{rows} bytes of rows, room for {room}");
+        assert!(room < 2 * rows, "room for {room}, {rows} bytes written");
     }
 }

@@ -73,8 +73,11 @@ impl Cli {
     /// `load PATH` in `session`. The CLI gives its daemon 500 ms to start
     /// and, on a busy machine where Node takes longer, says so and that a
     /// retry often works: the daemon it names is then stopped and the load
-    /// tried again, a few times.
+    /// tried again, a few times. One load at a time in this process, so
+    /// that the tests' daemons do not start side by side on a busy machine.
     fn load(&self, session: &str, path: &Path) -> Output {
+        static LOADING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _alone = LOADING.lock().unwrap_or_else(|e| e.into_inner());
         let mut tries = 0;
         loop {
             let out = self.run(&["load", path.to_str().unwrap(), "--session", session]);
@@ -85,7 +88,7 @@ impl Cli {
             );
             let slow = text.contains("did not become ready");
             tries += 1;
-            if out.status.success() || !slow || tries == 5 {
+            if out.status.success() || !slow || tries == 8 {
                 return out;
             }
             eprintln!("profiler-cli's daemon was slow to start; trying again: {text}");

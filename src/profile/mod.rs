@@ -440,8 +440,10 @@ impl Profile {
         let entry = self.sample_index.entry(
             Slot::table_hash(hash),
             |slot| {
-                let s = || &samples[slot.at as usize];
-                slot.hash == hash && s().stack[..] == *stack && s().labels == labels
+                slot.hash == hash && {
+                    let s = &samples[slot.at as usize];
+                    s.stack[..] == *stack && s.labels == labels
+                }
             },
             Slot::rehash,
         );

@@ -22,8 +22,8 @@
 #        1/3 of the .pb.gz's CPU time (SVG 1/5, the four together 1/6), peak RSS <= the
 #        database's size
 #      profconv DB --granularity addresses -o out.folded (and .svg, .speedscope.json,
-#        .callgrind): peak RSS <= the database's size (the time against the .pb.gz's is
-#        printed, not judged)
+#        .callgrind, .firefox.json.gz): peak RSS <= the database's size (the time against
+#        the .pb.gz's is printed, not judged)
 #      profconv info DB
 #        goal: <= 0.4 s, peak RSS <= 64 MiB (RSS in MiB throughout)
 #    profconv runs under `prlimit --as=CAP_MB MiB` (default 8192): a run that would need
@@ -125,9 +125,10 @@ bench() { # DB LABEL
         rm -f "$WORK"/out.*
     done
     # At --granularity addresses (a frame per sampled address, ten million distinct stacks),
-    # folded, SVG, speedscope and callgrind are written from runs spilled to disk: goal, peak
-    # RSS at most the database's size; the time against the .pb.gz's is printed, not judged.
-    for fmt in folded svg speedscope.json callgrind; do
+    # folded, SVG, speedscope, callgrind and the Firefox Profiler's document are written from
+    # runs spilled to disk: goal, peak RSS at most the database's size; the time against the
+    # .pb.gz's is printed, not judged.
+    for fmt in folded svg speedscope.json callgrind firefox.json.gz; do
         "${MEASURE[@]}" --case "DCPI $label → .$fmt at --granularity addresses" \
             --bytes "$bytes" --goal-rss-mb "$((bytes / 1048576))" --fresh "$WORK/out.$fmt" \
             --profconv "$cap $PROFCONV $db --granularity addresses -o $WORK/out.$fmt" \

@@ -517,3 +517,65 @@ fn pprof_and_annotated_lines(
     want.retain(|_, v| *v != (0, 0));
     (want, got)
 }
+
+/// At `--granularity addresses` a DCPI database of more sampled addresses
+/// than profconv holds at a time (65 536) is written from runs spilled to
+/// disk; the document loads, and the profiler's self value per function is
+/// the folded output's per leaf frame (`image+0xOFFSET`), from the same run.
+#[test]
+fn a_document_written_from_spilled_runs_loads_with_the_folded_values() {
+    let Some((dir, cli)) = profiler_cli() else {
+        return;
+    };
+    let db = dir.path().join("db");
+    let gen = manifest_dir().join("benches/dcpi_gen.py");
+    let made = Command::new("python3")
+        .arg(&gen)
+        .arg(&db)
+        .args(["--images", "2", "--insns", "50000", "--sampled", "0.8"])
+        .output()
+        .expect("python3 runs");
+    assert!(made.status.success(), "{made:?}");
+    let firefox = dir.path().join("every-address.firefox.json.gz");
+    let folded = dir.path().join("every-address.folded");
+    profconv_ok(&[
+        db.to_str().unwrap(),
+        "--granularity",
+        "addresses",
+        "--sample-type",
+        "cycles",
+        "-o",
+        firefox.to_str().unwrap(),
+        "-o",
+        folded.to_str().unwrap(),
+    ]);
+    let mut want: Totals = BTreeMap::new();
+    for line in std::fs::read_to_string(&folded).unwrap().lines() {
+        let (stack, count) = line.rsplit_once(' ').unwrap();
+        let leaf = stack.rsplit(';').next().unwrap().to_owned();
+        *want.entry(leaf).or_insert(0) += count.parse::<i64>().unwrap();
+    }
+    assert!(
+        want.len() > 65_536,
+        "{} addresses: more than a run",
+        want.len()
+    );
+    let loaded = cli.load("every-address", &firefox);
+    assert!(
+        loaded.status.success(),
+        "the document does not load: {}{}",
+        String::from_utf8_lossy(&loaded.stdout),
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    let handles: Vec<String> = threads(&cli, "every-address")
+        .into_iter()
+        .filter(|(_, name)| name.starts_with("cycles ("))
+        .map(|(h, _)| h)
+        .collect();
+    assert_eq!(handles.len(), 1, "one cycles thread");
+    let (flat, _) = functions(&cli, "every-address", &handles, "timing");
+    assert!(
+        flat == want,
+        "self values per address differ from the folded output's"
+    );
+}

@@ -1,6 +1,9 @@
-//! Firefox Profiler output: the profiler's processed profile JSON, made by
-//! `fxprof-processed-profile` (samply's implementation of the format), as is
-//! or gzip-compressed (profiler.firefox.com loads both).
+//! Firefox Profiler output: the profiler's processed profile JSON (format
+//! version 55, the one samply writes), as is or gzip-compressed
+//! (profiler.firefox.com loads both). profconv writes the document itself,
+//! a column at a time, so that a profile read in parts (a DCPI database at
+//! `--granularity addresses`: ten million distinct addresses) is written in
+//! memory bounded by one part, as the other outputs are.
 //!
 //! How the IR maps onto the profiler's model:
 //! - processes and threads from the `pid` and `tid` labels (APS), named by
@@ -16,35 +19,45 @@
 //!   unfreed bytes as allocations never freed, the rest as allocations freed
 //!   again, so the profiler's "retained memory" is what was in use and its
 //!   "allocated memory" what was allocated;
-//! - frames by name, inlined frames as frames of their own (caller first);
-//!   the frame's image (mapping) as its category, which colours the
-//!   profiler's graphs by library;
-//! - each function's source file and first line, and its library (the
-//!   image, with its path and build id: the profiler's `libs`, named in its
-//!   call tree as `name [library]`); at `--granularity lines` each frame's
-//!   line too. The crate's format 0.8 leaves these columns `null`, so they
-//!   are added to the document it serialized, per function name (the crate
-//!   keys functions by name).
+//! - frames by name and image, inlined frames as frames of their own
+//!   (caller first); the frame's image (mapping) as its category, which
+//!   colours the profiler's graphs by library;
+//! - a function per name and library, with its source file and first line,
+//!   and its library (the image, with its path and build id: the profiler's
+//!   `libs`, named in its call tree as `name [library]`); at
+//!   `--granularity lines` a frame per line, named `function file:line`,
+//!   whose function is the function itself and whose line is the line, so
+//!   the call tree shows functions and the source view lines.
 //!
 //! Samples of one stack are one sample (the IR aggregates them); they are
 //! placed a millisecond apart in stack order, root first, so that the stack
-//! chart draws each call once. The whole document is built in memory (the
-//! crate serializes a finished profile, which then takes its sources as a
-//! JSON value): memory is that of the profile folded to its granularity, as
-//! for the other outputs, times a small factor.
+//! chart draws each call once.
+//!
+//! How it is written ([`FirefoxRuns`]): each run of parts (the whole
+//! profile, for a profile held whole) adds to every thread's tables the
+//! strings, functions, frames and stacks it has not seen, as segments of
+//! JSON text per column, and its samples as binary rows; the document is
+//! put together at the end from the segments, the samples' columns from
+//! the rows (once the divisors are known). Segments and rows are kept in
+//! memory for a profile held whole and in an anonymous temporary file for
+//! runs. What is shared across runs is kept once per thread (functions,
+//! frames and stacks of symbolized code, groups); an unsymbolized address
+//! is named anew in each run it appears in, as the speedscope output does,
+//! so that memory does not grow with the addresses.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
+use std::fs::File;
+use std::hash::{Hash, Hasher};
+use std::io::{BufWriter, Write};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 
-use fx::{
-    CategoryColor, CategoryHandle, CategoryPairHandle, CpuDelta, FrameFlags, FrameInfo,
-    ReferenceTimestamp, SamplingInterval, ThreadHandle, Timestamp, WeightType,
-};
-use fxprof_processed_profile as fx;
-use serde_json::Value;
+use hashbrown::HashTable;
+use rustc_hash::FxHasher;
 
 use crate::error::{Error, Result};
-use crate::profile::{basename, Granularity, GroupBy, Location, Mapping, Profile, Sample, StrId};
+use crate::profile::{basename, Granularity, GroupBy, Mapping, Profile, Sample};
 use crate::write::frames::group_frames;
 use crate::write::{effective_group_by, WriteOptions};
 
@@ -57,223 +70,1161 @@ use crate::write::{effective_group_by, WriteOptions};
 const EXTRA_SAMPLES: u64 = 1 << 16;
 const EXTRA_SAMPLES_PER_SAMPLE: u64 = 8;
 
-/// Writes `profile` as a processed profile, gzip-compressed when `gzip`.
+/// The powers of ten a type's values may be divided by: 10⁰ to 10¹⁸ (the
+/// largest that fits an `i64` ten times over).
+const DIVISORS: usize = 19;
+
+/// "No stack" and "no prefix" in the rows and the stack table.
+const NONE: u32 = u32::MAX;
+
+/// Writes `profile` as a processed profile, gzip-compressed when `gzip`;
+/// returns the document's length (before compression).
 pub fn write(
     profile: &Profile,
     options: &WriteOptions,
     gzip: bool,
     out: &mut dyn Write,
-) -> Result<()> {
-    let (document, sources) = build(profile, options);
-    let io = Error::unnamed_output;
-    let json = |e: serde_json::Error| io(e.into());
-    let mut document = serde_json::to_value(&document).map_err(json)?;
-    sources.add_to(&mut document);
-    if gzip {
-        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
-        serde_json::to_writer(&mut gz, &document).map_err(json)?;
-        gz.finish().map_err(io)?;
-        Ok(())
-    } else {
-        serde_json::to_writer(&mut *out, &document).map_err(json)?;
-        out.write_all(b"\n").map_err(io)
+) -> Result<u64> {
+    let mut document = FirefoxRuns {
+        store: Store::Memory(Vec::new()),
+        ..FirefoxRuns::default()
+    };
+    document.add(profile, options)?;
+    document.write(profile, options, gzip, out)
+}
+
+/// A processed profile assembled from runs of parts ([`FirefoxRuns::add`])
+/// and written at the end ([`FirefoxRuns::write`]).
+#[derive(Default)]
+pub(crate) struct FirefoxRuns {
+    store: Store,
+    /// The images' categories (the profiler's category `i + 1`; 0 is
+    /// "Other").
+    categories: Vec<String>,
+    category_of: HashMap<String, u32>,
+    libs: Vec<Lib>,
+    lib_of: HashMap<(String, String), u32>,
+    threads: BTreeMap<(SortKey, SortKey), Thread>,
+    /// The values per sample of the rows (the profile's sample types).
+    width: usize,
+    /// Samples added, for the budget of [`EXTRA_SAMPLES_PER_SAMPLE`].
+    samples: u64,
+    /// Per sample type, the samples splitting would add at each divisor
+    /// (10⁰ to 10¹⁸).
+    extra: Vec<[u64; DIVISORS]>,
+}
+
+/// Where segments and rows wait for the end.
+enum Store {
+    Memory(Vec<u8>),
+    File { out: BufWriter<File>, end: u64 },
+}
+
+impl Default for Store {
+    fn default() -> Store {
+        Store::Memory(Vec::new())
     }
 }
 
-/// The processed profile of `profile`, and what the crate cannot say of
-/// its functions (files, lines, libraries).
-fn build(profile: &Profile, options: &WriteOptions) -> (fx::Profile, Sources) {
-    let reference = ReferenceTimestamp::from_millis_since_unix_epoch(
-        profile.time_nanos.max(0) as f64 / 1_000_000.0,
-    );
-    let title = match options.title.is_empty() {
-        true => "profconv",
-        false => options.title.as_str(),
-    };
-    let mut fx = fx::Profile::new(title, reference, SamplingInterval::from_millis(1));
-    // profconv symbolized what it could; nothing is left for a symbol server.
-    fx.set_symbolicated(true);
-    let (frames, sources) = FrameTable::new(profile, options, &mut fx);
-    let types = type_order(profile);
-    let divisors = divisors(profile, &types);
-    let heap = heap_types(profile);
-    let default = profile.default_sample_type.unwrap_or(0);
-    let mut selected = None;
-    let mut pid_seen: BTreeMap<String, fx::ProcessHandle> = BTreeMap::new();
-    for (key, samples) in thread_keys(profile) {
-        let first = &profile.samples()[samples[0]];
-        let process = *pid_seen
-            .entry(key.0.clone().unwrap_or_default())
-            .or_insert_with(|| {
-                let name = process_name(profile, first, key.0.as_deref(), title);
-                let pid = key.0.as_deref().and_then(|p| p.parse().ok()).unwrap_or(0);
-                fx.add_process(&name, pid, Timestamp::from_millis_since_reference(0.0))
-            });
-        let base = thread_name(profile, first, key.1.as_deref());
-        let tid = key.1.as_deref().and_then(|t| t.parse().ok()).unwrap_or(0);
-        let mut order = samples;
-        order.sort_by(|&a, &b| frames.stack(profile, a).cmp(frames.stack(profile, b)));
-        for (&t, &divisor) in types.iter().zip(&divisors) {
-            let writer = ThreadWriter {
-                profile,
-                order: &order,
-                t,
-                divisor,
-            };
-            if writer.is_empty() {
-                continue;
+impl Store {
+    fn append(&mut self, bytes: &[u8]) -> Result<Range<u64>> {
+        match self {
+            Store::Memory(kept) => {
+                let start = kept.len() as u64;
+                kept.extend_from_slice(bytes);
+                Ok(start..kept.len() as u64)
             }
-            let name = writer.name(base.as_deref());
-            // Not a main thread: the profiler names a main thread after its
-            // process, and these are named by sample type.
-            let start = Timestamp::from_millis_since_reference(0.0);
-            let thread = fx.add_thread(process, tid, start, false);
-            fx.set_thread_name(thread, &name);
-            writer.add_samples(&mut fx, &frames, thread);
-            if let Some((alloc, inuse)) = heap.filter(|h| h.0 == t) {
-                add_allocations(profile, &order, (alloc, inuse), &mut fx, &frames, thread);
-            }
-            if t == default && selected.is_none() {
-                selected = Some(thread);
+            Store::File { out, end } => {
+                out.write_all(bytes).map_err(Error::unnamed_output)?;
+                let start = *end;
+                *end += bytes.len() as u64;
+                Ok(start..*end)
             }
         }
     }
-    if let Some(thread) = selected {
-        fx.add_initial_selected_thread(thread);
+
+    fn flush(&mut self) -> Result<()> {
+        match self {
+            Store::Memory(_) => Ok(()),
+            Store::File { out, .. } => out.flush().map_err(Error::unnamed_output),
+        }
     }
-    (fx, sources)
+
+    fn copy(&self, range: Range<u64>, out: &mut dyn Write) -> Result<()> {
+        match self {
+            Store::Memory(kept) => out
+                .write_all(&kept[range.start as usize..range.end as usize])
+                .map_err(Error::unnamed_output),
+            Store::File { out: file, .. } => super::runs::copy_range(file.get_ref(), range, out),
+        }
+    }
+
+    /// The bytes `range` (read into `buf` from a file).
+    fn bytes<'a>(&'a self, range: Range<u64>, buf: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+        match self {
+            Store::Memory(kept) => Ok(&kept[range.start as usize..range.end as usize]),
+            Store::File { out, .. } => {
+                buf.resize((range.end - range.start) as usize, 0);
+                out.get_ref()
+                    .read_exact_at(buf, range.start)
+                    .map_err(Error::unnamed_output)?;
+                Ok(buf)
+            }
+        }
+    }
 }
 
-/// The samples of one thread of the input (its `pid` and `tid`) for one
-/// sample type, in stack order.
-struct ThreadWriter<'a> {
-    profile: &'a Profile,
-    order: &'a [usize],
+/// A library: an image by path and build id.
+struct Lib {
+    name: String,
+    path: String,
+    build_id: String,
+}
+
+/// The columns of a thread's tables that grow with the runs, each kept as
+/// segments of comma-separated JSON values.
+#[derive(Clone, Copy)]
+enum Column {
+    Strings,
+    FrameCategory,
+    FrameFunc,
+    FrameLine,
+    FuncName,
+    FuncResource,
+    FuncFile,
+    FuncLine,
+    StackPrefix,
+    StackFrame,
+}
+const COLUMNS: usize = 10;
+
+/// One thread of the input (a `pid` and `tid`): its tables, shared by the
+/// threads of its sample types, and its samples.
+#[derive(Default)]
+struct Thread {
+    pid: Option<String>,
+    tid: Option<String>,
+    process_name: String,
+    name: Option<String>,
+    /// What later runs find again: strings, functions (name, library),
+    /// frames (name, category) and stacks (prefix, frame) of all but
+    /// unsymbolized addresses.
+    strings: HashMap<Box<str>, u32>,
+    funcs: HashMap<(u32, u32), u32>,
+    frames: HashMap<(u32, u32), u32>,
+    stacks: HashMap<(u32, u32), u32>,
+    /// Each resource's library and name.
+    resources: Vec<(u32, u32)>,
+    strings_len: u32,
+    funcs_len: u32,
+    frames_len: u32,
+    stacks_len: u32,
+    segments: [Vec<Range<u64>>; COLUMNS],
+    /// Samples in stack order (within each run): the stack, then a value
+    /// per sample type, little-endian.
+    rows: Vec<Range<u64>>,
+    /// Per sample type, the largest magnitude of a value.
+    largest: Vec<u64>,
+}
+
+impl FirefoxRuns {
+    /// Runs in an anonymous temporary file in `dir`.
+    pub fn new(dir: &Path) -> Result<FirefoxRuns> {
+        Ok(FirefoxRuns {
+            store: Store::File {
+                out: super::runs::spill_file(dir)?,
+                end: 0,
+            },
+            ..FirefoxRuns::default()
+        })
+    }
+
+    /// Adds the samples of `profile` (some parts of the whole, or all) and
+    /// what its stacks need that the tables lack.
+    pub fn add(&mut self, profile: &Profile, options: &WriteOptions) -> Result<()> {
+        if self.width == 0 {
+            self.width = profile.sample_types().len();
+            self.extra = vec![[0; DIVISORS]; self.width];
+        }
+        let title = title(options);
+        let descs = Descs::new(profile, options, self);
+        let mut by_thread: BTreeMap<(SortKey, SortKey), Vec<usize>> = BTreeMap::new();
+        for (i, sample) in profile.samples().iter().enumerate() {
+            self.count_extra(sample);
+            let pid = profile.label_text(sample, "pid");
+            let tid = profile.label_text(sample, "tid");
+            let key = (sort_key(pid.as_deref()), sort_key(tid.as_deref()));
+            let thread = self.threads.entry(key.clone()).or_insert_with(|| Thread {
+                process_name: process_name(profile, sample, pid.as_deref(), title),
+                name: thread_name(profile, sample, tid.as_deref()),
+                pid,
+                tid,
+                largest: vec![0; self.width],
+                ..Thread::default()
+            });
+            for (t, largest) in thread.largest.iter_mut().enumerate() {
+                let value = sample.values.get(t).copied().unwrap_or(0);
+                *largest = (*largest).max(value.unsigned_abs());
+            }
+            by_thread.entry(key).or_default().push(i);
+        }
+        for (key, mut order) in by_thread {
+            order.sort_by(|&a, &b| descs.stack(profile, a).cmp(descs.stack(profile, b)));
+            let Some(thread) = self.threads.get_mut(&key) else {
+                continue;
+            };
+            let mut run = RunThread::default();
+            for &i in &order {
+                let stack = run.intern_stack(thread, &descs, &self.libs, descs.stack(profile, i));
+                run.rows
+                    .extend_from_slice(&stack.unwrap_or(NONE).to_le_bytes());
+                let values = &profile.samples()[i].values;
+                for t in 0..self.width {
+                    let value = values.get(t).copied().unwrap_or(0);
+                    run.rows.extend_from_slice(&value.to_le_bytes());
+                }
+            }
+            for (c, text) in run.columns.iter().enumerate() {
+                if !text.is_empty() {
+                    let range = self.store.append(text)?;
+                    thread.segments[c].push(range);
+                }
+            }
+            let range = self.store.append(&run.rows)?;
+            thread.rows.push(range);
+        }
+        Ok(())
+    }
+
+    /// Counts the samples splitting `sample`'s values into `i32` weights
+    /// would add, at each divisor.
+    fn count_extra(&mut self, sample: &Sample) {
+        self.samples += 1;
+        for (t, extra) in self.extra.iter_mut().enumerate() {
+            let value = sample.values.get(t).copied().unwrap_or(0);
+            if value.unsigned_abs() <= i32::MAX as u64 {
+                continue;
+            }
+            let mut divisor: i64 = 1;
+            for e in extra.iter_mut() {
+                *e = e.saturating_add((value / divisor).unsigned_abs() / i32::MAX as u64);
+                divisor = divisor.saturating_mul(10);
+            }
+        }
+    }
+
+    /// What each sample type's values are divided by: 1, unless splitting
+    /// them into `i32` weights would take more samples than the type's share
+    /// of the budget ([`EXTRA_SAMPLES`]); then the least power of ten that
+    /// keeps within it. One divisor per type, for all its threads, so that
+    /// the threads of a type stay comparable.
+    fn divisors(&self) -> Vec<i64> {
+        let budget = EXTRA_SAMPLES
+            .saturating_add(EXTRA_SAMPLES_PER_SAMPLE.saturating_mul(self.samples))
+            / self.width.max(1) as u64;
+        self.extra
+            .iter()
+            .map(|extra| {
+                let k = extra
+                    .iter()
+                    .position(|&e| e <= budget)
+                    .unwrap_or(DIVISORS - 1);
+                10i64.pow(k as u32)
+            })
+            .collect()
+    }
+
+    /// Writes the document, gzip-compressed when `gzip`; `head` is the
+    /// profile's tables (its sample types, start time). Returns the
+    /// document's length (before compression).
+    pub fn write(
+        &mut self,
+        head: &Profile,
+        options: &WriteOptions,
+        gzip: bool,
+        out: &mut dyn Write,
+    ) -> Result<u64> {
+        self.store.flush()?;
+        if !gzip {
+            return self.write_counted(head, options, out);
+        }
+        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+        let bytes = self.write_counted(head, options, &mut gz)?;
+        gz.finish().map_err(Error::unnamed_output)?;
+        Ok(bytes)
+    }
+
+    /// The document and a newline, and their length.
+    fn write_counted(
+        &self,
+        head: &Profile,
+        options: &WriteOptions,
+        out: &mut dyn Write,
+    ) -> Result<u64> {
+        let io = Error::unnamed_output;
+        let mut counted = super::limits::Counted::new(out);
+        let mut w = BufWriter::with_capacity(1 << 16, &mut counted);
+        self.write_document(head, options, &mut w)?;
+        w.write_all(b"\n").map_err(io)?;
+        w.flush().map_err(io)?;
+        drop(w);
+        Ok(counted.bytes)
+    }
+
+    fn write_document(
+        &self,
+        head: &Profile,
+        options: &WriteOptions,
+        w: &mut dyn Write,
+    ) -> Result<()> {
+        let io = Error::unnamed_output;
+        let divisors = self.divisors();
+        let heap = heap_types(head);
+        let default = head.default_sample_type.unwrap_or(0);
+        // The threads written, in order: each input thread's sample types
+        // that have a value once divided.
+        let mut written = Vec::new();
+        // A process is named by its first thread.
+        let mut processes: HashMap<&str, &str> = HashMap::new();
+        for thread in self.threads.values() {
+            let pid = thread.pid.as_deref().unwrap_or_default();
+            processes.entry(pid).or_insert(&thread.process_name);
+            let types = type_order(head).into_iter().filter(|&t| t < self.width);
+            let mut nth = 0;
+            for t in types {
+                let divisor = divisors[t].unsigned_abs();
+                if thread.largest.get(t).is_some_and(|&l| l >= divisor) {
+                    written.push((thread, t, nth));
+                    nth += 1;
+                }
+            }
+        }
+        let selected = written.iter().position(|&(_, t, _)| t == default);
+        w.write_all(b"{\"meta\":").map_err(io)?;
+        self.write_meta(head, options, selected, w)?;
+        w.write_all(b",\"libs\":[").map_err(io)?;
+        for (i, lib) in self.libs.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",").map_err(io)?;
+            }
+            write_lib(lib, w)?;
+        }
+        w.write_all(b"],\"threads\":[").map_err(io)?;
+        for (i, &(thread, t, nth)) in written.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",").map_err(io)?;
+            }
+            let allocations = heap.filter(|h| h.0 == t);
+            let pid = thread.pid.as_deref().unwrap_or_default();
+            let sample_thread = SampleThread {
+                thread,
+                process: processes.get(pid).copied().unwrap_or_default(),
+                t,
+                divisor: divisors[t],
+                nth,
+            };
+            self.write_thread(head, &sample_thread, allocations, w)?;
+        }
+        w.write_all(b"],\"pages\":[],\"profilerOverhead\":[],\"counters\":[]}")
+            .map_err(io)
+    }
+
+    fn write_meta(
+        &self,
+        head: &Profile,
+        options: &WriteOptions,
+        selected: Option<usize>,
+        w: &mut dyn Write,
+    ) -> Result<()> {
+        let io = Error::unnamed_output;
+        w.write_all(b"{\"categories\":[").map_err(io)?;
+        let other = std::iter::once(("Other", "grey"));
+        let images = self.categories.iter().enumerate();
+        let images = images.map(|(i, name)| (name.as_str(), COLORS[i % COLORS.len()]));
+        for (i, (name, color)) in other.chain(images).enumerate() {
+            if i > 0 {
+                w.write_all(b",").map_err(io)?;
+            }
+            w.write_all(b"{\"color\":\"").map_err(io)?;
+            w.write_all(color.as_bytes()).map_err(io)?;
+            w.write_all(b"\",\"name\":").map_err(io)?;
+            json_string(name, w)?;
+            w.write_all(b",\"subcategories\":[\"Other\"]}")
+                .map_err(io)?;
+        }
+        // profconv symbolized what it could; nothing is left for a symbol
+        // server.
+        let start = head.time_nanos.max(0) as f64 / 1_000_000.0;
+        write!(
+            w,
+            "],\"debug\":false,\"extensions\":{{\"baseURL\":[],\"id\":[],\"length\":0,\"name\":[]}},\
+             \"interval\":1.0,\"preprocessedProfileVersion\":55,\"processType\":0,\"product\":"
+        )
+        .map_err(io)?;
+        json_string(title(options), w)?;
+        write!(
+            w,
+            ",\"sampleUnits\":{{\"eventDelay\":\"ms\",\"threadCPUDelta\":\"µs\",\"time\":\"ms\"}},\
+             \"startTime\":"
+        )
+        .map_err(io)?;
+        serde_json::to_writer(&mut *w, &start).map_err(|e| io(e.into()))?;
+        write!(
+            w,
+            ",\"symbolicated\":true,\"pausedRanges\":[],\"version\":24,\
+             \"usesOnlyOneStackType\":true,\"sourceCodeIsNotOnSearchfox\":true,\"markerSchema\":[]"
+        )
+        .map_err(io)?;
+        if let Some(i) = selected {
+            write!(w, ",\"initialSelectedThreads\":[{i}]").map_err(io)?;
+        }
+        w.write_all(b"}").map_err(io)
+    }
+
+    /// One thread of the document: `sample`'s type of an input thread, its
+    /// tables, samples and (`allocations`: the heap's `alloc_space` and
+    /// `inuse_space`) allocations.
+    fn write_thread(
+        &self,
+        head: &Profile,
+        sample: &SampleThread<'_>,
+        allocations: Option<(usize, usize)>,
+        w: &mut dyn Write,
+    ) -> Result<()> {
+        let io = Error::unnamed_output;
+        let thread = sample.thread;
+        let column = |c: Column, w: &mut dyn Write| self.join(&thread.segments[c as usize], w);
+        let frames = thread.frames_len as u64;
+        write!(w, "{{\"frameTable\":{{\"length\":{frames},\"address\":[").map_err(io)?;
+        repeat("-1", frames, w)?;
+        w.write_all(b"],\"inlineDepth\":[").map_err(io)?;
+        repeat("0", frames, w)?;
+        w.write_all(b"],\"category\":[").map_err(io)?;
+        column(Column::FrameCategory, w)?;
+        w.write_all(b"],\"subcategory\":[").map_err(io)?;
+        repeat("0", frames, w)?;
+        w.write_all(b"],\"func\":[").map_err(io)?;
+        column(Column::FrameFunc, w)?;
+        w.write_all(b"],\"nativeSymbol\":[").map_err(io)?;
+        repeat("null", frames, w)?;
+        w.write_all(b"],\"innerWindowID\":[").map_err(io)?;
+        repeat("0", frames, w)?;
+        w.write_all(b"],\"line\":[").map_err(io)?;
+        column(Column::FrameLine, w)?;
+        w.write_all(b"],\"column\":[").map_err(io)?;
+        repeat("null", frames, w)?;
+        let funcs = thread.funcs_len as u64;
+        write!(w, "]}},\"funcTable\":{{\"length\":{funcs},\"name\":[").map_err(io)?;
+        column(Column::FuncName, w)?;
+        w.write_all(b"],\"isJS\":[").map_err(io)?;
+        repeat("false", funcs, w)?;
+        w.write_all(b"],\"relevantForJS\":[").map_err(io)?;
+        repeat("false", funcs, w)?;
+        w.write_all(b"],\"resource\":[").map_err(io)?;
+        column(Column::FuncResource, w)?;
+        w.write_all(b"],\"fileName\":[").map_err(io)?;
+        column(Column::FuncFile, w)?;
+        w.write_all(b"],\"lineNumber\":[").map_err(io)?;
+        column(Column::FuncLine, w)?;
+        w.write_all(b"],\"columnNumber\":[").map_err(io)?;
+        repeat("null", funcs, w)?;
+        w.write_all(
+            b"]},\"markers\":{\"category\":[],\"data\":[],\"endTime\":[],\"length\":0,\
+              \"name\":[],\"phase\":[],\"startTime\":[]},\"name\":",
+        )
+        .map_err(io)?;
+        json_string(&sample.name(head), w)?;
+        w.write_all(
+            b",\"isMainThread\":false,\"nativeSymbols\":{\"address\":[],\"functionSize\":[],\
+              \"length\":0,\"libIndex\":[],\"name\":[]},\"pausedRanges\":[],\"pid\":",
+        )
+        .map_err(io)?;
+        let pid = thread.pid.as_deref().and_then(|p| p.parse::<u32>().ok());
+        json_string(&pid.unwrap_or(0).to_string(), w)?;
+        w.write_all(b",\"processName\":").map_err(io)?;
+        json_string(sample.process, w)?;
+        w.write_all(
+            b",\"processShutdownTime\":null,\"processStartupTime\":0.0,\
+              \"processType\":\"default\",\"registerTime\":0.0,\"resourceTable\":",
+        )
+        .map_err(io)?;
+        write_resources(&thread.resources, w)?;
+        w.write_all(b",\"samples\":").map_err(io)?;
+        self.write_samples(head, sample, w)?;
+        if let Some(heap) = allocations {
+            w.write_all(b",\"nativeAllocations\":").map_err(io)?;
+            self.write_allocations(thread, heap, w)?;
+        }
+        let stacks = thread.stacks_len;
+        write!(w, ",\"stackTable\":{{\"length\":{stacks},\"prefix\":[").map_err(io)?;
+        column(Column::StackPrefix, w)?;
+        w.write_all(b"],\"frame\":[").map_err(io)?;
+        column(Column::StackFrame, w)?;
+        w.write_all(b"]},\"stringArray\":[").map_err(io)?;
+        column(Column::Strings, w)?;
+        w.write_all(b"],\"tid\":").map_err(io)?;
+        json_string(&sample.tid(), w)?;
+        w.write_all(b",\"unregisterTime\":null,\"showMarkersInTimeline\":false}")
+            .map_err(io)
+    }
+
+    /// The samples of one thread's type: each row's value divided, split
+    /// into `i32` weights, a millisecond apart.
+    fn write_samples(
+        &self,
+        head: &Profile,
+        sample: &SampleThread<'_>,
+        w: &mut dyn Write,
+    ) -> Result<()> {
+        let io = Error::unnamed_output;
+        let (_, unit) = head.sample_type_name(sample.t);
+        let weight_type = if unit == "bytes" { "bytes" } else { "samples" };
+        write!(w, "{{\"weightType\":\"{weight_type}\",\"stack\":[").map_err(io)?;
+        let each = |f: &mut dyn FnMut(u32, i32, &mut dyn Write) -> Result<()>,
+                    w: &mut dyn Write| {
+            self.each_row(sample.thread, |stack, values| {
+                let mut value = values[sample.t] / sample.divisor;
+                while value != 0 {
+                    let weight = value.clamp(-i64::from(i32::MAX), i64::from(i32::MAX));
+                    value -= weight;
+                    f(stack, weight as i32, w)?;
+                }
+                Ok(())
+            })
+        };
+        let mut n = 0u64;
+        each(
+            &mut |stack, _, w| {
+                n += 1;
+                let comma = if n > 1 { "," } else { "" };
+                write_stack(comma, stack, w)
+            },
+            w,
+        )?;
+        w.write_all(b"],\"timeDeltas\":[").map_err(io)?;
+        if n > 0 {
+            w.write_all(b"0").map_err(io)?;
+            repeat_after(",1", n - 1, w)?;
+        }
+        w.write_all(b"],\"weight\":[").map_err(io)?;
+        let mut first = true;
+        each(
+            &mut |_, weight, w| {
+                let comma = if first { "" } else { "," };
+                first = false;
+                write!(w, "{comma}{weight}").map_err(io)
+            },
+            w,
+        )?;
+        w.write_all(b"],\"threadCPUDelta\":[").map_err(io)?;
+        repeat("0", n, w)?;
+        write!(w, "],\"length\":{n}}}").map_err(io)
+    }
+
+    /// The allocations of a heap profile's thread ([`each_allocation`]).
+    fn write_allocations(
+        &self,
+        thread: &Thread,
+        heap: (usize, usize),
+        w: &mut dyn Write,
+    ) -> Result<()> {
+        let io = Error::unnamed_output;
+        let mut n = 0u64;
+        let mut column = |name: &str, value: fn(&Allocation) -> String, w: &mut dyn Write| {
+            write!(w, "\"{name}\":[").map_err(io)?;
+            n = 0;
+            self.each_allocation(thread, heap, |a| {
+                n += 1;
+                let comma = if n > 1 { "," } else { "" };
+                write!(w, "{comma}{}", value(a)).map_err(io)
+            })?;
+            w.write_all(b"],").map_err(io)
+        };
+        w.write_all(b"{").map_err(io)?;
+        column("time", |a| a.time.to_string(), w)?;
+        column("weight", |a| a.bytes.to_string(), w)?;
+        column("memoryAddress", |a| a.address.to_string(), w)?;
+        column(
+            "stack",
+            |a| match a.stack {
+                NONE => "null".into(),
+                s => s.to_string(),
+            },
+            w,
+        )?;
+        // The profiler does not read `threadId`; its type wants a number.
+        w.write_all(b"\"threadId\":[").map_err(io)?;
+        repeat("0", n, w)?;
+        write!(w, "],\"weightType\":\"bytes\",\"length\":{n}}}").map_err(io)
+    }
+
+    /// Calls `f` with each allocation of `thread`'s heap profile (its
+    /// `alloc_space` and `inuse_space` values): each stack's unfreed bytes
+    /// as an allocation never freed, the rest of its allocated bytes as an
+    /// allocation freed again, each at an address of its own, at the time
+    /// of the stack's row.
+    fn each_allocation(
+        &self,
+        thread: &Thread,
+        (alloc, inuse): (usize, usize),
+        mut f: impl FnMut(&Allocation) -> Result<()>,
+    ) -> Result<()> {
+        let (mut time, mut address) = (0u64, 0u64);
+        self.each_row(thread, |stack, values| {
+            let allocated = values.get(alloc).copied().unwrap_or(0);
+            let unfreed = values.get(inuse).copied().unwrap_or(0);
+            let unfreed = unfreed.clamp(0, allocated.max(0));
+            let freed = allocated - unfreed;
+            let at = |address, bytes| Allocation {
+                time,
+                stack,
+                address,
+                bytes,
+            };
+            if allocated > 0 && unfreed > 0 {
+                address += 1;
+                f(&at(address, unfreed))?;
+            }
+            if allocated > 0 && freed > 0 {
+                address += 1;
+                f(&at(address, freed))?;
+                f(&at(address, -freed))?;
+            }
+            time += 1;
+            Ok(())
+        })
+    }
+
+    /// Calls `f` with every row of `thread`: its stack and values.
+    fn each_row(
+        &self,
+        thread: &Thread,
+        mut f: impl FnMut(u32, &[i64]) -> Result<()>,
+    ) -> Result<()> {
+        let width = 4 + 8 * self.width;
+        let mut buf = Vec::new();
+        let mut values = vec![0i64; self.width];
+        for range in &thread.rows {
+            let bytes = self.store.bytes(range.clone(), &mut buf)?;
+            for row in bytes.chunks_exact(width) {
+                let (stack, rest) = row.split_at(4);
+                let stack = u32::from_le_bytes(stack.try_into().unwrap_or_default());
+                for (v, b) in values.iter_mut().zip(rest.chunks_exact(8)) {
+                    *v = i64::from_le_bytes(b.try_into().unwrap_or_default());
+                }
+                f(stack, &values)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The segments `ranges`, comma-separated.
+    fn join(&self, ranges: &[Range<u64>], w: &mut dyn Write) -> Result<()> {
+        for (i, range) in ranges.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",").map_err(Error::unnamed_output)?;
+            }
+            self.store.copy(range.clone(), w)?;
+        }
+        Ok(())
+    }
+
+    /// The category of image `name`.
+    fn category(&mut self, name: &str) -> u32 {
+        if let Some(&c) = self.category_of.get(name) {
+            return c;
+        }
+        self.categories.push(name.to_owned());
+        let c = self.categories.len() as u32;
+        self.category_of.insert(name.to_owned(), c);
+        c
+    }
+
+    /// The library of image `m`, added once per path and build id.
+    fn lib(&mut self, profile: &Profile, m: &Mapping) -> u32 {
+        let path = profile.str(m.filename);
+        let build_id = profile.str(m.build_id);
+        let key = (path.to_owned(), build_id.to_owned());
+        if let Some(&lib) = self.lib_of.get(&key) {
+            return lib;
+        }
+        self.libs.push(Lib {
+            name: basename(path).to_owned(),
+            path: path.to_owned(),
+            build_id: build_id.to_owned(),
+        });
+        let lib = (self.libs.len() - 1) as u32;
+        self.lib_of.insert(key, lib);
+        lib
+    }
+}
+
+/// One entry of a thread's native allocations.
+struct Allocation {
+    time: u64,
+    stack: u32,
+    address: u64,
+    bytes: i64,
+}
+
+/// One thread of the document: an input thread's sample type.
+struct SampleThread<'a> {
+    thread: &'a Thread,
+    /// The name of the thread's process.
+    process: &'a str,
     t: usize,
-    /// What the values are divided by (see [`divisors`]).
+    /// What the values are divided by ([`FirefoxRuns::divisors`]).
     divisor: i64,
+    /// Which of the input thread's types this is (0 for the first written).
+    nth: usize,
 }
 
-impl ThreadWriter<'_> {
-    fn value(&self, i: usize) -> i64 {
-        let sample = &self.profile.samples()[i];
-        sample.values.get(self.t).copied().unwrap_or(0)
-    }
-
-    fn is_empty(&self) -> bool {
-        self.order.iter().all(|&i| self.value(i) == 0)
-    }
-
+impl SampleThread<'_> {
     /// `thread_name — kind (unit)`, or the type alone for an input
     /// without threads.
-    fn name(&self, base: Option<&str>) -> String {
-        let (kind, unit) = self.profile.sample_type_name(self.t);
+    fn name(&self, head: &Profile) -> String {
+        let (kind, unit) = head.sample_type_name(self.t);
         let scaled = match self.divisor {
             1 => String::new(),
             d => format!(" ÷{d}"),
         };
-        match base {
+        match &self.thread.name {
             Some(base) => format!("{base} — {kind} ({unit}{scaled})"),
             None => format!("{kind} ({unit}{scaled})"),
         }
     }
 
-    /// The samples, a millisecond apart; a value past `i32` as several.
-    fn add_samples(&self, fx: &mut fx::Profile, frames: &FrameTable, thread: ThreadHandle) {
-        let (_, unit) = self.profile.sample_type_name(self.t);
-        if unit == "bytes" {
-            fx.set_thread_samples_weight_type(thread, WeightType::Bytes);
-        }
-        let mut time = 0u64;
-        for &i in self.order {
-            let mut value = self.value(i) / self.divisor;
-            if value == 0 {
-                continue;
-            }
-            let stack = frames.intern_stack(fx, self.profile, thread, i);
-            while value != 0 {
-                let weight = value.clamp(-i64::from(i32::MAX), i64::from(i32::MAX));
-                value -= weight;
-                let at = Timestamp::from_millis_since_reference(time as f64);
-                fx.add_sample(thread, at, stack, CpuDelta::ZERO, weight as i32);
-                time += 1;
-            }
+    /// The thread's id: the input's `tid` (0 without), and for the second
+    /// and later types of one input thread `tid.N`, so that each is its own.
+    fn tid(&self) -> String {
+        let tid = self
+            .thread
+            .tid
+            .as_deref()
+            .and_then(|t| t.parse::<u32>().ok());
+        match self.nth {
+            0 => tid.unwrap_or(0).to_string(),
+            n => format!("{}.{n}", tid.unwrap_or(0)),
         }
     }
 }
 
-/// What each sample type's values in `types` are divided by: 1, unless
-/// splitting them into `i32` weights would take more samples than the
-/// type's share of the budget ([`EXTRA_SAMPLES`]); then the least power of
-/// ten that keeps within it. One divisor per type, for all its threads, so
-/// that the threads of a type stay comparable.
-fn divisors(profile: &Profile, types: &[usize]) -> Vec<i64> {
-    let samples = profile.samples();
-    let budget = EXTRA_SAMPLES
-        .saturating_add(EXTRA_SAMPLES_PER_SAMPLE.saturating_mul(samples.len() as u64))
-        / types.len().max(1) as u64;
-    let extra = |t: usize, divisor: i64| -> u64 {
-        samples
+/// A frame as a run knows it before a thread numbers it: its name and
+/// category (what tells frames apart), and its function's name, library,
+/// file, first line and the frame's line.
+struct Desc {
+    name: String,
+    category: u32,
+    /// The function's own name when the frame's also has its line.
+    base: Option<String>,
+    lib: Option<u32>,
+    file: Option<String>,
+    start_line: Option<i64>,
+    line: Option<i64>,
+    /// An unsymbolized address: named anew in each run.
+    of_address: bool,
+}
+
+/// A run's frames: every location's and every sample's group frames, as
+/// ranges of ids into `descs`, so that a sample's stack is a walk over ids.
+struct Descs {
+    descs: Vec<Desc>,
+    location: Vec<Range<usize>>,
+    group: Vec<Range<usize>>,
+    ids: Vec<u32>,
+}
+
+impl Descs {
+    fn new(profile: &Profile, options: &WriteOptions, doc: &mut FirefoxRuns) -> Descs {
+        let by_line = options.granularity == Some(Granularity::Lines);
+        let mut table = Descs {
+            descs: Vec::new(),
+            location: Vec::with_capacity(profile.locations().len()),
+            group: Vec::with_capacity(profile.samples().len()),
+            ids: Vec::new(),
+        };
+        let mut index: HashTable<u32> = HashTable::with_capacity(profile.locations().len());
+        let hash = |name: &str, category: u32| {
+            let mut h = FxHasher::default();
+            (name, category).hash(&mut h);
+            h.finish()
+        };
+        // The first frame of a name and category gives its function.
+        let mut intern = |descs: &mut Vec<Desc>, desc: Desc| -> u32 {
+            let h = hash(&desc.name, desc.category);
+            let same = |&id: &u32| {
+                let d = &descs[id as usize];
+                d.category == desc.category && d.name == desc.name
+            };
+            if let Some(&id) = index.find(h, same) {
+                return id;
+            }
+            descs.push(desc);
+            let id = (descs.len() - 1) as u32;
+            index.insert_unique(h, id, |&id| {
+                let d = &descs[id as usize];
+                hash(&d.name, d.category)
+            });
+            id
+        };
+        for location in profile.locations() {
+            let mapping = location
+                .mapping
+                .and_then(|m| profile.mappings().get(m.index()))
+                .filter(|m| !profile.str(m.filename).is_empty());
+            let lib = mapping.map(|m| doc.lib(profile, m));
+            let category = mapping.map_or(0, |m| doc.category(basename(profile.str(m.filename))));
+            let start = table.ids.len();
+            if location.lines.is_empty() {
+                let desc = Desc {
+                    name: profile.address_name(location),
+                    category,
+                    base: None,
+                    lib,
+                    file: None,
+                    start_line: None,
+                    line: None,
+                    of_address: true,
+                };
+                table.ids.push(intern(&mut table.descs, desc));
+            }
+            for line in location.lines.iter().rev() {
+                let f = profile.line_frame(line);
+                let function = &profile.functions()[line.function.index()];
+                let (name, line) = match (by_line && f.line > 0, f.file) {
+                    (false, _) => (f.name.to_string(), None),
+                    (true, Some(file)) => (format!("{} {file}:{}", f.name, f.line), Some(f.line)),
+                    (true, None) => (format!("{}:{}", f.name, f.line), Some(f.line)),
+                };
+                let desc = Desc {
+                    name,
+                    category,
+                    base: line.map(|_| f.name.to_string()),
+                    lib,
+                    file: f.file.map(str::to_owned),
+                    start_line: Some(function.start_line).filter(|&l| l > 0),
+                    line,
+                    of_address: false,
+                };
+                table.ids.push(intern(&mut table.descs, desc));
+            }
+            table.location.push(start..table.ids.len());
+        }
+        // Groups of the options or the reader, but the threads' own.
+        let group_by: Vec<GroupBy> = effective_group_by(profile, options)
             .iter()
-            .map(|s| {
-                let value = s.values.get(t).copied().unwrap_or(0) / divisor;
-                value.unsigned_abs() / i32::MAX as u64
-            })
-            .fold(0, u64::saturating_add)
-    };
-    types
-        .iter()
-        .map(|&t| {
-            let mut divisor: i64 = 1;
-            while extra(t, divisor) > budget && divisor <= i64::MAX / 10 {
-                divisor *= 10;
+            .filter(|g| !matches!(g, GroupBy::Label(k) if k == "pid" || k == "tid"))
+            .cloned()
+            .collect();
+        for sample in profile.samples() {
+            let start = table.ids.len();
+            for f in group_frames(profile, sample, &group_by) {
+                let desc = Desc {
+                    name: f.name.into_owned(),
+                    category: 0,
+                    base: None,
+                    lib: None,
+                    file: None,
+                    start_line: None,
+                    line: None,
+                    of_address: false,
+                };
+                table.ids.push(intern(&mut table.descs, desc));
             }
-            divisor
-        })
-        .collect()
-}
+            table.group.push(start..table.ids.len());
+        }
+        table
+    }
 
-/// The allocation samples of a heap profile: each stack's unfreed bytes
-/// (`inuse`) as an allocation never freed, the rest of its allocated bytes
-/// (`alloc`) as an allocation freed again, each at an address of its own.
-fn add_allocations(
-    profile: &Profile,
-    order: &[usize],
-    (alloc, inuse): (usize, usize),
-    fx: &mut fx::Profile,
-    frames: &FrameTable,
-    thread: ThreadHandle,
-) {
-    let mut address = 0u64;
-    for (n, &i) in order.iter().enumerate() {
-        let values = &profile.samples()[i].values;
-        let allocated = values.get(alloc).copied().unwrap_or(0);
-        let unfreed = values
-            .get(inuse)
-            .copied()
-            .unwrap_or(0)
-            .clamp(0, allocated.max(0));
-        let freed = allocated - unfreed;
-        if allocated <= 0 {
-            continue;
-        }
-        let stack = frames.intern_stack(fx, profile, thread, i);
-        let at = Timestamp::from_millis_since_reference(n as f64);
-        if unfreed > 0 {
-            address += 1;
-            fx.add_allocation_sample(thread, at, stack, address, unfreed);
-        }
-        if freed > 0 {
-            address += 1;
-            fx.add_allocation_sample(thread, at, stack, address, freed);
-            fx.add_allocation_sample(thread, at, stack, address, -freed);
-        }
+    /// The frame ids of sample `i`, root first.
+    fn stack<'a>(&'a self, profile: &'a Profile, i: usize) -> impl Iterator<Item = u32> + 'a {
+        let group = self.group.get(i).cloned().unwrap_or(0..0);
+        let stack = profile.samples().get(i).map_or(&[][..], |s| &s.stack[..]);
+        self.ids[group].iter().copied().chain(
+            stack
+                .iter()
+                .rev()
+                .filter_map(|loc| self.location.get(loc.index()).cloned())
+                .flat_map(|r| self.ids[r].iter().copied()),
+        )
     }
 }
 
-/// The sample types in the order their threads are added: a heap profile's
-/// `alloc_space` first, as the crate puts a process's allocation samples
-/// on its first thread; the others in the profile's order.
+/// What one run adds to one thread: the new rows of each column (JSON
+/// text), its samples' rows, and the run's own frames and stacks (those of
+/// unsymbolized addresses, forgotten after the run).
+#[derive(Default)]
+struct RunThread {
+    columns: [Vec<u8>; COLUMNS],
+    rows: Vec<u8>,
+    frame_of: HashMap<u32, (u32, bool)>,
+    stacks: HashMap<(u32, u32), u32>,
+}
+
+impl RunThread {
+    /// The thread's stack of the frames `descs` (root first).
+    fn intern_stack(
+        &mut self,
+        thread: &mut Thread,
+        descs: &Descs,
+        libs: &[Lib],
+        frames: impl Iterator<Item = u32>,
+    ) -> Option<u32> {
+        let mut prefix = NONE;
+        let mut of_run = false;
+        for d in frames {
+            let (frame, of_address) = self.frame(thread, descs, libs, d);
+            of_run |= of_address;
+            let key = (prefix, frame);
+            let known = match of_run {
+                true => self.stacks.get(&key),
+                false => thread.stacks.get(&key),
+            };
+            prefix = match known {
+                Some(&id) => id,
+                None => {
+                    let id = thread.stacks_len;
+                    thread.stacks_len += 1;
+                    match prefix {
+                        NONE => self.push(Column::StackPrefix, format_args!("null")),
+                        p => self.push(Column::StackPrefix, format_args!("{p}")),
+                    }
+                    self.push(Column::StackFrame, format_args!("{frame}"));
+                    match of_run {
+                        true => self.stacks.insert(key, id),
+                        false => thread.stacks.insert(key, id),
+                    };
+                    id
+                }
+            };
+        }
+        (prefix != NONE).then_some(prefix)
+    }
+
+    /// The thread's frame of `descs`' frame `d`, and whether it is the
+    /// run's own (an unsymbolized address).
+    fn frame(&mut self, thread: &mut Thread, descs: &Descs, libs: &[Lib], d: u32) -> (u32, bool) {
+        if let Some(&known) = self.frame_of.get(&d) {
+            return known;
+        }
+        let desc = &descs.descs[d as usize];
+        let frame = if desc.of_address {
+            let name = self.new_string(thread, &desc.name);
+            let func = self.new_func(thread, name, desc, libs);
+            self.new_frame(thread, func, desc)
+        } else {
+            let name = self.string(thread, &desc.name);
+            match thread.frames.get(&(name, desc.category)) {
+                Some(&frame) => frame,
+                None => {
+                    let func_name = match &desc.base {
+                        Some(base) => self.string(thread, base),
+                        None => name,
+                    };
+                    let key = (func_name, desc.lib.unwrap_or(NONE));
+                    let func = match thread.funcs.get(&key) {
+                        Some(&func) => func,
+                        None => {
+                            let func = self.new_func(thread, func_name, desc, libs);
+                            thread.funcs.insert(key, func);
+                            func
+                        }
+                    };
+                    let frame = self.new_frame(thread, func, desc);
+                    thread.frames.insert((name, desc.category), frame);
+                    frame
+                }
+            }
+        };
+        self.frame_of.insert(d, (frame, desc.of_address));
+        (frame, desc.of_address)
+    }
+
+    fn new_frame(&mut self, thread: &mut Thread, func: u32, desc: &Desc) -> u32 {
+        self.push(Column::FrameCategory, format_args!("{}", desc.category));
+        self.push(Column::FrameFunc, format_args!("{func}"));
+        match desc.line {
+            Some(line) => self.push(Column::FrameLine, format_args!("{line}")),
+            None => self.push(Column::FrameLine, format_args!("null")),
+        }
+        thread.frames_len += 1;
+        thread.frames_len - 1
+    }
+
+    /// A function named by the string `name`, with `desc`'s source and
+    /// library (its resource).
+    fn new_func(&mut self, thread: &mut Thread, name: u32, desc: &Desc, libs: &[Lib]) -> u32 {
+        self.push(Column::FuncName, format_args!("{name}"));
+        let resource = match desc.lib {
+            Some(lib) => match thread.resources.iter().position(|r| r.0 == lib) {
+                Some(r) => r as i64,
+                None => {
+                    let name = self.string(thread, &libs[lib as usize].name);
+                    thread.resources.push((lib, name));
+                    thread.resources.len() as i64 - 1
+                }
+            },
+            None => -1,
+        };
+        self.push(Column::FuncResource, format_args!("{resource}"));
+        match &desc.file {
+            Some(file) => {
+                let file = self.string(thread, file);
+                self.push(Column::FuncFile, format_args!("{file}"));
+            }
+            None => self.push(Column::FuncFile, format_args!("null")),
+        }
+        match desc.start_line {
+            Some(line) => self.push(Column::FuncLine, format_args!("{line}")),
+            None => self.push(Column::FuncLine, format_args!("null")),
+        }
+        thread.funcs_len += 1;
+        thread.funcs_len - 1
+    }
+
+    /// The thread's string `s`, kept for later runs.
+    fn string(&mut self, thread: &mut Thread, s: &str) -> u32 {
+        if let Some(&i) = thread.strings.get(s) {
+            return i;
+        }
+        let i = self.new_string(thread, s);
+        thread.strings.insert(s.into(), i);
+        i
+    }
+
+    /// A new string of the thread, not kept for later runs.
+    fn new_string(&mut self, thread: &mut Thread, s: &str) -> u32 {
+        let text = &mut self.columns[Column::Strings as usize];
+        if !text.is_empty() {
+            text.push(b',');
+        }
+        // Writing to memory cannot fail, and a `str` is always JSON.
+        let _ = serde_json::to_writer(&mut *text, s);
+        thread.strings_len += 1;
+        thread.strings_len - 1
+    }
+
+    /// Adds `value` to the column `c`.
+    fn push(&mut self, c: Column, value: std::fmt::Arguments<'_>) {
+        let text = &mut self.columns[c as usize];
+        if !text.is_empty() {
+            text.push(b',');
+        }
+        // Writing to memory cannot fail.
+        let _ = text.write_fmt(value);
+    }
+}
+
+/// The title the document is named by.
+fn title(options: &WriteOptions) -> &str {
+    match options.title.is_empty() {
+        true => "profconv",
+        false => options.title.as_str(),
+    }
+}
+
+/// A sample's stack in a column: its id, or `null`.
+fn write_stack(comma: &str, stack: u32, w: &mut dyn Write) -> Result<()> {
+    match stack {
+        NONE => write!(w, "{comma}null"),
+        s => write!(w, "{comma}{s}"),
+    }
+    .map_err(Error::unnamed_output)
+}
+
+/// `n` times `value`, comma-separated.
+fn repeat(value: &str, n: u64, w: &mut dyn Write) -> Result<()> {
+    if n > 0 {
+        w.write_all(value.as_bytes())
+            .map_err(Error::unnamed_output)?;
+        repeat_after(&format!(",{value}"), n - 1, w)?;
+    }
+    Ok(())
+}
+
+/// `n` times `text`, in blocks.
+fn repeat_after(text: &str, n: u64, w: &mut dyn Write) -> Result<()> {
+    const BLOCK: u64 = 1024;
+    let block = text.repeat(BLOCK.min(n) as usize);
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(BLOCK);
+        w.write_all(&block.as_bytes()[..k as usize * text.len()])
+            .map_err(Error::unnamed_output)?;
+        left -= k;
+    }
+    Ok(())
+}
+
+fn json_string(s: &str, w: &mut dyn Write) -> Result<()> {
+    serde_json::to_writer(w, s).map_err(|e| Error::unnamed_output(e.into()))
+}
+
+/// One entry of `libs`.
+fn write_lib(lib: &Lib, w: &mut dyn Write) -> Result<()> {
+    let io = Error::unnamed_output;
+    w.write_all(b"{\"name\":").map_err(io)?;
+    json_string(&lib.name, w)?;
+    w.write_all(b",\"path\":").map_err(io)?;
+    json_string(&lib.path, w)?;
+    w.write_all(b",\"debugName\":").map_err(io)?;
+    json_string(&lib.name, w)?;
+    w.write_all(b",\"debugPath\":").map_err(io)?;
+    json_string(&lib.path, w)?;
+    w.write_all(b",\"breakpadId\":").map_err(io)?;
+    json_string(&breakpad_id(&lib.build_id), w)?;
+    w.write_all(b",\"codeId\":").map_err(io)?;
+    match lib.build_id.is_empty() {
+        true => w.write_all(b"null").map_err(io)?,
+        false => json_string(&lib.build_id, w)?,
+    }
+    w.write_all(b",\"arch\":null}").map_err(io)
+}
+
+/// A thread's resource table: one library resource per library used.
+fn write_resources(resources: &[(u32, u32)], w: &mut dyn Write) -> Result<()> {
+    /// The processed format's `resourceTypeEnum.library`.
+    const LIBRARY: u32 = 1;
+    let len = resources.len() as u64;
+    let io = Error::unnamed_output;
+    let list = |values: &mut dyn Iterator<Item = u32>, w: &mut dyn Write| -> Result<()> {
+        for (i, v) in values.enumerate() {
+            let comma = if i > 0 { "," } else { "" };
+            write!(w, "{comma}{v}").map_err(io)?;
+        }
+        Ok(())
+    };
+    write!(w, "{{\"length\":{len},\"lib\":[").map_err(io)?;
+    list(&mut resources.iter().map(|r| r.0), w)?;
+    w.write_all(b"],\"name\":[").map_err(io)?;
+    list(&mut resources.iter().map(|r| r.1), w)?;
+    w.write_all(b"],\"host\":[").map_err(io)?;
+    repeat("null", len, w)?;
+    w.write_all(b"],\"type\":[").map_err(io)?;
+    list(&mut resources.iter().map(|_| LIBRARY), w)?;
+    w.write_all(b"]}").map_err(io)
+}
+
+/// The breakpad id of an ELF build id (hex), as samply makes it: its first
+/// 16 bytes (zero-padded) in upper-case hex, then the age, 0.
+fn breakpad_id(build_id: &str) -> String {
+    let mut hex: String = build_id
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(32)
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    hex.truncate(hex.len() / 2 * 2);
+    while hex.len() < 32 {
+        hex.push('0');
+    }
+    hex.push('0');
+    hex
+}
+
+/// The sample types in the order their threads are written: a heap
+/// profile's `alloc_space` first (its allocations' thread), the others in
+/// the profile's order.
 fn type_order(profile: &Profile) -> Vec<usize> {
     let mut types: Vec<usize> = (0..profile.sample_types().len()).collect();
     if let Some((alloc, _)) = heap_types(profile) {
@@ -293,24 +1244,8 @@ fn heap_types(profile: &Profile) -> Option<(usize, usize)> {
     Some((find("alloc_space")?, find("inuse_space")?))
 }
 
-/// The input's threads: the samples of each `pid` and `tid` (labels), in
-/// order of the numbers (then the text) of both.
-type ThreadKey = (Option<String>, Option<String>);
-fn thread_keys(profile: &Profile) -> Vec<(ThreadKey, Vec<usize>)> {
-    let mut threads: BTreeMap<(SortKey, SortKey), (ThreadKey, Vec<usize>)> = BTreeMap::new();
-    for (i, sample) in profile.samples().iter().enumerate() {
-        let pid = profile.label_text(sample, "pid");
-        let tid = profile.label_text(sample, "tid");
-        let sort = (sort_key(pid.as_deref()), sort_key(tid.as_deref()));
-        threads
-            .entry(sort)
-            .or_insert_with(|| ((pid, tid), Vec::new()))
-            .1
-            .push(i);
-    }
-    threads.into_values().collect()
-}
-
+/// Threads are ordered by the numbers (then the text) of their `pid` and
+/// `tid`.
 type SortKey = (Option<i64>, Option<String>);
 fn sort_key(label: Option<&str>) -> SortKey {
     match label.map(|l| (l.parse::<i64>().ok(), l)) {
@@ -339,460 +1274,16 @@ fn thread_name(profile: &Profile, sample: &Sample, tid: Option<&str>) -> Option<
     }
 }
 
-/// Every location's frames, interned in the crate once: names as the
-/// profiler shows them, categories by image.
-struct FrameTable {
-    /// Location → its frames, root first (inlined callers before callees).
-    locations: Vec<Vec<FrameInfo>>,
-    /// Sample → its group frames, root first: those of the options or the
-    /// reader other than the threads' own (`pid`, `tid`).
-    groups: Vec<Vec<FrameInfo>>,
-}
-
-impl FrameTable {
-    fn new(
-        profile: &Profile,
-        options: &WriteOptions,
-        fx: &mut fx::Profile,
-    ) -> (FrameTable, Sources) {
-        let by_line = options.granularity == Some(Granularity::Lines);
-        // Each image's category, with its index in the document (which
-        // the document's frames name it by).
-        let mut categories: BTreeMap<&str, (CategoryHandle, u64)> = BTreeMap::new();
-        let other = (CategoryHandle::OTHER, category_index(CategoryHandle::OTHER));
-        let mut images = 0;
-        let mut sources = Sources::default();
-        let mut locations = Vec::with_capacity(profile.locations().len());
-        for location in profile.locations() {
-            let mapping = location
-                .mapping
-                .and_then(|m| profile.mappings().get(m.index()))
-                .filter(|m| !profile.str(m.filename).is_empty());
-            let lib = mapping.map(|m| sources.lib(profile, m));
-            let (category, index) = match mapping.map(|m| basename(profile.str(m.filename))) {
-                None => other,
-                Some(image) => *categories.entry(image).or_insert_with(|| {
-                    let color = COLORS[images % COLORS.len()];
-                    images += 1;
-                    let category = fx.add_category(image, color);
-                    (category, category_index(category))
-                }),
-            };
-            let at = Placed {
-                lib,
-                category,
-                index,
-            };
-            locations.push(location_frames(
-                profile,
-                location,
-                by_line,
-                at,
-                fx,
-                &mut sources,
-            ));
-        }
-        let group_by: Vec<GroupBy> = effective_group_by(profile, options)
-            .iter()
-            .filter(|g| !matches!(g, GroupBy::Label(k) if k == "pid" || k == "tid"))
-            .cloned()
-            .collect();
-        let mut names: BTreeMap<String, FrameInfo> = BTreeMap::new();
-        let mut groups = Vec::with_capacity(profile.samples().len());
-        for sample in profile.samples() {
-            let mut frames = Vec::new();
-            for f in group_frames(profile, sample, &group_by) {
-                let frame = match names.get(f.name.as_ref()) {
-                    Some(frame) => frame.clone(),
-                    None => {
-                        let frame = label(fx, &f.name, CategoryHandle::OTHER.into());
-                        names.insert(f.name.into_owned(), frame.clone());
-                        frame
-                    }
-                };
-                frames.push(frame);
-            }
-            groups.push(frames);
-        }
-        (FrameTable { locations, groups }, sources)
-    }
-
-    /// The frames of sample `i`, root first, for ordering samples.
-    fn stack<'a>(
-        &'a self,
-        profile: &'a Profile,
-        i: usize,
-    ) -> impl Iterator<Item = &'a FrameInfo> + 'a {
-        let stack = profile.samples().get(i).map_or(&[][..], |s| &s.stack[..]);
-        let locations = stack
-            .iter()
-            .rev()
-            .flat_map(|loc| self.locations.get(loc.index()).into_iter().flatten());
-        self.groups.get(i).into_iter().flatten().chain(locations)
-    }
-
-    /// The crate's stack of sample `i` on `thread`.
-    fn intern_stack(
-        &self,
-        fx: &mut fx::Profile,
-        profile: &Profile,
-        thread: ThreadHandle,
-        i: usize,
-    ) -> Option<fx::StackHandle> {
-        fx.intern_stack_frames(thread, self.stack(profile, i).cloned())
-    }
-}
-
-/// Where a location's frames are: its image's library and category, and
-/// the category's index in the document.
-#[derive(Clone, Copy)]
-struct Placed {
-    lib: Option<usize>,
-    category: CategoryHandle,
-    index: u64,
-}
-
-/// The frames of `location`, root first, each with what `sources` keeps
-/// for its function: the image's library, and for a symbolized frame its
-/// file and first line (and at `by_line` its line, the frame then named
-/// `function file:line` as pprof names a line).
-fn location_frames(
-    profile: &Profile,
-    location: &Location,
-    by_line: bool,
-    at: Placed,
-    fx: &mut fx::Profile,
-    sources: &mut Sources,
-) -> Vec<FrameInfo> {
-    if location.lines.is_empty() {
-        let name = profile.address_name(location);
-        let source = Source {
-            lib: at.lib,
-            ..Source::default()
-        };
-        sources.name(&name, at.index, source);
-        return vec![label(fx, &name, at.category.into())];
-    }
-    let lines = location.lines.iter().rev();
-    lines
-        .map(|line| {
-            let f = profile.line_frame(line);
-            let function = &profile.functions()[line.function.index()];
-            let (name, line) = match (by_line && f.line > 0, f.file) {
-                (false, _) => (f.name.to_string(), None),
-                (true, Some(file)) => (format!("{} {file}:{}", f.name, f.line), Some(f.line)),
-                (true, None) => (format!("{}:{}", f.name, f.line), Some(f.line)),
-            };
-            let source = Source {
-                base: line.map(|_| f.name.to_string()),
-                lib: at.lib,
-                file: f.file.map(str::to_owned),
-                start_line: Some(function.start_line).filter(|&l| l > 0),
-                line,
-            };
-            sources.name(&name, at.index, source);
-            label(fx, &name, at.category.into())
-        })
-        .collect()
-}
-
-/// What the crate's format 0.8 leaves empty, added to the document it
-/// serialized: each function's source file and first line and its library
-/// (the image, with its path and build id), and at `--granularity lines`
-/// each frame's line. The crate keys a frame by its name and category (the
-/// image), so this is kept per name and category; functions are then made
-/// per name and library, so that `_init` of two images is two functions.
-#[derive(Default)]
-struct Sources {
-    by_frame: HashMap<(String, u64), Source>,
-    libs: Vec<fx::LibraryInfo>,
-    lib_of: HashMap<(StrId, StrId), usize>,
-}
-
-#[derive(Default, Clone)]
-struct Source {
-    /// The function's own name, when the frame's name also has its line.
-    base: Option<String>,
-    lib: Option<usize>,
-    file: Option<String>,
-    start_line: Option<i64>,
-    line: Option<i64>,
-}
-
-impl Sources {
-    /// Keeps `source` for the frames named `name` in the category of index
-    /// `category` (the first of them gives it).
-    fn name(&mut self, name: &str, category: u64, source: Source) {
-        self.by_frame
-            .entry((name.to_owned(), category))
-            .or_insert(source);
-    }
-
-    /// The library of image `m`, added once per path and build id.
-    fn lib(&mut self, profile: &Profile, m: &Mapping) -> usize {
-        let libs = &mut self.libs;
-        *self
-            .lib_of
-            .entry((m.filename, m.build_id))
-            .or_insert_with(|| {
-                let path = profile.str(m.filename).to_owned();
-                let name = basename(&path).to_owned();
-                let build_id = profile.str(m.build_id);
-                libs.push(fx::LibraryInfo {
-                    name: name.clone(),
-                    debug_name: name,
-                    debug_path: path.clone(),
-                    path,
-                    debug_id: debug_id(build_id),
-                    code_id: (!build_id.is_empty()).then(|| build_id.to_owned()),
-                    arch: None,
-                    symbol_table: None,
-                });
-                libs.len() - 1
-            })
-    }
-
-    /// Fills the columns the crate leaves `null` in `doc` (a serialized
-    /// processed profile): `libs`, and per thread the functions' `fileName`,
-    /// `lineNumber` and `resource` (a resource per library, as the profiler
-    /// makes for native code), the frames' `line`.
-    fn add_to(&self, doc: &mut Value) {
-        if self
-            .by_frame
-            .values()
-            .all(|s| s.lib.is_none() && s.file.is_none() && s.base.is_none())
-        {
-            return;
-        }
-        doc["libs"] = serde_json::to_value(&self.libs).unwrap_or_default();
-        let Some(threads) = doc["threads"].as_array_mut() else {
-            return;
-        };
-        for thread in threads {
-            self.add_to_thread(thread);
-        }
-    }
-
-    /// One thread's columns. Every frame gets the function of its name and
-    /// library; at `--granularity lines` the crate named a frame per line
-    /// (`f file:12`), and such a frame gets the function itself (`f`) and
-    /// its line, so the profiler's call tree shows functions and its source
-    /// view the lines, as for native code it symbolizes itself. The
-    /// function table is made anew from the frames.
-    fn add_to_thread(&self, thread: &mut Value) {
-        let Value::Object(t) = thread else {
-            return;
-        };
-        let mut strings = match t.get("stringArray") {
-            Some(Value::Array(a)) => Strings::new(a),
-            _ => return,
-        };
-        let names: Vec<usize> = column(t, "funcTable", "name");
-        let frame_funcs: Vec<usize> = column(t, "frameTable", "func");
-        let frame_categories: Vec<usize> = column(t, "frameTable", "category");
-        let mut funcs = Funcs::default();
-        let mut func_of: HashMap<(usize, Option<usize>), usize> = HashMap::new();
-        let unknown = Source::default();
-        let mut func = Vec::with_capacity(frame_funcs.len());
-        let mut line = Vec::with_capacity(frame_funcs.len());
-        for (&f, &category) in frame_funcs.iter().zip(&frame_categories) {
-            let Some(&name) = names.get(f) else {
-                func.push(Value::from(f));
-                line.push(Value::Null);
-                continue;
-            };
-            let key = (strings.get(name).to_owned(), category as u64);
-            let source = self.by_frame.get(&key).unwrap_or(&unknown);
-            let name = match &source.base {
-                Some(base) => strings.intern(base),
-                None => name,
-            };
-            let g = *func_of
-                .entry((name, source.lib))
-                .or_insert_with(|| funcs.push(name, source, &mut strings, self));
-            func.push(Value::from(g));
-            line.push(source.line.map_or(Value::Null, Value::from));
-        }
-        let resources = funcs.resources.to_value();
-        if let Some(Value::Object(table)) = t.get_mut("funcTable") {
-            funcs.write(table);
-        }
-        if let Some(Value::Object(frames)) = t.get_mut("frameTable") {
-            frames.insert("func".into(), func.into());
-            frames.insert("line".into(), line.into());
-        }
-        t.insert("resourceTable".into(), resources);
-        t.insert("stringArray".into(), strings.list.into());
-    }
-}
-
-/// A thread's function table as written: a function per name and library
-/// its frames have, in the order of the frames.
-#[derive(Default)]
-struct Funcs {
-    names: Vec<usize>,
-    files: Vec<Value>,
-    lines: Vec<Value>,
-    resources_of: Vec<i64>,
-    resources: Resources,
-}
-
-impl Funcs {
-    fn push(
-        &mut self,
-        name: usize,
-        source: &Source,
-        strings: &mut Strings,
-        all: &Sources,
-    ) -> usize {
-        self.names.push(name);
-        let file = source.file.as_deref().map(|f| strings.intern(f));
-        self.files.push(file.map_or(Value::Null, Value::from));
-        self.lines
-            .push(source.start_line.map_or(Value::Null, Value::from));
-        let resource = source.lib.map(|lib| {
-            let name = strings.intern(&all.libs[lib].name);
-            self.resources.of(lib, name)
-        });
-        self.resources_of.push(resource.map_or(-1, |r| r as i64));
-        self.names.len() - 1
-    }
-
-    fn write(self, table: &mut serde_json::Map<String, Value>) {
-        let len = self.names.len();
-        table.insert("length".into(), len.into());
-        table.insert("name".into(), self.names.into());
-        table.insert("isJS".into(), vec![false; len].into());
-        table.insert("relevantForJS".into(), vec![false; len].into());
-        table.insert("resource".into(), self.resources_of.into());
-        table.insert("fileName".into(), self.files.into());
-        table.insert("lineNumber".into(), self.lines.into());
-        table.insert("columnNumber".into(), vec![Value::Null; len].into());
-    }
-}
-
-/// A thread's string table, as serialized, to add strings to.
-struct Strings {
-    list: Vec<String>,
-    index: HashMap<String, usize>,
-}
-
-impl Strings {
-    fn new(values: &[Value]) -> Strings {
-        let list: Vec<String> = values
-            .iter()
-            .map(|s| s.as_str().unwrap_or("").to_owned())
-            .collect();
-        let mut index = HashMap::with_capacity(list.len());
-        for (i, s) in list.iter().enumerate() {
-            index.entry(s.clone()).or_insert(i);
-        }
-        Strings { list, index }
-    }
-
-    fn get(&self, i: usize) -> &str {
-        self.list.get(i).map_or("", String::as_str)
-    }
-
-    fn intern(&mut self, s: &str) -> usize {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        self.list.push(s.to_owned());
-        self.index.insert(s.to_owned(), self.list.len() - 1);
-        self.list.len() - 1
-    }
-}
-
-/// A thread's resource table: one library resource per library used.
-#[derive(Default)]
-struct Resources {
-    libs: Vec<usize>,
-    names: Vec<usize>,
-}
-
-impl Resources {
-    fn of(&mut self, lib: usize, name: usize) -> usize {
-        match self.libs.iter().position(|&l| l == lib) {
-            Some(r) => r,
-            None => {
-                self.libs.push(lib);
-                self.names.push(name);
-                self.libs.len() - 1
-            }
-        }
-    }
-
-    fn to_value(&self) -> Value {
-        /// The processed format's `resourceTypeEnum.library`.
-        const LIBRARY: u32 = 1;
-        let len = self.libs.len();
-        serde_json::json!({
-            "length": len,
-            "lib": self.libs,
-            "name": self.names,
-            "host": vec![Value::Null; len],
-            "type": vec![LIBRARY; len],
-        })
-    }
-}
-
-/// The column `key` of `table` in thread `t`, as indexes.
-fn column(t: &serde_json::Map<String, Value>, table: &str, key: &str) -> Vec<usize> {
-    let Some(Value::Array(values)) = t.get(table).and_then(|t| t.get(key)) else {
-        return Vec::new();
-    };
-    let index = |v: &Value| v.as_u64().unwrap_or(u64::MAX) as usize;
-    values.iter().map(index).collect()
-}
-
-/// The debug id of an ELF build id (hex), as samply makes it: its first 16
-/// bytes read as a little-endian GUID, age 0; nil without one.
-fn debug_id(build_id: &str) -> fx::debugid::DebugId {
-    let bytes: Vec<u8> = (0..build_id.len() / 2)
-        .filter_map(|i| u8::from_str_radix(build_id.get(2 * i..2 * i + 2)?, 16).ok())
-        .collect();
-    if bytes.is_empty() {
-        return fx::debugid::DebugId::nil();
-    }
-    let mut guid = [0u8; 16];
-    for (g, b) in guid.iter_mut().zip(&bytes) {
-        *g = *b;
-    }
-    guid[0..4].reverse();
-    guid[4..6].reverse();
-    guid[6..8].reverse();
-    fx::debugid::DebugId::from_guid_age(&guid, 0).unwrap_or_default()
-}
-
-/// The index of `category` in the profile's categories (its serialized
-/// form: the crate gives the index no other way).
-fn category_index(category: CategoryHandle) -> u64 {
-    serde_json::to_value(category)
-        .ok()
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0)
-}
-
-/// A frame named `name`.
-fn label(fx: &mut fx::Profile, name: &str, category: CategoryPairHandle) -> FrameInfo {
-    FrameInfo {
-        frame: fx::Frame::Label(fx.intern_string(name)),
-        category_pair: category,
-        flags: FrameFlags::empty(),
-    }
-}
-
-/// The colours images are given, in turn.
-const COLORS: [CategoryColor; 10] = [
-    CategoryColor::Blue,
-    CategoryColor::Green,
-    CategoryColor::Orange,
-    CategoryColor::Purple,
-    CategoryColor::LightBlue,
-    CategoryColor::Red,
-    CategoryColor::Brown,
-    CategoryColor::Magenta,
-    CategoryColor::LightGreen,
-    CategoryColor::Yellow,
+/// The colours images are given, in turn (the profiler's names).
+const COLORS: [&str; 10] = [
+    "blue",
+    "green",
+    "orange",
+    "purple",
+    "lightblue",
+    "red",
+    "brown",
+    "magenta",
+    "lightgreen",
+    "yellow",
 ];

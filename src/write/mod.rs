@@ -42,6 +42,17 @@ pub fn write(
     options: &WriteOptions,
     out: &mut dyn Write,
 ) -> Result<()> {
+    write_viewed(profile, format, options, out).map(drop)
+}
+
+/// [`write`], returning the length of the text the output's viewer reads
+/// when it is not the bytes written: a compressed document's.
+pub(crate) fn write_viewed(
+    profile: &Profile,
+    format: OutputFormat,
+    options: &WriteOptions,
+    out: &mut dyn Write,
+) -> Result<Option<u64>> {
     match granularity_of(format, options) {
         Granularity::Addresses => write_folded(profile, format, options, out),
         granularity => {
@@ -52,13 +63,13 @@ pub fn write(
     }
 }
 
-/// [`write`] of a profile folded to the granularity already.
+/// [`write_viewed`] of a profile folded to the granularity already.
 pub(crate) fn write_folded(
     profile: &Profile,
     format: OutputFormat,
     options: &WriteOptions,
     out: &mut dyn Write,
-) -> Result<()> {
+) -> Result<Option<u64>> {
     debug_assert_eq!(profile.check(), Ok(()), "the IR's invariants");
     match format {
         OutputFormat::Pprof => pprof::write(profile, true, out),
@@ -67,9 +78,10 @@ pub(crate) fn write_folded(
         OutputFormat::Svg => flamegraph::write(profile, options, out),
         OutputFormat::Speedscope => speedscope::write(profile, options, out),
         OutputFormat::Callgrind => callgrind::write(profile, options, out),
-        OutputFormat::Firefox => firefox::write(profile, options, true, out),
-        OutputFormat::FirefoxRaw => firefox::write(profile, options, false, out),
+        OutputFormat::Firefox => return firefox::write(profile, options, true, out).map(Some),
+        OutputFormat::FirefoxRaw => firefox::write(profile, options, false, out).map(drop),
     }
+    .map(|()| None)
 }
 
 /// Can `format` be written while the profile is still being read, part by

@@ -7,17 +7,19 @@ use std::io::Write;
 use std::path::Path;
 
 use super::callgrind::CallgrindRuns;
+use super::firefox::FirefoxRuns;
 use super::runs::FoldedRuns;
 use super::speedscope::SpeedscopeRuns;
 use super::{granularity_of, limits, pprof, streams_format, target, temporary};
-use super::{prefer_sample_type, write, write_folded, OutputFormat, WriteOptions};
+use super::{prefer_sample_type, write_folded, write_viewed, OutputFormat, WriteOptions};
 use crate::error::{Error, Result};
 use crate::profile::{AddressPart, CollectParts, Granularity, PartSink, Profile, ValueTotals};
 
-/// A writer of one format ([`write`], [`write_folded`] for a profile
-/// folded already, or the writer of spilled folded lines).
+/// A writer of one format ([`write_viewed`], [`write_folded`] for a
+/// profile folded already, or the writer of spilled runs), returning the
+/// length of the text the viewer reads when it is not the bytes written.
 type Writer<'a> =
-    &'a mut dyn FnMut(&Profile, OutputFormat, &WriteOptions, &mut dyn Write) -> Result<()>;
+    &'a mut dyn FnMut(&Profile, OutputFormat, &WriteOptions, &mut dyn Write) -> Result<Option<u64>>;
 
 /// Writes `profile` to `path` (`-` = standard output). A regular file (or a
 /// symbolic link's target) is written through a temporary file in the same
@@ -46,6 +48,7 @@ pub(crate) fn write_files(
     within: Option<&Path>,
 ) -> Result<()> {
     let mut pending = Vec::new();
+    let mut write = write_viewed;
     write_each(profile, outputs, options, within, &mut write, &mut pending)?;
     temporary::commit_all(pending)?;
     Ok(())
@@ -67,8 +70,9 @@ fn write_each(
         let named = |e: Error| e.naming_output(path);
         let mut counted = |out: &mut dyn Write| {
             let mut out = limits::Counted::new(out);
-            write(profile, format, options, &mut out).map_err(named)?;
-            warnings.extend(limits::warning(format, out.bytes, path));
+            let viewed = write(profile, format, options, &mut out).map_err(named)?;
+            let bytes = viewed.unwrap_or(out.bytes);
+            warnings.extend(limits::warning(format, bytes, path));
             Ok::<_, Error>(())
         };
         match resolve(path, within)? {
@@ -238,6 +242,8 @@ enum Spills {
     CallgrindBodies,
     /// Runs of speedscope samples and frames.
     SpeedscopeSamples,
+    /// Runs of a Firefox Profiler document's tables and samples.
+    FirefoxTables,
 }
 
 impl Spills {
@@ -249,6 +255,9 @@ impl Spills {
             }
             (OutputFormat::Callgrind, Granularity::Addresses) => Spills::CallgrindBodies,
             (OutputFormat::Speedscope, Granularity::Addresses) => Spills::SpeedscopeSamples,
+            (OutputFormat::Firefox | OutputFormat::FirefoxRaw, Granularity::Addresses) => {
+                Spills::FirefoxTables
+            }
             _ => Spills::Nothing,
         }
     }
@@ -259,6 +268,7 @@ enum Runs {
     FoldedLines(FoldedRuns),
     CallgrindBodies(CallgrindRuns),
     SpeedscopeSamples(SpeedscopeRuns),
+    FirefoxTables(FirefoxRuns),
 }
 
 /// Samples held before they are spilled as a run (at about 300 bytes each
@@ -320,6 +330,9 @@ impl Collected {
             (None, Spills::SpeedscopeSamples) => self.runs.insert(Runs::SpeedscopeSamples(
                 SpeedscopeRuns::new(&spill_dir(&first)).map_err(named)?,
             )),
+            (None, Spills::FirefoxTables) => self.runs.insert(Runs::FirefoxTables(
+                FirefoxRuns::new(&spill_dir(&first)).map_err(named)?,
+            )),
             (None, _) => self.runs.insert(Runs::FoldedLines(
                 FoldedRuns::new(&spill_dir(&first)).map_err(named)?,
             )),
@@ -328,6 +341,7 @@ impl Collected {
             Runs::FoldedLines(runs) => runs.add(profile, options),
             Runs::CallgrindBodies(runs) => runs.add(profile),
             Runs::SpeedscopeSamples(runs) => runs.add(profile, options),
+            Runs::FirefoxTables(runs) => runs.add(profile, options),
         }
         .map_err(named)?;
         // The next run is as large: its tables are made at that size at once.
@@ -354,16 +368,22 @@ fn write_runs(
     format: OutputFormat,
     options: &WriteOptions,
     out: &mut dyn Write,
-) -> Result<()> {
+) -> Result<Option<u64>> {
     match (runs, format) {
         (Runs::CallgrindBodies(runs), _) => runs.write(head, options, out),
         (Runs::SpeedscopeSamples(runs), _) => runs.write(head, options, out),
+        (Runs::FirefoxTables(runs), format) => {
+            let gzip = format == OutputFormat::Firefox;
+            let bytes = runs.write(head, options, gzip, out)?;
+            return Ok(gzip.then_some(bytes));
+        }
         (Runs::FoldedLines(runs), OutputFormat::Svg) => {
             super::flamegraph::write_runs(head, runs, options, out)
         }
         (Runs::FoldedLines(runs), _) => runs
             .merge(|stack, count| writeln!(out, "{stack} {count}").map_err(Error::unnamed_output)),
     }
+    .map(|()| None)
 }
 
 impl StreamedOutputs {

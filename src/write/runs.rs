@@ -240,6 +240,19 @@ mod tests {
         options: &WriteOptions,
         run_samples: usize,
     ) -> Vec<String> {
+        let out = streamed_bytes(db, formats, options, run_samples);
+        out.into_iter()
+            .map(|b| String::from_utf8(b).unwrap())
+            .collect()
+    }
+
+    /// [`streamed`], as bytes.
+    fn streamed_bytes(
+        db: &Path,
+        formats: &[OutputFormat],
+        options: &WriteOptions,
+        run_samples: usize,
+    ) -> Vec<Vec<u8>> {
         let dir = tempdir();
         let paths: Vec<_> = (0..formats.len())
             .map(|i| dir.path().join(format!("out{i}")))
@@ -255,10 +268,7 @@ mod tests {
         sink.finish(|_| {}).unwrap();
         let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(leftovers, formats.len(), "only the outputs are left");
-        paths
-            .iter()
-            .map(|p| std::fs::read_to_string(p).unwrap())
-            .collect()
+        paths.iter().map(|p| std::fs::read(p).unwrap()).collect()
     }
 
     /// Two databases: parts of several sample types whose addresses meet
@@ -480,6 +490,143 @@ mod tests {
                     assert!(spilled == expected, "runs of {run_samples}");
                     if run_samples == usize::MAX {
                         assert!(out[0] == text, "held whole: the same bytes");
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the Firefox Profiler shows of a document: each thread's names
+    /// and samples as weights by stack (each frame by its function's name,
+    /// library and file, its category and line), its allocations likewise;
+    /// the categories, libraries and the selected thread. Every table's
+    /// columns are checked to have its length.
+    fn firefox_view(text: &str) -> serde_json::Value {
+        use serde_json::{json, Value};
+        let doc: Value = serde_json::from_str(text).unwrap();
+        let categories = doc["meta"]["categories"].as_array().unwrap();
+        let libs = doc["libs"].as_array().unwrap();
+        let mut threads = Vec::new();
+        for t in doc["threads"].as_array().unwrap() {
+            for table in [
+                "frameTable",
+                "funcTable",
+                "stackTable",
+                "samples",
+                "resourceTable",
+            ] {
+                let len = t[table]["length"].as_u64().unwrap() as usize;
+                for (key, column) in t[table].as_object().unwrap() {
+                    if let Some(column) = column.as_array() {
+                        assert_eq!(column.len(), len, "{table}.{key}");
+                    }
+                }
+            }
+            let strings = t["stringArray"].as_array().unwrap();
+            let string = |v: &Value| match v.as_u64() {
+                Some(i) => strings[i as usize].as_str().unwrap(),
+                None => "-",
+            };
+            let frame = |f: usize| {
+                let func = t["frameTable"]["func"][f].as_u64().unwrap() as usize;
+                let funcs = &t["funcTable"];
+                let resource = funcs["resource"][func].as_i64().unwrap();
+                let lib = match resource {
+                    r if r >= 0 => {
+                        let lib = t["resourceTable"]["lib"][r as usize].as_u64().unwrap();
+                        libs[lib as usize]["path"].as_str().unwrap()
+                    }
+                    _ => "-",
+                };
+                let category = t["frameTable"]["category"][f].as_u64().unwrap() as usize;
+                format!(
+                    "{} [{lib}] {}:{} {} {}",
+                    string(&funcs["name"][func]),
+                    string(&funcs["fileName"][func]),
+                    funcs["lineNumber"][func],
+                    categories[category]["name"],
+                    t["frameTable"]["line"][f],
+                )
+            };
+            // Each stack's frames, root first: a prefix comes before its
+            // stacks, as the profiler requires.
+            let frames: Vec<String> = (0..t["frameTable"]["length"].as_u64().unwrap() as usize)
+                .map(frame)
+                .collect();
+            let mut stacks: Vec<String> = Vec::new();
+            let table = &t["stackTable"];
+            for s in 0..table["length"].as_u64().unwrap() as usize {
+                let name = &frames[table["frame"][s].as_u64().unwrap() as usize];
+                let text = match table["prefix"][s].as_u64() {
+                    Some(p) => {
+                        assert!((p as usize) < s, "stack {s}'s prefix {p} comes first");
+                        format!("{};{name}", stacks[p as usize])
+                    }
+                    None => name.clone(),
+                };
+                stacks.push(text);
+            }
+            let stack = |s: &Value| {
+                s.as_u64()
+                    .map_or(String::new(), |s| stacks[s as usize].clone())
+            };
+            let by_stack = |table: &Value| {
+                let mut by_stack: BTreeMap<String, i64> = BTreeMap::new();
+                let stacks = table["stack"].as_array().unwrap();
+                let weights = table["weight"].as_array().unwrap();
+                for (s, w) in stacks.iter().zip(weights) {
+                    *by_stack.entry(stack(s)).or_default() += w.as_i64().unwrap();
+                }
+                json!(by_stack)
+            };
+            let allocations = t.get("nativeAllocations").map(by_stack);
+            threads.push(json!({
+                "name": t["name"], "pid": t["pid"], "tid": t["tid"],
+                "processName": t["processName"],
+                "samples": by_stack(&t["samples"]),
+                "weightType": t["samples"]["weightType"],
+                "allocations": allocations,
+            }));
+        }
+        let selected: Vec<Value> = doc["meta"]["initialSelectedThreads"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .map(|i| threads[i.as_u64().unwrap() as usize]["name"].clone())
+            .collect();
+        let mut categories: Vec<String> = categories.iter().map(|c| c.to_string()).collect();
+        categories.sort();
+        json!({"threads": threads, "categories": categories, "libs": libs, "selected": selected})
+    }
+
+    #[test]
+    fn spilled_firefox_tables_show_the_whole_profiles_stacks() {
+        let dir = tempdir();
+        for db in databases(dir.path()) {
+            let whole = read::read_inputs(&open(&db), &ReadOptions::default()).unwrap();
+            for sample_type in [None, Some("imiss")] {
+                let options = WriteOptions {
+                    granularity: Some(Granularity::Addresses),
+                    sample_type: sample_type.map(str::to_owned),
+                    ..WriteOptions::default()
+                };
+                let text = whole_output(&whole, OutputFormat::FirefoxRaw, &options);
+                let expected = firefox_view(&text);
+                let threads = expected["threads"].as_array().unwrap();
+                assert!(threads.len() >= 2, "a thread per sample type");
+                let stacks = threads[0]["samples"].as_object().unwrap().len();
+                assert!(stacks > 1000, "an address a stack");
+                for run_samples in [usize::MAX, 1000, 100, 7] {
+                    let formats = [OutputFormat::FirefoxRaw, OutputFormat::Firefox];
+                    let out = streamed_bytes(&db, &formats, &options, run_samples);
+                    let raw = String::from_utf8(out[0].clone()).unwrap();
+                    assert!(firefox_view(&raw) == expected, "runs of {run_samples}");
+                    let mut gz = flate2::read::GzDecoder::new(&out[1][..]);
+                    let mut unzipped = String::new();
+                    std::io::Read::read_to_string(&mut gz, &mut unzipped).unwrap();
+                    assert!(unzipped == raw, "the gzip output is the same document");
+                    if run_samples == usize::MAX {
+                        assert!(raw == text, "held whole: the same bytes");
                     }
                 }
             }

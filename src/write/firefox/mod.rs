@@ -45,21 +45,20 @@
 //! is named anew in each run it appears in, as the speedscope output does,
 //! so that memory does not grow with the addresses.
 
+mod tables;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::hash::{Hash, Hasher};
 use std::io::{BufWriter, Write};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use hashbrown::HashTable;
-use rustc_hash::FxHasher;
-
 use crate::error::{Error, Result};
-use crate::profile::{basename, Granularity, GroupBy, Mapping, Profile, Sample};
-use crate::write::frames::group_frames;
-use crate::write::{effective_group_by, WriteOptions};
+use crate::profile::{Profile, Sample};
+use crate::write::WriteOptions;
+
+use tables::{Column, Descs, Images, Lib, RunThread, Thread, NONE};
 
 /// How many samples the whole document may get beyond one per stack when
 /// values are split into `i32` weights: this many, plus
@@ -73,9 +72,6 @@ const EXTRA_SAMPLES_PER_SAMPLE: u64 = 8;
 /// The powers of ten a type's values may be divided by: 10⁰ to 10¹⁸ (the
 /// largest that fits an `i64` ten times over).
 const DIVISORS: usize = 19;
-
-/// "No stack" and "no prefix" in the rows and the stack table.
-const NONE: u32 = u32::MAX;
 
 /// Writes `profile` as a processed profile, gzip-compressed when `gzip`;
 /// returns the document's length (before compression).
@@ -98,12 +94,7 @@ pub fn write(
 #[derive(Default)]
 pub(crate) struct FirefoxRuns {
     store: Store,
-    /// The images' categories (the profiler's category `i + 1`; 0 is
-    /// "Other").
-    categories: Vec<String>,
-    category_of: HashMap<String, u32>,
-    libs: Vec<Lib>,
-    lib_of: HashMap<(String, String), u32>,
+    images: Images,
     threads: BTreeMap<(SortKey, SortKey), Thread>,
     /// The values per sample of the rows (the profile's sample types).
     width: usize,
@@ -174,59 +165,6 @@ impl Store {
     }
 }
 
-/// A library: an image by path and build id.
-struct Lib {
-    name: String,
-    path: String,
-    build_id: String,
-}
-
-/// The columns of a thread's tables that grow with the runs, each kept as
-/// segments of comma-separated JSON values.
-#[derive(Clone, Copy)]
-enum Column {
-    Strings,
-    FrameCategory,
-    FrameFunc,
-    FrameLine,
-    FuncName,
-    FuncResource,
-    FuncFile,
-    FuncLine,
-    StackPrefix,
-    StackFrame,
-}
-const COLUMNS: usize = 10;
-
-/// One thread of the input (a `pid` and `tid`): its tables, shared by the
-/// threads of its sample types, and its samples.
-#[derive(Default)]
-struct Thread {
-    pid: Option<String>,
-    tid: Option<String>,
-    process_name: String,
-    name: Option<String>,
-    /// What later runs find again: strings, functions (name, library),
-    /// frames (name, category) and stacks (prefix, frame) of all but
-    /// unsymbolized addresses.
-    strings: HashMap<Box<str>, u32>,
-    funcs: HashMap<(u32, u32), u32>,
-    frames: HashMap<(u32, u32), u32>,
-    stacks: HashMap<(u32, u32), u32>,
-    /// Each resource's library and name.
-    resources: Vec<(u32, u32)>,
-    strings_len: u32,
-    funcs_len: u32,
-    frames_len: u32,
-    stacks_len: u32,
-    segments: [Vec<Range<u64>>; COLUMNS],
-    /// Samples in stack order (within each run): the stack, then a value
-    /// per sample type, little-endian.
-    rows: Vec<Range<u64>>,
-    /// Per sample type, the largest magnitude of a value.
-    largest: Vec<u64>,
-}
-
 impl FirefoxRuns {
     /// Runs in an anonymous temporary file in `dir`.
     pub fn new(dir: &Path) -> Result<FirefoxRuns> {
@@ -247,7 +185,7 @@ impl FirefoxRuns {
             self.extra = vec![[0; DIVISORS]; self.width];
         }
         let title = title(options);
-        let descs = Descs::new(profile, options, self);
+        let descs = Descs::new(profile, options, &mut self.images);
         let mut by_thread: BTreeMap<(SortKey, SortKey), Vec<usize>> = BTreeMap::new();
         for (i, sample) in profile.samples().iter().enumerate() {
             self.count_extra(sample);
@@ -275,7 +213,8 @@ impl FirefoxRuns {
             };
             let mut run = RunThread::default();
             for &i in &order {
-                let stack = run.intern_stack(thread, &descs, &self.libs, descs.stack(profile, i));
+                let stack =
+                    run.intern_stack(thread, &descs, &self.images.libs, descs.stack(profile, i));
                 run.rows
                     .extend_from_slice(&stack.unwrap_or(NONE).to_le_bytes());
                 let values = &profile.samples()[i].values;
@@ -403,7 +342,7 @@ impl FirefoxRuns {
         w.write_all(b"{\"meta\":").map_err(io)?;
         self.write_meta(head, options, selected, w)?;
         w.write_all(b",\"libs\":[").map_err(io)?;
-        for (i, lib) in self.libs.iter().enumerate() {
+        for (i, lib) in self.images.libs.iter().enumerate() {
             if i > 0 {
                 w.write_all(b",").map_err(io)?;
             }
@@ -439,7 +378,7 @@ impl FirefoxRuns {
         let io = Error::unnamed_output;
         w.write_all(b"{\"categories\":[").map_err(io)?;
         let other = std::iter::once(("Other", "grey"));
-        let images = self.categories.iter().enumerate();
+        let images = self.images.categories.iter().enumerate();
         let images = images.map(|(i, name)| (name.as_str(), COLORS[i % COLORS.len()]));
         for (i, (name, color)) in other.chain(images).enumerate() {
             if i > 0 {
@@ -494,42 +433,12 @@ impl FirefoxRuns {
         let io = Error::unnamed_output;
         let thread = sample.thread;
         let column = |c: Column, w: &mut dyn Write| self.join(&thread.segments[c as usize], w);
-        let frames = thread.frames_len as u64;
-        write!(w, "{{\"frameTable\":{{\"length\":{frames},\"address\":[").map_err(io)?;
-        repeat("-1", frames, w)?;
-        w.write_all(b"],\"inlineDepth\":[").map_err(io)?;
-        repeat("0", frames, w)?;
-        w.write_all(b"],\"category\":[").map_err(io)?;
-        column(Column::FrameCategory, w)?;
-        w.write_all(b"],\"subcategory\":[").map_err(io)?;
-        repeat("0", frames, w)?;
-        w.write_all(b"],\"func\":[").map_err(io)?;
-        column(Column::FrameFunc, w)?;
-        w.write_all(b"],\"nativeSymbol\":[").map_err(io)?;
-        repeat("null", frames, w)?;
-        w.write_all(b"],\"innerWindowID\":[").map_err(io)?;
-        repeat("0", frames, w)?;
-        w.write_all(b"],\"line\":[").map_err(io)?;
-        column(Column::FrameLine, w)?;
-        w.write_all(b"],\"column\":[").map_err(io)?;
-        repeat("null", frames, w)?;
-        let funcs = thread.funcs_len as u64;
-        write!(w, "]}},\"funcTable\":{{\"length\":{funcs},\"name\":[").map_err(io)?;
-        column(Column::FuncName, w)?;
-        w.write_all(b"],\"isJS\":[").map_err(io)?;
-        repeat("false", funcs, w)?;
-        w.write_all(b"],\"relevantForJS\":[").map_err(io)?;
-        repeat("false", funcs, w)?;
-        w.write_all(b"],\"resource\":[").map_err(io)?;
-        column(Column::FuncResource, w)?;
-        w.write_all(b"],\"fileName\":[").map_err(io)?;
-        column(Column::FuncFile, w)?;
-        w.write_all(b"],\"lineNumber\":[").map_err(io)?;
-        column(Column::FuncLine, w)?;
-        w.write_all(b"],\"columnNumber\":[").map_err(io)?;
-        repeat("null", funcs, w)?;
+        w.write_all(b"{\"frameTable\":").map_err(io)?;
+        self.write_frame_table(thread, w)?;
+        w.write_all(b",\"funcTable\":").map_err(io)?;
+        self.write_func_table(thread, w)?;
         w.write_all(
-            b"]},\"markers\":{\"category\":[],\"data\":[],\"endTime\":[],\"length\":0,\
+            b",\"markers\":{\"category\":[],\"data\":[],\"endTime\":[],\"length\":0,\
               \"name\":[],\"phase\":[],\"startTime\":[]},\"name\":",
         )
         .map_err(io)?;
@@ -566,6 +475,55 @@ impl FirefoxRuns {
         json_string(&sample.tid(), w)?;
         w.write_all(b",\"unregisterTime\":null,\"showMarkersInTimeline\":false}")
             .map_err(io)
+    }
+
+    /// A thread's frame table: the columns runs made, and those of one
+    /// value.
+    fn write_frame_table(&self, thread: &Thread, w: &mut dyn Write) -> Result<()> {
+        let io = Error::unnamed_output;
+        let column = |c: Column, w: &mut dyn Write| self.join(&thread.segments[c as usize], w);
+        let frames = thread.frames_len as u64;
+        write!(w, "{{\"length\":{frames},\"address\":[").map_err(io)?;
+        repeat("-1", frames, w)?;
+        w.write_all(b"],\"inlineDepth\":[").map_err(io)?;
+        repeat("0", frames, w)?;
+        w.write_all(b"],\"category\":[").map_err(io)?;
+        column(Column::FrameCategory, w)?;
+        w.write_all(b"],\"subcategory\":[").map_err(io)?;
+        repeat("0", frames, w)?;
+        w.write_all(b"],\"func\":[").map_err(io)?;
+        column(Column::FrameFunc, w)?;
+        w.write_all(b"],\"nativeSymbol\":[").map_err(io)?;
+        repeat("null", frames, w)?;
+        w.write_all(b"],\"innerWindowID\":[").map_err(io)?;
+        repeat("0", frames, w)?;
+        w.write_all(b"],\"line\":[").map_err(io)?;
+        column(Column::FrameLine, w)?;
+        w.write_all(b"],\"column\":[").map_err(io)?;
+        repeat("null", frames, w)?;
+        w.write_all(b"]}").map_err(io)
+    }
+
+    /// A thread's function table, likewise.
+    fn write_func_table(&self, thread: &Thread, w: &mut dyn Write) -> Result<()> {
+        let io = Error::unnamed_output;
+        let column = |c: Column, w: &mut dyn Write| self.join(&thread.segments[c as usize], w);
+        let funcs = thread.funcs_len as u64;
+        write!(w, "{{\"length\":{funcs},\"name\":[").map_err(io)?;
+        column(Column::FuncName, w)?;
+        w.write_all(b"],\"isJS\":[").map_err(io)?;
+        repeat("false", funcs, w)?;
+        w.write_all(b"],\"relevantForJS\":[").map_err(io)?;
+        repeat("false", funcs, w)?;
+        w.write_all(b"],\"resource\":[").map_err(io)?;
+        column(Column::FuncResource, w)?;
+        w.write_all(b"],\"fileName\":[").map_err(io)?;
+        column(Column::FuncFile, w)?;
+        w.write_all(b"],\"lineNumber\":[").map_err(io)?;
+        column(Column::FuncLine, w)?;
+        w.write_all(b"],\"columnNumber\":[").map_err(io)?;
+        repeat("null", funcs, w)?;
+        w.write_all(b"]}").map_err(io)
     }
 
     /// The samples of one thread's type: each row's value divided, split
@@ -728,35 +686,6 @@ impl FirefoxRuns {
         }
         Ok(())
     }
-
-    /// The category of image `name`.
-    fn category(&mut self, name: &str) -> u32 {
-        if let Some(&c) = self.category_of.get(name) {
-            return c;
-        }
-        self.categories.push(name.to_owned());
-        let c = self.categories.len() as u32;
-        self.category_of.insert(name.to_owned(), c);
-        c
-    }
-
-    /// The library of image `m`, added once per path and build id.
-    fn lib(&mut self, profile: &Profile, m: &Mapping) -> u32 {
-        let path = profile.str(m.filename);
-        let build_id = profile.str(m.build_id);
-        let key = (path.to_owned(), build_id.to_owned());
-        if let Some(&lib) = self.lib_of.get(&key) {
-            return lib;
-        }
-        self.libs.push(Lib {
-            name: basename(path).to_owned(),
-            path: path.to_owned(),
-            build_id: build_id.to_owned(),
-        });
-        let lib = (self.libs.len() - 1) as u32;
-        self.lib_of.insert(key, lib);
-        lib
-    }
 }
 
 /// One entry of a thread's native allocations.
@@ -806,312 +735,6 @@ impl SampleThread<'_> {
             0 => tid.unwrap_or(0).to_string(),
             n => format!("{}.{n}", tid.unwrap_or(0)),
         }
-    }
-}
-
-/// A frame as a run knows it before a thread numbers it: its name and
-/// category (what tells frames apart), and its function's name, library,
-/// file, first line and the frame's line.
-struct Desc {
-    name: String,
-    category: u32,
-    /// The function's own name when the frame's also has its line.
-    base: Option<String>,
-    lib: Option<u32>,
-    file: Option<String>,
-    start_line: Option<i64>,
-    line: Option<i64>,
-    /// An unsymbolized address: named anew in each run.
-    of_address: bool,
-}
-
-/// A run's frames: every location's and every sample's group frames, as
-/// ranges of ids into `descs`, so that a sample's stack is a walk over ids.
-struct Descs {
-    descs: Vec<Desc>,
-    location: Vec<Range<usize>>,
-    group: Vec<Range<usize>>,
-    ids: Vec<u32>,
-}
-
-impl Descs {
-    fn new(profile: &Profile, options: &WriteOptions, doc: &mut FirefoxRuns) -> Descs {
-        let by_line = options.granularity == Some(Granularity::Lines);
-        let mut table = Descs {
-            descs: Vec::new(),
-            location: Vec::with_capacity(profile.locations().len()),
-            group: Vec::with_capacity(profile.samples().len()),
-            ids: Vec::new(),
-        };
-        let mut index: HashTable<u32> = HashTable::with_capacity(profile.locations().len());
-        let hash = |name: &str, category: u32| {
-            let mut h = FxHasher::default();
-            (name, category).hash(&mut h);
-            h.finish()
-        };
-        // The first frame of a name and category gives its function.
-        let mut intern = |descs: &mut Vec<Desc>, desc: Desc| -> u32 {
-            let h = hash(&desc.name, desc.category);
-            let same = |&id: &u32| {
-                let d = &descs[id as usize];
-                d.category == desc.category && d.name == desc.name
-            };
-            if let Some(&id) = index.find(h, same) {
-                return id;
-            }
-            descs.push(desc);
-            let id = (descs.len() - 1) as u32;
-            index.insert_unique(h, id, |&id| {
-                let d = &descs[id as usize];
-                hash(&d.name, d.category)
-            });
-            id
-        };
-        for location in profile.locations() {
-            let mapping = location
-                .mapping
-                .and_then(|m| profile.mappings().get(m.index()))
-                .filter(|m| !profile.str(m.filename).is_empty());
-            let lib = mapping.map(|m| doc.lib(profile, m));
-            let category = mapping.map_or(0, |m| doc.category(basename(profile.str(m.filename))));
-            let start = table.ids.len();
-            if location.lines.is_empty() {
-                let desc = Desc {
-                    name: profile.address_name(location),
-                    category,
-                    base: None,
-                    lib,
-                    file: None,
-                    start_line: None,
-                    line: None,
-                    of_address: true,
-                };
-                table.ids.push(intern(&mut table.descs, desc));
-            }
-            for line in location.lines.iter().rev() {
-                let f = profile.line_frame(line);
-                let function = &profile.functions()[line.function.index()];
-                let (name, line) = match (by_line && f.line > 0, f.file) {
-                    (false, _) => (f.name.to_string(), None),
-                    (true, Some(file)) => (format!("{} {file}:{}", f.name, f.line), Some(f.line)),
-                    (true, None) => (format!("{}:{}", f.name, f.line), Some(f.line)),
-                };
-                let desc = Desc {
-                    name,
-                    category,
-                    base: line.map(|_| f.name.to_string()),
-                    lib,
-                    file: f.file.map(str::to_owned),
-                    start_line: Some(function.start_line).filter(|&l| l > 0),
-                    line,
-                    of_address: false,
-                };
-                table.ids.push(intern(&mut table.descs, desc));
-            }
-            table.location.push(start..table.ids.len());
-        }
-        // Groups of the options or the reader, but the threads' own.
-        let group_by: Vec<GroupBy> = effective_group_by(profile, options)
-            .iter()
-            .filter(|g| !matches!(g, GroupBy::Label(k) if k == "pid" || k == "tid"))
-            .cloned()
-            .collect();
-        for sample in profile.samples() {
-            let start = table.ids.len();
-            for f in group_frames(profile, sample, &group_by) {
-                let desc = Desc {
-                    name: f.name.into_owned(),
-                    category: 0,
-                    base: None,
-                    lib: None,
-                    file: None,
-                    start_line: None,
-                    line: None,
-                    of_address: false,
-                };
-                table.ids.push(intern(&mut table.descs, desc));
-            }
-            table.group.push(start..table.ids.len());
-        }
-        table
-    }
-
-    /// The frame ids of sample `i`, root first.
-    fn stack<'a>(&'a self, profile: &'a Profile, i: usize) -> impl Iterator<Item = u32> + 'a {
-        let group = self.group.get(i).cloned().unwrap_or(0..0);
-        let stack = profile.samples().get(i).map_or(&[][..], |s| &s.stack[..]);
-        self.ids[group].iter().copied().chain(
-            stack
-                .iter()
-                .rev()
-                .filter_map(|loc| self.location.get(loc.index()).cloned())
-                .flat_map(|r| self.ids[r].iter().copied()),
-        )
-    }
-}
-
-/// What one run adds to one thread: the new rows of each column (JSON
-/// text), its samples' rows, and the run's own frames and stacks (those of
-/// unsymbolized addresses, forgotten after the run).
-#[derive(Default)]
-struct RunThread {
-    columns: [Vec<u8>; COLUMNS],
-    rows: Vec<u8>,
-    frame_of: HashMap<u32, (u32, bool)>,
-    stacks: HashMap<(u32, u32), u32>,
-}
-
-impl RunThread {
-    /// The thread's stack of the frames `descs` (root first).
-    fn intern_stack(
-        &mut self,
-        thread: &mut Thread,
-        descs: &Descs,
-        libs: &[Lib],
-        frames: impl Iterator<Item = u32>,
-    ) -> Option<u32> {
-        let mut prefix = NONE;
-        let mut of_run = false;
-        for d in frames {
-            let (frame, of_address) = self.frame(thread, descs, libs, d);
-            of_run |= of_address;
-            let key = (prefix, frame);
-            let known = match of_run {
-                true => self.stacks.get(&key),
-                false => thread.stacks.get(&key),
-            };
-            prefix = match known {
-                Some(&id) => id,
-                None => {
-                    let id = thread.stacks_len;
-                    thread.stacks_len += 1;
-                    match prefix {
-                        NONE => self.push(Column::StackPrefix, format_args!("null")),
-                        p => self.push(Column::StackPrefix, format_args!("{p}")),
-                    }
-                    self.push(Column::StackFrame, format_args!("{frame}"));
-                    match of_run {
-                        true => self.stacks.insert(key, id),
-                        false => thread.stacks.insert(key, id),
-                    };
-                    id
-                }
-            };
-        }
-        (prefix != NONE).then_some(prefix)
-    }
-
-    /// The thread's frame of `descs`' frame `d`, and whether it is the
-    /// run's own (an unsymbolized address).
-    fn frame(&mut self, thread: &mut Thread, descs: &Descs, libs: &[Lib], d: u32) -> (u32, bool) {
-        if let Some(&known) = self.frame_of.get(&d) {
-            return known;
-        }
-        let desc = &descs.descs[d as usize];
-        let frame = if desc.of_address {
-            let name = self.new_string(thread, &desc.name);
-            let func = self.new_func(thread, name, desc, libs);
-            self.new_frame(thread, func, desc)
-        } else {
-            let name = self.string(thread, &desc.name);
-            match thread.frames.get(&(name, desc.category)) {
-                Some(&frame) => frame,
-                None => {
-                    let func_name = match &desc.base {
-                        Some(base) => self.string(thread, base),
-                        None => name,
-                    };
-                    let key = (func_name, desc.lib.unwrap_or(NONE));
-                    let func = match thread.funcs.get(&key) {
-                        Some(&func) => func,
-                        None => {
-                            let func = self.new_func(thread, func_name, desc, libs);
-                            thread.funcs.insert(key, func);
-                            func
-                        }
-                    };
-                    let frame = self.new_frame(thread, func, desc);
-                    thread.frames.insert((name, desc.category), frame);
-                    frame
-                }
-            }
-        };
-        self.frame_of.insert(d, (frame, desc.of_address));
-        (frame, desc.of_address)
-    }
-
-    fn new_frame(&mut self, thread: &mut Thread, func: u32, desc: &Desc) -> u32 {
-        self.push(Column::FrameCategory, format_args!("{}", desc.category));
-        self.push(Column::FrameFunc, format_args!("{func}"));
-        match desc.line {
-            Some(line) => self.push(Column::FrameLine, format_args!("{line}")),
-            None => self.push(Column::FrameLine, format_args!("null")),
-        }
-        thread.frames_len += 1;
-        thread.frames_len - 1
-    }
-
-    /// A function named by the string `name`, with `desc`'s source and
-    /// library (its resource).
-    fn new_func(&mut self, thread: &mut Thread, name: u32, desc: &Desc, libs: &[Lib]) -> u32 {
-        self.push(Column::FuncName, format_args!("{name}"));
-        let resource = match desc.lib {
-            Some(lib) => match thread.resources.iter().position(|r| r.0 == lib) {
-                Some(r) => r as i64,
-                None => {
-                    let name = self.string(thread, &libs[lib as usize].name);
-                    thread.resources.push((lib, name));
-                    thread.resources.len() as i64 - 1
-                }
-            },
-            None => -1,
-        };
-        self.push(Column::FuncResource, format_args!("{resource}"));
-        match &desc.file {
-            Some(file) => {
-                let file = self.string(thread, file);
-                self.push(Column::FuncFile, format_args!("{file}"));
-            }
-            None => self.push(Column::FuncFile, format_args!("null")),
-        }
-        match desc.start_line {
-            Some(line) => self.push(Column::FuncLine, format_args!("{line}")),
-            None => self.push(Column::FuncLine, format_args!("null")),
-        }
-        thread.funcs_len += 1;
-        thread.funcs_len - 1
-    }
-
-    /// The thread's string `s`, kept for later runs.
-    fn string(&mut self, thread: &mut Thread, s: &str) -> u32 {
-        if let Some(&i) = thread.strings.get(s) {
-            return i;
-        }
-        let i = self.new_string(thread, s);
-        thread.strings.insert(s.into(), i);
-        i
-    }
-
-    /// A new string of the thread, not kept for later runs.
-    fn new_string(&mut self, thread: &mut Thread, s: &str) -> u32 {
-        let text = &mut self.columns[Column::Strings as usize];
-        if !text.is_empty() {
-            text.push(b',');
-        }
-        // Writing to memory cannot fail, and a `str` is always JSON.
-        let _ = serde_json::to_writer(&mut *text, s);
-        thread.strings_len += 1;
-        thread.strings_len - 1
-    }
-
-    /// Adds `value` to the column `c`.
-    fn push(&mut self, c: Column, value: std::fmt::Arguments<'_>) {
-        let text = &mut self.columns[c as usize];
-        if !text.is_empty() {
-            text.push(b',');
-        }
-        // Writing to memory cannot fail.
-        let _ = text.write_fmt(value);
     }
 }
 

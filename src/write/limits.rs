@@ -31,6 +31,22 @@ pub const SVG_SLOW_BYTES: u64 = 32 << 20;
 /// 12.7 GB in 126 s.
 pub const KCACHEGRIND_HEAVY_BYTES: u64 = 128 << 20;
 
+/// The size of a Firefox Profiler document (its JSON text, before gzip)
+/// past which the profiler needs most of its JavaScript heap and minutes to
+/// open it: it parses the whole document and holds its tables in V8's heap
+/// (4 GB in a browser tab and in Node). Measured with the profiler's own
+/// command line (`@firefox-devtools/profiler-cli`, Node 24, a heap of 4288
+/// MiB; `benches/firefox_profiler.sh`) on DCPI databases at `--granularity
+/// addresses`, on the 2-core machine the tests run on: 240 MB opened in 19 s
+/// at 2.5 GB of RSS, 493 MB in 38 s at 4.1 GB, 1000 MB in 156–213 s at 6.1
+/// GB (the collector running at the heap's limit), and 1254 MB did not open
+/// (JavaScript heap out of memory).
+pub const FIREFOX_HEAVY_BYTES: u64 = 512 << 20;
+
+/// The document size past which the profiler ran out of heap
+/// ([`FIREFOX_HEAVY_BYTES`]).
+const FIREFOX_FAILS_BYTES: u64 = 1_250_000_000;
+
 /// Memory KCachegrind takes to hold a callgrind file of `bytes` bytes, as
 /// measured ([`KCACHEGRIND_HEAVY_BYTES`]).
 fn kcachegrind_memory(bytes: u64) -> u64 {
@@ -56,6 +72,21 @@ pub fn warning(format: OutputFormat, bytes: u64, path: &Path) -> Option<String> 
             bytes / 1_000_000,
             SPEEDSCOPE_BYTES / 1_000_000
         )),
+        OutputFormat::Firefox | OutputFormat::FirefoxRaw if bytes > FIREFOX_HEAVY_BYTES => {
+            let opens = if bytes >= FIREFOX_FAILS_BYTES {
+                "is more than the Firefox Profiler opens (it ran out of its 4 GB JavaScript \
+                 heap at 1254 MB)"
+            } else {
+                "takes the Firefox Profiler minutes and 4 to 7 GB of memory to open, at the \
+                 end of its 4 GB JavaScript heap (it failed at 1254 MB)"
+            };
+            Some(format!(
+                "{}: {} MB of Firefox Profiler document {opens}; a coarser --granularity \
+                 (functions, files) or the pprof output (.pb.gz) opens",
+                path.display(),
+                bytes / 1_000_000,
+            ))
+        }
         OutputFormat::Callgrind if bytes > KCACHEGRIND_HEAVY_BYTES => Some(format!(
             "{}: {} MB of callgrind takes KCachegrind about {} GB of memory and {} s or more \
              to open (it holds the whole file, about 17 bytes per byte); a coarser \
@@ -99,6 +130,20 @@ impl Write for Counted<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_firefox_document_past_the_profilers_heap_is_said_with_the_way_out() {
+        for format in [OutputFormat::Firefox, OutputFormat::FirefoxRaw] {
+            let path = Path::new("big.firefox.json.gz");
+            assert_eq!(warning(format, FIREFOX_HEAVY_BYTES, path), None);
+            let heavy = warning(format, 600_000_000, path).unwrap();
+            assert!(heavy.starts_with("big.firefox.json.gz: 600 MB"), "{heavy}");
+            assert!(heavy.contains("minutes and 4 to 7 GB"), "{heavy}");
+            assert!(heavy.contains("--granularity"), "{heavy}");
+            let failing = warning(format, 2_540_000_000, path).unwrap();
+            assert!(failing.contains("is more than the Firefox Profiler opens"));
+        }
+    }
 
     #[test]
     fn speedscope_past_its_string_limit_is_said_with_the_way_out() {

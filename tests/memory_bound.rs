@@ -138,6 +138,7 @@ fn measure(c: &Case) -> (u64, bool) {
             OutputFormat::Svg,
             OutputFormat::Speedscope,
             OutputFormat::Callgrind,
+            OutputFormat::Firefox,
         ] {
             write::write(&profile, format, &options, &mut std::io::sink())
                 .unwrap_or_else(|e| panic!("{}: {format:?}: {e}", c.name));

@@ -151,9 +151,25 @@ impl Descs {
             ids: Vec::new(),
         };
         let by_line = options.granularity == Some(Granularity::Lines);
+        // Each mapping's library and category, looked up once, not once per
+        // location (there can be millions), in the order locations use them.
+        let mut placed: Vec<Option<(Option<u32>, u32)>> = vec![None; profile.mappings().len()];
         for location in profile.locations() {
             let start = table.ids.len();
-            table.add_location(profile, location, by_line, images);
+            let (lib, category) = match location.mapping.map(|m| m.index()) {
+                Some(m) if m < placed.len() => *placed[m].get_or_insert_with(|| {
+                    let mapping = &profile.mappings()[m];
+                    match profile.str(mapping.filename) {
+                        "" => (None, 0),
+                        path => (
+                            Some(images.lib(profile, mapping)),
+                            images.category(basename(path)),
+                        ),
+                    }
+                }),
+                _ => (None, 0),
+            };
+            table.add_location(profile, location, by_line, lib, category);
             table.location.push(start..table.ids.len());
         }
         // Groups of the options or the reader, but the threads' own.
@@ -181,7 +197,8 @@ impl Descs {
         table
     }
 
-    /// The frames of `location`, root first: its image's address, or its
+    /// The frames of `location` (in the library `lib` and the category
+    /// `category` of its image), root first: its image's address, or its
     /// lines (inlined callers first), each named by its function (and at
     /// `by_line` its line, `function file:line`, as pprof names a line).
     fn add_location(
@@ -189,14 +206,9 @@ impl Descs {
         profile: &Profile,
         location: &Location,
         by_line: bool,
-        images: &mut Images,
+        lib: Option<u32>,
+        category: u32,
     ) {
-        let mapping = location
-            .mapping
-            .and_then(|m| profile.mappings().get(m.index()))
-            .filter(|m| !profile.str(m.filename).is_empty());
-        let lib = mapping.map(|m| images.lib(profile, m));
-        let category = mapping.map_or(0, |m| images.category(basename(profile.str(m.filename))));
         if location.lines.is_empty() {
             self.intern(Desc {
                 name: profile.address_name(location),

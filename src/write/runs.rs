@@ -506,88 +506,9 @@ mod tests {
         let doc: Value = serde_json::from_str(text).unwrap();
         let categories = doc["meta"]["categories"].as_array().unwrap();
         let libs = doc["libs"].as_array().unwrap();
-        let mut threads = Vec::new();
-        for t in doc["threads"].as_array().unwrap() {
-            for table in [
-                "frameTable",
-                "funcTable",
-                "stackTable",
-                "samples",
-                "resourceTable",
-            ] {
-                let len = t[table]["length"].as_u64().unwrap() as usize;
-                for (key, column) in t[table].as_object().unwrap() {
-                    if let Some(column) = column.as_array() {
-                        assert_eq!(column.len(), len, "{table}.{key}");
-                    }
-                }
-            }
-            let strings = t["stringArray"].as_array().unwrap();
-            let string = |v: &Value| match v.as_u64() {
-                Some(i) => strings[i as usize].as_str().unwrap(),
-                None => "-",
-            };
-            let frame = |f: usize| {
-                let func = t["frameTable"]["func"][f].as_u64().unwrap() as usize;
-                let funcs = &t["funcTable"];
-                let resource = funcs["resource"][func].as_i64().unwrap();
-                let lib = match resource {
-                    r if r >= 0 => {
-                        let lib = t["resourceTable"]["lib"][r as usize].as_u64().unwrap();
-                        libs[lib as usize]["path"].as_str().unwrap()
-                    }
-                    _ => "-",
-                };
-                let category = t["frameTable"]["category"][f].as_u64().unwrap() as usize;
-                format!(
-                    "{} [{lib}] {}:{} {} {}",
-                    string(&funcs["name"][func]),
-                    string(&funcs["fileName"][func]),
-                    funcs["lineNumber"][func],
-                    categories[category]["name"],
-                    t["frameTable"]["line"][f],
-                )
-            };
-            // Each stack's frames, root first: a prefix comes before its
-            // stacks, as the profiler requires.
-            let frames: Vec<String> = (0..t["frameTable"]["length"].as_u64().unwrap() as usize)
-                .map(frame)
-                .collect();
-            let mut stacks: Vec<String> = Vec::new();
-            let table = &t["stackTable"];
-            for s in 0..table["length"].as_u64().unwrap() as usize {
-                let name = &frames[table["frame"][s].as_u64().unwrap() as usize];
-                let text = match table["prefix"][s].as_u64() {
-                    Some(p) => {
-                        assert!((p as usize) < s, "stack {s}'s prefix {p} comes first");
-                        format!("{};{name}", stacks[p as usize])
-                    }
-                    None => name.clone(),
-                };
-                stacks.push(text);
-            }
-            let stack = |s: &Value| {
-                s.as_u64()
-                    .map_or(String::new(), |s| stacks[s as usize].clone())
-            };
-            let by_stack = |table: &Value| {
-                let mut by_stack: BTreeMap<String, i64> = BTreeMap::new();
-                let stacks = table["stack"].as_array().unwrap();
-                let weights = table["weight"].as_array().unwrap();
-                for (s, w) in stacks.iter().zip(weights) {
-                    *by_stack.entry(stack(s)).or_default() += w.as_i64().unwrap();
-                }
-                json!(by_stack)
-            };
-            let allocations = t.get("nativeAllocations").map(by_stack);
-            threads.push(json!({
-                "name": t["name"], "pid": t["pid"], "tid": t["tid"],
-                "processName": t["processName"],
-                "samples": by_stack(&t["samples"]),
-                "weightType": t["samples"]["weightType"],
-                "allocations": allocations,
-            }));
-        }
+        let threads: Vec<Value> = (doc["threads"].as_array().unwrap().iter())
+            .map(|t| firefox_thread_view(t, categories, libs))
+            .collect();
         let selected: Vec<Value> = doc["meta"]["initialSelectedThreads"]
             .as_array()
             .map_or(&[][..], Vec::as_slice)
@@ -597,6 +518,95 @@ mod tests {
         let mut categories: Vec<String> = categories.iter().map(|c| c.to_string()).collect();
         categories.sort();
         json!({"threads": threads, "categories": categories, "libs": libs, "selected": selected})
+    }
+
+    /// One thread of [`firefox_view`], its tables' columns checked to have
+    /// their lengths.
+    fn firefox_thread_view(
+        t: &serde_json::Value,
+        categories: &[serde_json::Value],
+        libs: &[serde_json::Value],
+    ) -> serde_json::Value {
+        use serde_json::{json, Value};
+        for table in [
+            "frameTable",
+            "funcTable",
+            "stackTable",
+            "samples",
+            "resourceTable",
+        ] {
+            let len = t[table]["length"].as_u64().unwrap() as usize;
+            for (key, column) in t[table].as_object().unwrap() {
+                if let Some(column) = column.as_array() {
+                    assert_eq!(column.len(), len, "{table}.{key}");
+                }
+            }
+        }
+        let strings = t["stringArray"].as_array().unwrap();
+        let string = |v: &Value| match v.as_u64() {
+            Some(i) => strings[i as usize].as_str().unwrap(),
+            None => "-",
+        };
+        let frame = |f: usize| {
+            let func = t["frameTable"]["func"][f].as_u64().unwrap() as usize;
+            let funcs = &t["funcTable"];
+            let resource = funcs["resource"][func].as_i64().unwrap();
+            let lib = match resource {
+                r if r >= 0 => {
+                    let lib = t["resourceTable"]["lib"][r as usize].as_u64().unwrap();
+                    libs[lib as usize]["path"].as_str().unwrap()
+                }
+                _ => "-",
+            };
+            let category = t["frameTable"]["category"][f].as_u64().unwrap() as usize;
+            format!(
+                "{} [{lib}] {}:{} {} {}",
+                string(&funcs["name"][func]),
+                string(&funcs["fileName"][func]),
+                funcs["lineNumber"][func],
+                categories[category]["name"],
+                t["frameTable"]["line"][f],
+            )
+        };
+        // Each stack's frames, root first: a prefix comes before its
+        // stacks, as the profiler requires.
+        let frames: Vec<String> = (0..t["frameTable"]["length"].as_u64().unwrap() as usize)
+            .map(frame)
+            .collect();
+        let mut stacks: Vec<String> = Vec::new();
+        let table = &t["stackTable"];
+        for s in 0..table["length"].as_u64().unwrap() as usize {
+            let name = &frames[table["frame"][s].as_u64().unwrap() as usize];
+            let text = match table["prefix"][s].as_u64() {
+                Some(p) => {
+                    assert!((p as usize) < s, "stack {s}'s prefix {p} comes first");
+                    format!("{};{name}", stacks[p as usize])
+                }
+                None => name.clone(),
+            };
+            stacks.push(text);
+        }
+        let stack = |s: &Value| {
+            s.as_u64()
+                .map_or(String::new(), |s| stacks[s as usize].clone())
+        };
+        let by_stack = |table: &Value| {
+            let mut by_stack: BTreeMap<String, i64> = BTreeMap::new();
+            let stacks = table["stack"].as_array().unwrap();
+            let weights = table["weight"].as_array().unwrap();
+            for (s, w) in stacks.iter().zip(weights) {
+                *by_stack.entry(stack(s)).or_default() += w.as_i64().unwrap();
+            }
+            json!(by_stack)
+        };
+        let allocations = t.get("nativeAllocations").map(by_stack);
+        json!({
+            "name": t["name"], "pid": t["pid"], "tid": t["tid"],
+            "processName": t["processName"],
+            "samples": by_stack(&t["samples"]),
+            "weightType": t["samples"]["weightType"],
+            "allocations": allocations,
+        })
     }
 
     #[test]

@@ -19,12 +19,71 @@ pub struct Frames<'p> {
     pub frames: Vec<Frame<'p>>,
     /// Frame id → whether it names an unsymbolized address.
     pub of_address: Vec<bool>,
-    /// Ids of every location's frames, root first (inlined callers before
-    /// their callees), as ranges of `ids`.
+    ids: StackIds,
+}
+
+/// The frame ids of every location (root first: inlined callers before
+/// their callees) and of every sample's group frames, as ranges of one
+/// array: a sample's stack is then a walk over ids ([`StackIds::stack`]).
+pub struct StackIds {
     location: Vec<Option<Range<usize>>>,
-    /// Ids of every sample's group frames, as ranges of `ids`.
     group: Vec<Range<usize>>,
     ids: Vec<u32>,
+}
+
+impl StackIds {
+    /// Room for `locations` locations' and `samples` samples' ids.
+    pub fn new(locations: usize, samples: usize) -> StackIds {
+        StackIds {
+            location: vec![None; locations],
+            group: Vec::with_capacity(samples),
+            ids: Vec::new(),
+        }
+    }
+
+    /// Adds a frame id to the location or group being made.
+    pub fn push(&mut self, id: u32) {
+        self.ids.push(id);
+    }
+
+    /// Where the next location's or group's ids start.
+    pub fn start(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether location `index` has its ids (or is out of range).
+    pub fn has_location(&self, index: usize) -> bool {
+        self.location.get(index).is_none_or(Option::is_some)
+    }
+
+    /// Ends location `index`'s ids, pushed since `start`.
+    pub fn end_location(&mut self, index: usize, start: usize) {
+        if let Some(slot) = self.location.get_mut(index) {
+            *slot = Some(start..self.ids.len());
+        }
+    }
+
+    /// Ends the next sample's group ids, pushed since `start`.
+    pub fn end_group(&mut self, start: usize) {
+        self.group.push(start..self.ids.len());
+    }
+
+    /// The frame ids of sample `i` of `profile`, root first.
+    pub fn stack<'a>(
+        &'a self,
+        profile: &'a Profile,
+        i: usize,
+    ) -> impl Iterator<Item = u32> + Clone + 'a {
+        let group = self.group.get(i).cloned().unwrap_or(0..0);
+        let stack = profile.samples().get(i).map_or(&[][..], |s| &s.stack[..]);
+        self.ids[group].iter().copied().chain(
+            stack
+                .iter()
+                .rev()
+                .filter_map(|&loc| self.location.get(loc.index()).cloned().flatten())
+                .flat_map(|r| self.ids[r].iter().copied()),
+        )
+    }
 }
 
 impl<'p> Frames<'p> {
@@ -39,9 +98,7 @@ impl<'p> Frames<'p> {
         let mut table = Frames {
             frames: Vec::new(),
             of_address: Vec::new(),
-            location: vec![None; profile.locations().len()],
-            group: Vec::with_capacity(profile.samples().len()),
-            ids: Vec::new(),
+            ids: StackIds::new(profile.locations().len(), profile.samples().len()),
         };
         // Frames by the hash of what tells them apart, as indexes into
         // `frames`: no copy of a name is kept (an address's name is made
@@ -72,7 +129,7 @@ impl<'p> Frames<'p> {
         // An image's frame is named once, not once per sample.
         let mut of_image: Vec<Option<u32>> = vec![None; profile.mappings().len() + 1];
         for sample in profile.samples() {
-            let start = table.ids.len();
+            let start = table.ids.start();
             for g in group_by {
                 let id = match g {
                     GroupBy::Image => {
@@ -88,15 +145,12 @@ impl<'p> Frames<'p> {
                 };
                 table.ids.push(id);
             }
-            table.group.push(start..table.ids.len());
+            table.ids.end_group(start);
             for &loc in sample.stack.iter().rev() {
-                let Some(slot) = table.location.get(loc.index()) else {
-                    continue;
-                };
-                if slot.is_some() {
+                if table.ids.has_location(loc.index()) {
                     continue;
                 }
-                let start = table.ids.len();
+                let start = table.ids.start();
                 let lines = &profile.location(loc).lines;
                 if lines.is_empty() {
                     for f in profile.location_frames(loc) {
@@ -117,7 +171,7 @@ impl<'p> Frames<'p> {
                     };
                     table.ids.push(id);
                 }
-                table.location[loc.index()] = Some(start..table.ids.len());
+                table.ids.end_location(loc.index(), start);
             }
         }
         table.of_address.resize(table.frames.len(), false);
@@ -130,15 +184,7 @@ impl<'p> Frames<'p> {
         profile: &'a Profile,
         i: usize,
     ) -> impl Iterator<Item = u32> + Clone + 'a {
-        let group = self.group.get(i).cloned().unwrap_or(0..0);
-        let stack = profile.samples().get(i).map_or(&[][..], |s| &s.stack[..]);
-        self.ids[group].iter().copied().chain(
-            stack
-                .iter()
-                .rev()
-                .filter_map(|&loc| self.location.get(loc.index()).cloned().flatten())
-                .flat_map(|r| self.ids[r].iter().copied()),
-        )
+        self.ids.stack(profile, i)
     }
 }
 

@@ -13,7 +13,7 @@ use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
 use crate::profile::{basename, Granularity, GroupBy, Location, Mapping, Profile};
-use crate::write::frames::group_frames;
+use crate::write::frames::{group_frames, StackIds};
 use crate::write::{effective_group_by, WriteOptions};
 
 /// "No stack" and "no prefix" in the rows and the stack table.
@@ -136,9 +136,7 @@ pub(super) struct Descs {
     /// Frames by the hash of their name and category, as indexes into
     /// `descs`.
     index: HashTable<u32>,
-    location: Vec<Range<usize>>,
-    group: Vec<Range<usize>>,
-    ids: Vec<u32>,
+    ids: StackIds,
 }
 
 impl Descs {
@@ -146,16 +144,14 @@ impl Descs {
         let mut table = Descs {
             descs: Vec::new(),
             index: HashTable::with_capacity(profile.locations().len()),
-            location: Vec::with_capacity(profile.locations().len()),
-            group: Vec::with_capacity(profile.samples().len()),
-            ids: Vec::new(),
+            ids: StackIds::new(profile.locations().len(), profile.samples().len()),
         };
         let by_line = options.granularity == Some(Granularity::Lines);
         // Each mapping's library and category, looked up once, not once per
         // location (there can be millions), in the order locations use them.
         let mut placed: Vec<Option<(Option<u32>, u32)>> = vec![None; profile.mappings().len()];
-        for location in profile.locations() {
-            let start = table.ids.len();
+        for (i, location) in profile.locations().iter().enumerate() {
+            let start = table.ids.start();
             let (lib, category) = match location.mapping.map(|m| m.index()) {
                 Some(m) if m < placed.len() => *placed[m].get_or_insert_with(|| {
                     let mapping = &profile.mappings()[m];
@@ -170,7 +166,7 @@ impl Descs {
                 _ => (None, 0),
             };
             table.add_location(profile, location, by_line, lib, category);
-            table.location.push(start..table.ids.len());
+            table.ids.end_location(i, start);
         }
         // Groups of the options or the reader, but the threads' own.
         let group_by: Vec<GroupBy> = effective_group_by(profile, options)
@@ -179,7 +175,7 @@ impl Descs {
             .cloned()
             .collect();
         for sample in profile.samples() {
-            let start = table.ids.len();
+            let start = table.ids.start();
             for f in group_frames(profile, sample, &group_by) {
                 table.intern(Desc {
                     name: f.name.into_owned(),
@@ -192,7 +188,7 @@ impl Descs {
                     of_address: false,
                 });
             }
-            table.group.push(start..table.ids.len());
+            table.ids.end_group(start);
         }
         table
     }
@@ -271,15 +267,7 @@ impl Descs {
 
     /// The frame ids of sample `i`, root first.
     pub fn stack<'a>(&'a self, profile: &'a Profile, i: usize) -> impl Iterator<Item = u32> + 'a {
-        let group = self.group.get(i).cloned().unwrap_or(0..0);
-        let stack = profile.samples().get(i).map_or(&[][..], |s| &s.stack[..]);
-        self.ids[group].iter().copied().chain(
-            stack
-                .iter()
-                .rev()
-                .filter_map(|loc| self.location.get(loc.index()).cloned())
-                .flat_map(|r| self.ids[r].iter().copied()),
-        )
+        self.ids.stack(profile, i)
     }
 }
 

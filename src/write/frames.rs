@@ -10,7 +10,7 @@ use std::ops::Range;
 use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
-use crate::profile::{Frame, GroupBy, Profile, Sample};
+use crate::profile::{Frame, GroupBy, LocationId, Profile, Sample};
 
 /// The frame table of a profile. Frame ids are given in order of first
 /// appearance, walking the samples in order and each stack root first.
@@ -95,87 +95,48 @@ impl<'p> Frames<'p> {
         by_file: bool,
         by_line: bool,
     ) -> Frames<'p> {
-        let mut table = Frames {
-            frames: Vec::new(),
-            of_address: Vec::new(),
-            ids: StackIds::new(profile.locations().len(), profile.samples().len()),
-        };
         // Frames by the hash of what tells them apart, as indexes into
         // `frames`: no copy of a name is kept (an address's name is made
         // once per location, and there can be millions), with room for a
         // frame per location, the most there are at addresses.
-        let mut index: HashTable<u32> = HashTable::with_capacity(profile.locations().len());
-        let hash = move |f: &Frame<'p>| {
-            let mut h = FxHasher::default();
-            frame_key(f, by_file).hash(&mut h);
-            h.finish()
+        let mut interner = Interner {
+            frames: Vec::new(),
+            of_address: Vec::new(),
+            index: HashTable::with_capacity(profile.locations().len()),
+            by_file,
+            by_line,
         };
-        let mut intern = |frames: &mut Vec<Frame<'p>>, mut f: Frame<'p>| -> u32 {
-            if !by_line {
-                f.line = 0;
-            }
-            let h = hash(&f);
-            let found =
-                |&id: &u32| frame_key(&frames[id as usize], by_file) == frame_key(&f, by_file);
-            if let Some(&id) = index.find(h, found) {
-                return id;
-            }
-            frames.push(f);
-            let id = (frames.len() - 1) as u32;
-            index.insert_unique(h, id, |&id| hash(&frames[id as usize]));
-            id
-        };
+        let mut ids = StackIds::new(profile.locations().len(), profile.samples().len());
         let mut of_function: Vec<Option<u32>> = vec![None; profile.functions().len()];
         // An image's frame is named once, not once per sample.
         let mut of_image: Vec<Option<u32>> = vec![None; profile.mappings().len() + 1];
         for sample in profile.samples() {
-            let start = table.ids.start();
+            let start = ids.start();
             for g in group_by {
                 let id = match g {
                     GroupBy::Image => {
                         let image = leaf_image(profile, sample);
                         let slot = image.map_or(profile.mappings().len(), |m| m);
-                        *of_image[slot].get_or_insert_with(|| {
-                            intern(&mut table.frames, image_frame(profile, image))
-                        })
+                        *of_image[slot]
+                            .get_or_insert_with(|| interner.intern(image_frame(profile, image)))
                     }
-                    GroupBy::Label(key) => {
-                        intern(&mut table.frames, label_frame(profile, sample, key))
-                    }
+                    GroupBy::Label(key) => interner.intern(label_frame(profile, sample, key)),
                 };
-                table.ids.push(id);
+                ids.push(id);
             }
-            table.ids.end_group(start);
+            ids.end_group(start);
             for &loc in sample.stack.iter().rev() {
-                if table.ids.has_location(loc.index()) {
-                    continue;
+                if !ids.has_location(loc.index()) {
+                    interner.add_location(profile, loc, &mut of_function, &mut ids);
                 }
-                let start = table.ids.start();
-                let lines = &profile.location(loc).lines;
-                if lines.is_empty() {
-                    for f in profile.location_frames(loc) {
-                        let id = intern(&mut table.frames, f);
-                        table.of_address.resize(table.frames.len(), false);
-                        table.of_address[id as usize] = true;
-                        table.ids.push(id);
-                    }
-                }
-                // A function is one frame: its name is hashed once, not
-                // once per location (a C++ name can be a megabyte long).
-                for line in lines.iter().rev() {
-                    let id = match by_line {
-                        true => intern(&mut table.frames, profile.line_frame(line)),
-                        false => *of_function[line.function.index()].get_or_insert_with(|| {
-                            intern(&mut table.frames, profile.line_frame(line))
-                        }),
-                    };
-                    table.ids.push(id);
-                }
-                table.ids.end_location(loc.index(), start);
             }
         }
-        table.of_address.resize(table.frames.len(), false);
-        table
+        interner.of_address.resize(interner.frames.len(), false);
+        Frames {
+            frames: interner.frames,
+            of_address: interner.of_address,
+            ids,
+        }
     }
 
     /// The frame ids of sample `i` of `profile`, root first.
@@ -185,6 +146,81 @@ impl<'p> Frames<'p> {
         i: usize,
     ) -> impl Iterator<Item = u32> + Clone + 'a {
         self.ids.stack(profile, i)
+    }
+}
+
+/// The frames of a [`Frames`] while it is made, each kept once.
+struct Interner<'p> {
+    frames: Vec<Frame<'p>>,
+    of_address: Vec<bool>,
+    /// Frame ids by the hash of [`frame_key`].
+    index: HashTable<u32>,
+    by_file: bool,
+    by_line: bool,
+}
+
+impl<'p> Interner<'p> {
+    /// The id of frame `f` (its line dropped unless `by_line`), added if new.
+    fn intern(&mut self, mut f: Frame<'p>) -> u32 {
+        if !self.by_line {
+            f.line = 0;
+        }
+        let by_file = self.by_file;
+        let hash = move |f: &Frame<'_>| {
+            let mut h = FxHasher::default();
+            frame_key(f, by_file).hash(&mut h);
+            h.finish()
+        };
+        let h = hash(&f);
+        let frames = &mut self.frames;
+        let found = |&id: &u32| frame_key(&frames[id as usize], by_file) == frame_key(&f, by_file);
+        if let Some(&id) = self.index.find(h, found) {
+            return id;
+        }
+        frames.push(f);
+        let id = (frames.len() - 1) as u32;
+        self.index
+            .insert_unique(h, id, |&id| hash(&frames[id as usize]));
+        id
+    }
+
+    /// Adds the ids of location `loc`'s frames to `ids`, root first: its
+    /// address's, or its lines' (inlined callers first), each function's
+    /// frame found once through `of_function` unless frames are lines.
+    fn add_location(
+        &mut self,
+        profile: &'p Profile,
+        loc: LocationId,
+        of_function: &mut [Option<u32>],
+        ids: &mut StackIds,
+    ) {
+        let start = ids.start();
+        let lines = &profile.location(loc).lines;
+        if lines.is_empty() {
+            for f in profile.location_frames(loc) {
+                let id = self.intern(f);
+                self.of_address.resize(self.frames.len(), false);
+                self.of_address[id as usize] = true;
+                ids.push(id);
+            }
+        }
+        // A function is one frame: its name is hashed once, not once per
+        // location (a C++ name can be a megabyte long).
+        for line in lines.iter().rev() {
+            let id = match self.by_line {
+                true => self.intern(profile.line_frame(line)),
+                false => match of_function[line.function.index()] {
+                    Some(id) => id,
+                    None => {
+                        let id = self.intern(profile.line_frame(line));
+                        of_function[line.function.index()] = Some(id);
+                        id
+                    }
+                },
+            };
+            ids.push(id);
+        }
+        ids.end_location(loc.index(), start);
     }
 }
 

@@ -542,6 +542,39 @@ mod tests {
                 }
             }
         }
+        let stacks = firefox_stacks(t, categories, libs);
+        let stack = |s: &Value| {
+            s.as_u64()
+                .map_or(String::new(), |s| stacks[s as usize].clone())
+        };
+        let by_stack = |table: &Value| {
+            let mut by_stack: BTreeMap<String, i64> = BTreeMap::new();
+            let stacks = table["stack"].as_array().unwrap();
+            let weights = table["weight"].as_array().unwrap();
+            for (s, w) in stacks.iter().zip(weights) {
+                *by_stack.entry(stack(s)).or_default() += w.as_i64().unwrap();
+            }
+            json!(by_stack)
+        };
+        let allocations = t.get("nativeAllocations").map(by_stack);
+        json!({
+            "name": t["name"], "pid": t["pid"], "tid": t["tid"],
+            "processName": t["processName"],
+            "samples": by_stack(&t["samples"]),
+            "weightType": t["samples"]["weightType"],
+            "allocations": allocations,
+        })
+    }
+
+    /// Each stack of thread `t` as text, its frames root first (each by its
+    /// function's name, library and file, its category and line); a prefix
+    /// comes before its stacks, as the profiler requires.
+    fn firefox_stacks(
+        t: &serde_json::Value,
+        categories: &[serde_json::Value],
+        libs: &[serde_json::Value],
+    ) -> Vec<String> {
+        use serde_json::Value;
         let strings = t["stringArray"].as_array().unwrap();
         let string = |v: &Value| match v.as_u64() {
             Some(i) => strings[i as usize].as_str().unwrap(),
@@ -568,8 +601,6 @@ mod tests {
                 t["frameTable"]["line"][f],
             )
         };
-        // Each stack's frames, root first: a prefix comes before its
-        // stacks, as the profiler requires.
         let frames: Vec<String> = (0..t["frameTable"]["length"].as_u64().unwrap() as usize)
             .map(frame)
             .collect();
@@ -586,27 +617,7 @@ mod tests {
             };
             stacks.push(text);
         }
-        let stack = |s: &Value| {
-            s.as_u64()
-                .map_or(String::new(), |s| stacks[s as usize].clone())
-        };
-        let by_stack = |table: &Value| {
-            let mut by_stack: BTreeMap<String, i64> = BTreeMap::new();
-            let stacks = table["stack"].as_array().unwrap();
-            let weights = table["weight"].as_array().unwrap();
-            for (s, w) in stacks.iter().zip(weights) {
-                *by_stack.entry(stack(s)).or_default() += w.as_i64().unwrap();
-            }
-            json!(by_stack)
-        };
-        let allocations = t.get("nativeAllocations").map(by_stack);
-        json!({
-            "name": t["name"], "pid": t["pid"], "tid": t["tid"],
-            "processName": t["processName"],
-            "samples": by_stack(&t["samples"]),
-            "weightType": t["samples"]["weightType"],
-            "allocations": allocations,
-        })
+        stacks
     }
 
     #[test]

@@ -22,6 +22,69 @@ pub struct Frames<'p> {
     ids: StackIds,
 }
 
+impl<'p> Frames<'p> {
+    /// Frames are one when their names are (and, `by_file`, their files;
+    /// `by_line`, their lines: a frame per source line).
+    pub fn new(
+        profile: &'p Profile,
+        group_by: &[GroupBy],
+        by_file: bool,
+        by_line: bool,
+    ) -> Frames<'p> {
+        // Frames by the hash of what tells them apart, as indexes into
+        // `frames`: no copy of a name is kept (an address's name is made
+        // once per location, and there can be millions), with room for a
+        // frame per location, the most there are at addresses.
+        let mut interner = Interner {
+            frames: Vec::new(),
+            of_address: Vec::new(),
+            index: HashTable::with_capacity(profile.locations().len()),
+            by_file,
+            by_line,
+        };
+        let mut ids = StackIds::new(profile.locations().len(), profile.samples().len());
+        let mut of_function: Vec<Option<u32>> = vec![None; profile.functions().len()];
+        // An image's frame is named once, not once per sample.
+        let mut of_image: Vec<Option<u32>> = vec![None; profile.mappings().len() + 1];
+        for sample in profile.samples() {
+            let start = ids.start();
+            for g in group_by {
+                let id = match g {
+                    GroupBy::Image => {
+                        let image = leaf_image(profile, sample);
+                        let slot = image.map_or(profile.mappings().len(), |m| m);
+                        *of_image[slot]
+                            .get_or_insert_with(|| interner.intern(image_frame(profile, image)))
+                    }
+                    GroupBy::Label(key) => interner.intern(label_frame(profile, sample, key)),
+                };
+                ids.push(id);
+            }
+            ids.end_group(start);
+            for &loc in sample.stack.iter().rev() {
+                if !ids.has_location(loc.index()) {
+                    interner.add_location(profile, loc, &mut of_function, &mut ids);
+                }
+            }
+        }
+        interner.of_address.resize(interner.frames.len(), false);
+        Frames {
+            frames: interner.frames,
+            of_address: interner.of_address,
+            ids,
+        }
+    }
+
+    /// The frame ids of sample `i` of `profile`, root first.
+    pub fn stack<'a>(
+        &'a self,
+        profile: &'a Profile,
+        i: usize,
+    ) -> impl Iterator<Item = u32> + Clone + 'a {
+        self.ids.stack(profile, i)
+    }
+}
+
 /// The frame ids of every location (root first: inlined callers before
 /// their callees) and of every sample's group frames, as ranges of one
 /// array: a sample's stack is then a walk over ids ([`StackIds::stack`]).
@@ -83,69 +146,6 @@ impl StackIds {
                 .filter_map(|&loc| self.location.get(loc.index()).cloned().flatten())
                 .flat_map(|r| self.ids[r].iter().copied()),
         )
-    }
-}
-
-impl<'p> Frames<'p> {
-    /// Frames are one when their names are (and, `by_file`, their files;
-    /// `by_line`, their lines: a frame per source line).
-    pub fn new(
-        profile: &'p Profile,
-        group_by: &[GroupBy],
-        by_file: bool,
-        by_line: bool,
-    ) -> Frames<'p> {
-        // Frames by the hash of what tells them apart, as indexes into
-        // `frames`: no copy of a name is kept (an address's name is made
-        // once per location, and there can be millions), with room for a
-        // frame per location, the most there are at addresses.
-        let mut interner = Interner {
-            frames: Vec::new(),
-            of_address: Vec::new(),
-            index: HashTable::with_capacity(profile.locations().len()),
-            by_file,
-            by_line,
-        };
-        let mut ids = StackIds::new(profile.locations().len(), profile.samples().len());
-        let mut of_function: Vec<Option<u32>> = vec![None; profile.functions().len()];
-        // An image's frame is named once, not once per sample.
-        let mut of_image: Vec<Option<u32>> = vec![None; profile.mappings().len() + 1];
-        for sample in profile.samples() {
-            let start = ids.start();
-            for g in group_by {
-                let id = match g {
-                    GroupBy::Image => {
-                        let image = leaf_image(profile, sample);
-                        let slot = image.map_or(profile.mappings().len(), |m| m);
-                        *of_image[slot]
-                            .get_or_insert_with(|| interner.intern(image_frame(profile, image)))
-                    }
-                    GroupBy::Label(key) => interner.intern(label_frame(profile, sample, key)),
-                };
-                ids.push(id);
-            }
-            ids.end_group(start);
-            for &loc in sample.stack.iter().rev() {
-                if !ids.has_location(loc.index()) {
-                    interner.add_location(profile, loc, &mut of_function, &mut ids);
-                }
-            }
-        }
-        interner.of_address.resize(interner.frames.len(), false);
-        Frames {
-            frames: interner.frames,
-            of_address: interner.of_address,
-            ids,
-        }
-    }
-
-    /// The frame ids of sample `i` of `profile`, root first.
-    pub fn stack<'a>(
-        &'a self,
-        profile: &'a Profile,
-        i: usize,
-    ) -> impl Iterator<Item = u32> + Clone + 'a {
-        self.ids.stack(profile, i)
     }
 }
 

@@ -166,22 +166,13 @@ impl<'p> Interner<'p> {
             f.line = 0;
         }
         let by_file = self.by_file;
-        let hash = move |f: &Frame<'_>| {
-            let mut h = FxHasher::default();
-            frame_key(f, by_file).hash(&mut h);
-            h.finish()
-        };
-        let h = hash(&f);
-        let frames = &mut self.frames;
-        let found = |&id: &u32| frame_key(&frames[id as usize], by_file) == frame_key(&f, by_file);
-        if let Some(&id) = self.index.find(h, found) {
-            return id;
-        }
-        frames.push(f);
-        let id = (frames.len() - 1) as u32;
-        self.index
-            .insert_unique(h, id, |&id| hash(&frames[id as usize]));
-        id
+        intern_in(
+            &mut self.frames,
+            &mut self.index,
+            f,
+            |f| fx_hash(frame_key(f, by_file)),
+            |a, b| frame_key(a, by_file) == frame_key(b, by_file),
+        )
     }
 
     /// Adds the ids of location `loc`'s frames to `ids`, root first: its
@@ -222,6 +213,32 @@ impl<'p> Interner<'p> {
         }
         ids.end_location(loc.index(), start);
     }
+}
+
+/// The id of `item` in `items`, found through `index` (ids by `hash`, told
+/// apart by `same`); added at the end when it is new.
+pub fn intern_in<T>(
+    items: &mut Vec<T>,
+    index: &mut HashTable<u32>,
+    item: T,
+    hash: impl Fn(&T) -> u64,
+    same: impl Fn(&T, &T) -> bool,
+) -> u32 {
+    let h = hash(&item);
+    if let Some(&id) = index.find(h, |&id| same(&items[id as usize], &item)) {
+        return id;
+    }
+    items.push(item);
+    let id = (items.len() - 1) as u32;
+    index.insert_unique(h, id, |&id| hash(&items[id as usize]));
+    id
+}
+
+/// `value`'s FxHash.
+pub fn fx_hash(value: impl Hash) -> u64 {
+    let mut h = FxHasher::default();
+    value.hash(&mut h);
+    h.finish()
 }
 
 /// What tells frames apart: name, line, and (`by_file`) file.

@@ -5,15 +5,13 @@
 //! JSON text per column, which [`super::FirefoxRuns`] stores as segments.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::ops::Range;
 
 use hashbrown::HashTable;
-use rustc_hash::FxHasher;
 
 use crate::profile::{basename, Granularity, GroupBy, Location, Mapping, Profile};
-use crate::write::frames::{group_frames, StackIds};
+use crate::write::frames::{fx_hash, group_frames, intern_in, StackIds};
 use crate::write::{effective_group_by, WriteOptions};
 
 /// "No stack" and "no prefix" in the rows and the stack table.
@@ -39,6 +37,15 @@ impl Images {
         let c = self.categories.len() as u32;
         self.category_of.insert(name.to_owned(), c);
         c
+    }
+
+    /// The library and category of the image of mapping `m` (none and 0
+    /// for a mapping without a file).
+    fn place(&mut self, profile: &Profile, m: &Mapping) -> (Option<u32>, u32) {
+        match profile.str(m.filename) {
+            "" => (None, 0),
+            path => (Some(self.lib(profile, m)), self.category(basename(path))),
+        }
     }
 
     /// The library of image `m`, added once per path and build id.
@@ -153,16 +160,9 @@ impl Descs {
         for (i, location) in profile.locations().iter().enumerate() {
             let start = table.ids.start();
             let (lib, category) = match location.mapping.map(|m| m.index()) {
-                Some(m) if m < placed.len() => *placed[m].get_or_insert_with(|| {
-                    let mapping = &profile.mappings()[m];
-                    match profile.str(mapping.filename) {
-                        "" => (None, 0),
-                        path => (
-                            Some(images.lib(profile, mapping)),
-                            images.category(basename(path)),
-                        ),
-                    }
-                }),
+                Some(m) if m < placed.len() => {
+                    *placed[m].get_or_insert_with(|| images.place(profile, &profile.mappings()[m]))
+                }
                 _ => (None, 0),
             };
             table.add_location(profile, location, by_line, lib, category);
@@ -241,27 +241,13 @@ impl Descs {
     /// Adds the id of `desc` (the first frame of a name and category gives
     /// its function) to `ids`.
     fn intern(&mut self, desc: Desc) {
-        let hash = |d: &Desc| {
-            let mut h = FxHasher::default();
-            (&d.name, d.category).hash(&mut h);
-            h.finish()
-        };
-        let h = hash(&desc);
-        let descs = &mut self.descs;
-        let same = |&id: &u32| {
-            let d = &descs[id as usize];
-            d.category == desc.category && d.name == desc.name
-        };
-        let id = match self.index.find(h, same) {
-            Some(&id) => id,
-            None => {
-                descs.push(desc);
-                let id = (descs.len() - 1) as u32;
-                self.index
-                    .insert_unique(h, id, |&id| hash(&descs[id as usize]));
-                id
-            }
-        };
+        let id = intern_in(
+            &mut self.descs,
+            &mut self.index,
+            desc,
+            |d| fx_hash((&d.name, d.category)),
+            |a, b| a.category == b.category && a.name == b.name,
+        );
         self.ids.push(id);
     }
 
